@@ -1,0 +1,18 @@
+//! vmsched-core: the engine of vmsched, a deterministic discrete-event simulator of CPU
+//! scheduling in virtualized systems.
+//!
+//! It knows time, ids, the machine, the event queue, the recursive CPU/entity model, the
+//! [`sched::Scheduler`] trait, workloads, metrics and the scenario schema. It knows no policy:
+//! schedulers live in `vmsched-sched`. It has no Python in it.
+
+pub mod cpuset;
+pub mod ids;
+pub mod queue;
+pub mod sched;
+pub mod testkit;
+pub mod time;
+
+pub use cpuset::CpuSet;
+pub use ids::*;
+pub use sched::*;
+pub use time::*;

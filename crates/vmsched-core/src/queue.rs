@@ -1,0 +1,239 @@
+//! The event queue: an indexed binary heap of timer *slots*, ordered by (time, sequence).
+//!
+//! Every event source in the engine is a slot allocated once at build time (a CPU's scheduler
+//! timer, a vCPU's guest tick, a task's wake-up, ...). Arming a slot that is already armed moves
+//! it; cancelling removes it. The queue therefore never holds a stale event, and its size is
+//! bounded by the number of slots. Ties at equal time break by the sequence number taken when the
+//! slot was (re-)armed, i.e. by insertion order, never by address or hash order (the ns-3 /
+//! SimPy rule), so the same scenario and seed give the same run on every machine.
+
+use crate::time::SimTime;
+
+/// A timer slot, allocated by [`EventQueue::add_slot`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SlotId(pub u32);
+
+const NOT_QUEUED: u32 = u32::MAX;
+
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    time: SimTime,
+    seq: u64,
+    slot: SlotId,
+}
+
+impl Entry {
+    #[inline]
+    fn before(&self, o: &Entry) -> bool {
+        (self.time, self.seq) < (o.time, o.seq)
+    }
+}
+
+#[derive(Default)]
+pub struct EventQueue {
+    heap: Vec<Entry>,
+    /// Position of each slot in `heap`, or NOT_QUEUED.
+    pos: Vec<u32>,
+    seq: u64,
+}
+
+impl EventQueue {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Allocates a new, disarmed slot.
+    pub fn add_slot(&mut self) -> SlotId {
+        self.pos.push(NOT_QUEUED);
+        self.heap.reserve(1);
+        SlotId(self.pos.len() as u32 - 1)
+    }
+
+    pub fn len(&self) -> usize {
+        self.heap.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.heap.is_empty()
+    }
+
+    #[inline]
+    pub fn is_armed(&self, s: SlotId) -> bool {
+        self.pos[s.0 as usize] != NOT_QUEUED
+    }
+
+    /// Deadline of an armed slot.
+    #[inline]
+    pub fn deadline(&self, s: SlotId) -> Option<SimTime> {
+        let p = self.pos[s.0 as usize];
+        (p != NOT_QUEUED).then(|| self.heap[p as usize].time)
+    }
+
+    /// Arms `s` at `time`, replacing any earlier deadline. The slot takes a fresh sequence number,
+    /// so among events at the same time it now comes last.
+    pub fn arm(&mut self, s: SlotId, time: SimTime) {
+        self.seq += 1;
+        let e = Entry { time, seq: self.seq, slot: s };
+        let p = self.pos[s.0 as usize];
+        if p == NOT_QUEUED {
+            self.heap.push(e);
+            let i = self.heap.len() - 1;
+            self.pos[s.0 as usize] = i as u32;
+            self.sift_up(i);
+        } else {
+            let i = p as usize;
+            let old = self.heap[i];
+            self.heap[i] = e;
+            if e.before(&old) {
+                self.sift_up(i);
+            } else {
+                self.sift_down(i);
+            }
+        }
+    }
+
+    /// Arms `s` at `time` unless it is already armed no later than that.
+    pub fn arm_min(&mut self, s: SlotId, time: SimTime) {
+        match self.deadline(s) {
+            Some(t) if t <= time => {}
+            _ => self.arm(s, time),
+        }
+    }
+
+    pub fn cancel(&mut self, s: SlotId) {
+        let p = self.pos[s.0 as usize];
+        if p == NOT_QUEUED {
+            return;
+        }
+        self.remove_at(p as usize);
+    }
+
+    /// Time of the next event.
+    #[inline]
+    pub fn peek_time(&self) -> Option<SimTime> {
+        self.heap.first().map(|e| e.time)
+    }
+
+    /// Removes and returns the next event.
+    pub fn pop(&mut self) -> Option<(SimTime, SlotId)> {
+        if self.heap.is_empty() {
+            return None;
+        }
+        let e = self.heap[0];
+        self.remove_at(0);
+        Some((e.time, e.slot))
+    }
+
+    fn remove_at(&mut self, i: usize) {
+        let removed = self.heap[i].slot;
+        self.pos[removed.0 as usize] = NOT_QUEUED;
+        let last = self.heap.pop().expect("remove_at on an empty heap");
+        if i < self.heap.len() {
+            self.heap[i] = last;
+            self.pos[last.slot.0 as usize] = i as u32;
+            if i > 0 && last.before(&self.heap[(i - 1) / 2]) {
+                self.sift_up(i);
+            } else {
+                self.sift_down(i);
+            }
+        }
+    }
+
+    fn sift_up(&mut self, mut i: usize) {
+        let e = self.heap[i];
+        while i > 0 {
+            let parent = (i - 1) / 2;
+            if !e.before(&self.heap[parent]) {
+                break;
+            }
+            self.heap[i] = self.heap[parent];
+            self.pos[self.heap[i].slot.0 as usize] = i as u32;
+            i = parent;
+        }
+        self.heap[i] = e;
+        self.pos[e.slot.0 as usize] = i as u32;
+    }
+
+    fn sift_down(&mut self, mut i: usize) {
+        let e = self.heap[i];
+        let n = self.heap.len();
+        loop {
+            let l = 2 * i + 1;
+            if l >= n {
+                break;
+            }
+            let r = l + 1;
+            let c = if r < n && self.heap[r].before(&self.heap[l]) { r } else { l };
+            if !self.heap[c].before(&e) {
+                break;
+            }
+            self.heap[i] = self.heap[c];
+            self.pos[self.heap[i].slot.0 as usize] = i as u32;
+            i = c;
+        }
+        self.heap[i] = e;
+        self.pos[e.slot.0 as usize] = i as u32;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn ties_break_by_insertion_order() {
+        let mut q = EventQueue::new();
+        let s: Vec<_> = (0..4).map(|_| q.add_slot()).collect();
+        q.arm(s[2], 10);
+        q.arm(s[0], 10);
+        q.arm(s[3], 5);
+        q.arm(s[1], 10);
+        let order: Vec<_> = std::iter::from_fn(|| q.pop()).map(|(_, s)| s.0).collect();
+        assert_eq!(order, vec![3, 2, 0, 1]);
+    }
+
+    #[test]
+    fn rearm_replaces_and_cancel_removes() {
+        let mut q = EventQueue::new();
+        let a = q.add_slot();
+        let b = q.add_slot();
+        q.arm(a, 100);
+        q.arm(b, 50);
+        q.arm(a, 10);
+        assert_eq!(q.len(), 2);
+        assert_eq!(q.pop(), Some((10, a)));
+        q.cancel(b);
+        assert_eq!(q.pop(), None);
+        q.arm(b, 7);
+        q.arm_min(b, 9);
+        assert_eq!(q.deadline(b), Some(7));
+        q.arm_min(b, 3);
+        assert_eq!(q.deadline(b), Some(3));
+    }
+
+    proptest! {
+        /// Against a reference model: a map slot -> (time, seq), popped in (time, seq) order.
+        #[test]
+        fn matches_reference(ops in proptest::collection::vec((0u8..3, 0usize..16, 0u64..50), 0..300)) {
+            let mut q = EventQueue::new();
+            let slots: Vec<_> = (0..16).map(|_| q.add_slot()).collect();
+            let mut model: Vec<Option<(u64, u64)>> = vec![None; 16];
+            let mut seq = 0u64;
+            for (op, s, t) in ops {
+                match op {
+                    0 => { seq += 1; q.arm(slots[s], t); model[s] = Some((t, seq)); }
+                    1 => { q.cancel(slots[s]); model[s] = None; }
+                    _ => {
+                        let want = model.iter().enumerate().filter_map(|(i, m)| m.map(|m| (m, i))).min();
+                        let got = q.pop();
+                        match want {
+                            None => prop_assert_eq!(got, None),
+                            Some(((t, _), i)) => { prop_assert_eq!(got, Some((t, slots[i]))); model[i] = None; }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,265 @@
+//! The scheduler interface: one trait for every policy at every level.
+//!
+//! A scheduler places the *entities* of one level on the *CPUs* of that level: Xen Credit2 puts
+//! vCPUs on physical CPUs; a guest's CFS puts tasks on the guest's vCPUs; a Linux KVM host would
+//! put vCPU threads and host processes on physical CPUs through the very same trait. Like Xen's
+//! `struct scheduler` and Linux's `struct sched_class`, the trait is a fixed table of hooks.
+//!
+//! **Policies decide, the engine acts.** A hook reads the level through a [`SchedCtx`] (the time,
+//! each CPU's current entity, each entity's runnability, affinity and parameters, the guest clock
+//! with or without steal time) and answers with a decision ([`Pick`]) or requests
+//! ([`SchedCtx::resched`], [`SchedCtx::set_timer`]). It never touches engine state. The engine
+//! owns runstates, time, and when a CPU really executes.
+//!
+//! Ids are local to the level: CPUs `0..nr_cpus`, entities `0..nr_entities`.
+//!
+//! Hook order, as the engine drives it:
+//! * build: `insert(e)` for every entity, in id order, all blocked;
+//! * an entity becomes runnable: `wake(e)`; the scheduler queues it and may `resched` CPUs;
+//! * the current entity of a CPU stops wanting the CPU: `block(e)` (or `yield_(e)`), followed at
+//!   once by `schedule(cpu)`;
+//! * a CPU reschedules (its timer from the last [`Pick::slice`] fired, a `resched` request was
+//!   delivered, or the current entity blocked or yielded): `schedule(cpu)`, then, if the pick is a
+//!   different entity, `context_saved(prev)` for the entity switched out;
+//! * the periodic tick of a busy CPU, if the policy has one ([`Scheduler::tick_period`]): `tick(cpu)`;
+//! * a timer the scheduler armed with [`SchedCtx::set_timer`]: `on_timer(key)`.
+//!
+//! At a guest level, hooks that concern a CPU run only while that vCPU executes: a `resched` of a
+//! vCPU that the host has descheduled is delivered when it next runs, and one of a halted vCPU
+//! first wakes it at the host level (DESIGN.md §2).
+
+use crate::cpuset::CpuSet;
+use crate::ids::{CpuId, EntityId};
+use crate::time::{Nanos, SimTime};
+
+/// Xen's runstates (`xen/include/public/vcpu.h`), used for every entity at every level.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunState {
+    Running = 0,
+    Runnable = 1,
+    Blocked = 2,
+    Offline = 3,
+}
+
+/// Linux scheduling policy of a task (ignored by host schedulers).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Policy {
+    #[default]
+    Normal,
+    Batch,
+    Idle,
+    Fifo,
+    Rr,
+}
+
+/// Static parameters of an entity, given at build time.
+#[derive(Clone, Debug)]
+pub struct EntityParams {
+    /// Display name, e.g. `d1v0` or `context1.parent`.
+    pub name: String,
+    /// The group the entity belongs to: its domain at the host level, its process at a guest level.
+    pub group: u32,
+    /// Xen weight (host level; 256 is Xen's default).
+    pub weight: u32,
+    /// Xen cap in percent of one CPU, 0 = none (host level).
+    pub cap_pct: u32,
+    /// Nice value (guest level).
+    pub nice: i32,
+    pub policy: Policy,
+    /// RT priority for FIFO/RR (1..99).
+    pub rt_prio: u32,
+    pub hard_affinity: CpuSet,
+    pub soft_affinity: CpuSet,
+    /// The CPU the entity is first placed on (Xen `processor(v)` at creation).
+    pub initial_cpu: CpuId,
+}
+
+/// Where a CPU sits in the machine: what Credit2's runqueue arrangement and Linux's wake
+/// placement read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CpuTopo {
+    pub node: u32,
+    pub socket: u32,
+    pub core: u32,
+    pub thread: u32,
+    /// Id of the last-level cache domain.
+    pub llc: u32,
+}
+
+/// What a scheduler may read about one CPU of its level.
+#[derive(Clone, Debug)]
+pub struct CpuInfo {
+    /// The entity the engine has on this CPU (None: idle).
+    pub curr: Option<EntityId>,
+    /// Whether the CPU is executing right now: always for a physical CPU; for a vCPU, whether its
+    /// backing entity is running all the way down to a physical CPU.
+    pub executing: bool,
+    /// Steal time: for a vCPU, the time its backing entity spent runnable or offline, as the
+    /// host's runstate area reports it (updated at each runstate change of the vCPU, so constant
+    /// while the vCPU runs). Zero for a physical CPU.
+    pub steal_ns: Nanos,
+    pub topo: CpuTopo,
+}
+
+/// What a scheduler may read about one entity of its level.
+#[derive(Clone, Debug)]
+pub struct EntityInfo {
+    /// Wants a CPU: runnable or running (Xen `vcpu_runnable`, Linux `TASK_RUNNING`).
+    pub runnable: bool,
+    /// The CPU it is running on now, if any.
+    pub on_cpu: Option<CpuId>,
+    pub params: EntityParams,
+}
+
+/// A wake-up as the waker sees it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WakeInfo {
+    /// The CPU (of this level) the waker runs on, if the waker is at this level.
+    pub waker_cpu: Option<CpuId>,
+    /// Linux `WF_SYNC`: the waker is about to sleep (pipe writes).
+    pub sync: bool,
+}
+
+/// The answer of `schedule(cpu)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pick {
+    /// The entity to run (the same as the current one to keep it), or None for idle.
+    pub next: Option<EntityId>,
+    /// When to call `schedule(cpu)` again (Xen's `s_timer`), relative to now. None: no timer.
+    pub slice: Option<Nanos>,
+}
+
+/// A request from a hook to the engine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Request {
+    /// Reschedule this CPU (Xen tickle / raise SCHEDULE_SOFTIRQ; Linux `resched_curr`).
+    Resched(CpuId),
+    /// Arm (Some) or cancel (None) the scheduler's own timer `key`.
+    Timer(u32, Option<SimTime>),
+}
+
+/// Per-level switches that change what the scheduler observes.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LevelClock {
+    /// Linux `CONFIG_PARAVIRT_TIME_ACCOUNTING` (and the steal clock available): subtract steal
+    /// time from `clock_task`.
+    pub steal_accounting: bool,
+}
+
+/// The window through which a hook sees its level and makes requests.
+pub struct SchedCtx<'a> {
+    now: SimTime,
+    clock: LevelClock,
+    cpus: &'a [CpuInfo],
+    ents: &'a [EntityInfo],
+    out: &'a mut Vec<Request>,
+}
+
+impl<'a> SchedCtx<'a> {
+    pub fn new(
+        now: SimTime,
+        clock: LevelClock,
+        cpus: &'a [CpuInfo],
+        ents: &'a [EntityInfo],
+        out: &'a mut Vec<Request>,
+    ) -> Self {
+        SchedCtx { now, clock, cpus, ents, out }
+    }
+
+    #[inline]
+    pub fn now(&self) -> SimTime {
+        self.now
+    }
+
+    #[inline]
+    pub fn nr_cpus(&self) -> usize {
+        self.cpus.len()
+    }
+
+    #[inline]
+    pub fn nr_entities(&self) -> usize {
+        self.ents.len()
+    }
+
+    #[inline]
+    pub fn cpu(&self, c: CpuId) -> &CpuInfo {
+        &self.cpus[c.idx()]
+    }
+
+    #[inline]
+    pub fn ent(&self, e: EntityId) -> &EntityInfo {
+        &self.ents[e.idx()]
+    }
+
+    /// The CPU's task clock (Linux `rq->clock_task`): wall time, minus the CPU's steal time when
+    /// steal accounting is on. Without steal accounting a descheduled vCPU's absence is charged to
+    /// whatever task was running on it.
+    #[inline]
+    pub fn clock_task(&self, c: CpuId) -> SimTime {
+        if self.clock.steal_accounting {
+            self.now.saturating_sub(self.cpus[c.idx()].steal_ns)
+        } else {
+            self.now
+        }
+    }
+
+    #[inline]
+    pub fn resched(&mut self, c: CpuId) {
+        self.out.push(Request::Resched(c));
+    }
+
+    /// Arms the scheduler's own timer `key` (0..[`Scheduler::nr_timers`]) at `at`, or cancels it.
+    #[inline]
+    pub fn set_timer(&mut self, key: u32, at: Option<SimTime>) {
+        self.out.push(Request::Timer(key, at));
+    }
+}
+
+/// A scheduling policy. See the module doc for the order in which the engine calls the hooks.
+pub trait Scheduler: Send {
+    /// Short name, e.g. `credit2`.
+    fn name(&self) -> &'static str;
+
+    /// Number of timers the policy wants (`set_timer` keys `0..n`). Called once at build.
+    fn nr_timers(&self) -> u32 {
+        0
+    }
+
+    /// Period of the policy's tick while a CPU is busy (Linux: 1/HZ), or None.
+    fn tick_period(&self) -> Option<Nanos> {
+        None
+    }
+
+    /// Called once per entity at build time, in id order; every entity starts blocked.
+    fn insert(&mut self, ctx: &mut SchedCtx, e: EntityId);
+
+    /// `e` became runnable. It is not running and not queued. Queue it and request reschedules.
+    fn wake(&mut self, ctx: &mut SchedCtx, e: EntityId, info: WakeInfo);
+
+    /// `e`, current on its CPU, stops being runnable. `schedule` of that CPU follows at once.
+    fn block(&mut self, ctx: &mut SchedCtx, e: EntityId);
+
+    /// `e`, current on its CPU, yields. `schedule` of that CPU follows at once.
+    fn yield_(&mut self, ctx: &mut SchedCtx, e: EntityId);
+
+    /// Choose what `cpu` runs next. The current entity is `ctx.cpu(cpu).curr` and is still
+    /// runnable unless it just blocked. Must return an entity whose hard affinity contains `cpu`
+    /// and that is not running on another CPU.
+    fn schedule(&mut self, ctx: &mut SchedCtx, cpu: CpuId) -> Pick;
+
+    /// `e` was switched out of its CPU (Xen `context_saved`).
+    fn context_saved(&mut self, _ctx: &mut SchedCtx, _e: EntityId) {}
+
+    /// The periodic tick of a busy CPU.
+    fn tick(&mut self, _ctx: &mut SchedCtx, _cpu: CpuId) {}
+
+    /// A timer armed with `set_timer` fired.
+    fn on_timer(&mut self, _ctx: &mut SchedCtx, _key: u32) {}
+
+    /// The policy's main per-entity figure, for traces: vruntime for CFS, credit for Credit2.
+    fn probe(&self, _e: EntityId) -> Option<i64> {
+        None
+    }
+}

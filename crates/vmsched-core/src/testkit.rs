@@ -1,0 +1,198 @@
+//! A minimal driver for scheduler unit tests: one level, no workloads, time moved by hand.
+//!
+//! It applies a scheduler's decisions the way the engine does (switches the current entity,
+//! calls `context_saved`, records requests) but lets the test choose every event, so a test can
+//! set up exactly the situation a spec rule talks about and assert the decision.
+
+use crate::cpuset::CpuSet;
+use crate::ids::{CpuId, EntityId};
+use crate::sched::{
+    CpuInfo, CpuTopo, EntityInfo, EntityParams, LevelClock, Pick, Policy, Request, SchedCtx,
+    Scheduler, WakeInfo,
+};
+use crate::time::{Nanos, SimTime};
+
+pub struct Harness<S: Scheduler> {
+    pub sched: S,
+    pub now: SimTime,
+    pub clock: LevelClock,
+    pub cpus: Vec<CpuInfo>,
+    pub ents: Vec<EntityInfo>,
+    /// Requests not yet taken by the test.
+    pub requests: Vec<Request>,
+    /// Slice of the last pick per CPU, as an absolute deadline.
+    pub timer: Vec<Option<SimTime>>,
+}
+
+/// Default parameters for test entity `i` on `ncpus` CPUs: weight 256, nice 0, any CPU.
+pub fn params(i: usize, ncpus: usize) -> EntityParams {
+    EntityParams {
+        name: format!("e{i}"),
+        group: i as u32,
+        weight: 256,
+        cap_pct: 0,
+        nice: 0,
+        policy: Policy::Normal,
+        rt_prio: 0,
+        hard_affinity: CpuSet::first_n(ncpus),
+        soft_affinity: CpuSet::first_n(ncpus),
+        initial_cpu: CpuId((i % ncpus) as u32),
+    }
+}
+
+impl<S: Scheduler> Harness<S> {
+    /// `ncpus` CPUs on one socket, one core each, one shared LLC.
+    pub fn new(sched: S, ncpus: usize, ents: Vec<EntityParams>) -> Self {
+        let topo = (0..ncpus)
+            .map(|c| CpuTopo { core: c as u32, ..Default::default() })
+            .collect();
+        Self::with_topology(sched, topo, ents)
+    }
+
+    pub fn with_topology(sched: S, topo: Vec<CpuTopo>, ents: Vec<EntityParams>) -> Self {
+        let cpus: Vec<CpuInfo> = topo
+            .into_iter()
+            .map(|t| CpuInfo { curr: None, executing: true, steal_ns: 0, topo: t })
+            .collect();
+        let n = cpus.len();
+        let ents = ents
+            .into_iter()
+            .map(|p| EntityInfo { runnable: false, on_cpu: None, params: p })
+            .collect();
+        let mut h = Harness {
+            sched,
+            now: 0,
+            clock: LevelClock::default(),
+            cpus,
+            ents,
+            requests: Vec::new(),
+            timer: vec![None; n],
+        };
+        for e in 0..h.ents.len() {
+            h.with_ctx(|s, ctx| s.insert(ctx, EntityId(e as u32)));
+        }
+        h
+    }
+
+    fn with_ctx<R>(&mut self, f: impl FnOnce(&mut S, &mut SchedCtx) -> R) -> R {
+        let mut ctx = SchedCtx::new(self.now, self.clock, &self.cpus, &self.ents, &mut self.requests);
+        f(&mut self.sched, &mut ctx)
+    }
+
+    pub fn advance(&mut self, d: Nanos) {
+        self.now += d;
+    }
+
+    pub fn curr(&self, c: u32) -> Option<u32> {
+        self.cpus[c as usize].curr.map(|e| e.0)
+    }
+
+    /// Wakes `e` (marks it runnable, calls `wake`).
+    pub fn wake(&mut self, e: u32, info: WakeInfo) {
+        let e = EntityId(e);
+        assert!(!self.ents[e.idx()].runnable, "wake of a runnable entity");
+        self.ents[e.idx()].runnable = true;
+        self.with_ctx(|s, ctx| s.wake(ctx, e, info));
+    }
+
+    /// The current entity of its CPU blocks; its CPU reschedules at once.
+    pub fn block(&mut self, e: u32) -> Pick {
+        let e = EntityId(e);
+        let cpu = self.ents[e.idx()].on_cpu.expect("block of an entity that is not running");
+        self.ents[e.idx()].runnable = false;
+        self.with_ctx(|s, ctx| s.block(ctx, e));
+        self.schedule(cpu.0)
+    }
+
+    /// The current entity of its CPU yields; its CPU reschedules at once.
+    pub fn yield_(&mut self, e: u32) -> Pick {
+        let e = EntityId(e);
+        let cpu = self.ents[e.idx()].on_cpu.expect("yield of an entity that is not running");
+        self.with_ctx(|s, ctx| s.yield_(ctx, e));
+        self.schedule(cpu.0)
+    }
+
+    /// Runs `schedule(cpu)` and applies the pick.
+    pub fn schedule(&mut self, cpu: u32) -> Pick {
+        let c = CpuId(cpu);
+        let pick = self.with_ctx(|s, ctx| s.schedule(ctx, c));
+        let prev = self.cpus[c.idx()].curr;
+        if let Some(n) = pick.next {
+            let info = &self.ents[n.idx()];
+            assert!(info.runnable, "picked a non-runnable entity {n:?}");
+            assert!(info.params.hard_affinity.contains(c), "picked {n:?} outside its affinity");
+            assert!(
+                info.on_cpu.is_none() || info.on_cpu == Some(c),
+                "picked {n:?}, which runs on another CPU"
+            );
+        }
+        if pick.next != prev {
+            if let Some(p) = prev {
+                self.ents[p.idx()].on_cpu = None;
+            }
+            if let Some(n) = pick.next {
+                self.ents[n.idx()].on_cpu = Some(c);
+            }
+            self.cpus[c.idx()].curr = pick.next;
+            if let Some(p) = prev {
+                self.with_ctx(|s, ctx| s.context_saved(ctx, p));
+            }
+        }
+        self.timer[c.idx()] = pick.slice.map(|d| self.now + d);
+        pick
+    }
+
+    pub fn tick(&mut self, cpu: u32) {
+        self.with_ctx(|s, ctx| s.tick(ctx, CpuId(cpu)));
+    }
+
+    pub fn fire_timer(&mut self, key: u32) {
+        self.with_ctx(|s, ctx| s.on_timer(ctx, key));
+    }
+
+    /// Takes the reschedule requests made since the last call, in order, without duplicates.
+    pub fn take_resched(&mut self) -> Vec<u32> {
+        let mut v = Vec::new();
+        self.requests.retain(|r| match r {
+            Request::Resched(c) => {
+                if !v.contains(&c.0) {
+                    v.push(c.0);
+                }
+                false
+            }
+            _ => true,
+        });
+        v
+    }
+
+    /// Takes the timer requests made since the last call.
+    pub fn take_timers(&mut self) -> Vec<(u32, Option<SimTime>)> {
+        let mut v = Vec::new();
+        self.requests.retain(|r| match r {
+            Request::Timer(k, at) => {
+                v.push((*k, *at));
+                false
+            }
+            _ => true,
+        });
+        v
+    }
+
+    /// Delivers every pending reschedule request (in order) and returns the CPUs rescheduled.
+    pub fn deliver_resched(&mut self) -> Vec<u32> {
+        let cpus = self.take_resched();
+        for &c in &cpus {
+            self.schedule(c);
+        }
+        cpus
+    }
+
+    /// Runs the CPU's scheduler timer if it is due at or before `now`.
+    pub fn run_due_timers(&mut self) {
+        for c in 0..self.cpus.len() {
+            if matches!(self.timer[c], Some(t) if t <= self.now) {
+                self.schedule(c as u32);
+            }
+        }
+    }
+}

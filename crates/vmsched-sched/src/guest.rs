@@ -1,0 +1,2 @@
+//! Guest schedulers (place tasks on vCPUs).
+pub mod cfs;

@@ -1,0 +1,3 @@
+//! Host schedulers (place vCPUs on physical CPUs).
+pub mod credit2;
+pub mod pinned;

@@ -1,0 +1,3 @@
+//! vmsched-sched: every scheduling policy of vmsched, one file each.
+pub mod guest;
+pub mod host;
