@@ -120,6 +120,9 @@ pub struct WakeInfo {
     pub waker_cpu: Option<CpuId>,
     /// Linux `WF_SYNC`: the waker is about to sleep (pipe writes).
     pub sync: bool,
+    /// The entity's very first wake-up (Linux `wake_up_new_task` after fork: fork placement and
+    /// `place_entity(initial)`).
+    pub new: bool,
 }
 
 /// The answer of `schedule(cpu)`.
