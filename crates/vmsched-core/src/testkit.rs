@@ -22,6 +22,10 @@ pub struct Harness<S: Scheduler> {
     pub requests: Vec<Request>,
     /// Slice of the last pick per CPU, as an absolute deadline.
     pub timer: Vec<Option<SimTime>>,
+    /// Running time of each entity so far (accumulated by `advance`).
+    pub run_ns: Vec<Nanos>,
+    /// The scheduler's own timers as last armed (by key), for `run_for`.
+    pub sched_timers: Vec<Option<SimTime>>,
 }
 
 /// Default parameters for test entity `i` on `ncpus` CPUs: weight 256, nice 0, any CPU.
@@ -55,11 +59,15 @@ impl<S: Scheduler> Harness<S> {
             .map(|t| CpuInfo { curr: None, executing: true, steal_ns: 0, topo: t })
             .collect();
         let n = cpus.len();
-        let ents = ents
+        let ents: Vec<EntityInfo> = ents
             .into_iter()
             .map(|p| EntityInfo { runnable: false, on_cpu: None, params: p })
             .collect();
+        let nt = sched.nr_timers() as usize;
+        let ne = ents.len();
         let mut h = Harness {
+            run_ns: vec![0; ne],
+            sched_timers: vec![None; nt],
             sched,
             now: 0,
             clock: LevelClock::default(),
@@ -80,7 +88,64 @@ impl<S: Scheduler> Harness<S> {
     }
 
     pub fn advance(&mut self, d: Nanos) {
+        for c in &self.cpus {
+            if let Some(e) = c.curr {
+                self.run_ns[e.idx()] += d;
+            }
+        }
         self.now += d;
+    }
+
+    /// Drives the level for `dur` in steps of `step`: delivers reschedule requests, runs CPU
+    /// timers (slices), the tick of busy CPUs (at the policy's tick period, aligned) and the
+    /// policy's own timers. Entities never block on their own: they are CPU-bound.
+    pub fn run_for(&mut self, dur: Nanos, step: Nanos) {
+        let end = self.now + dur;
+        let tick = self.sched.tick_period();
+        while self.now < end {
+            self.pump();
+            let mut next = (self.now + step).min(end);
+            for t in self.timer.iter().chain(self.sched_timers.iter()).flatten() {
+                if *t > self.now && *t < next {
+                    next = *t;
+                }
+            }
+            if let Some(p) = tick {
+                next = next.min((self.now / p + 1) * p);
+            }
+            let d = next - self.now;
+            self.advance(d);
+            if let Some(p) = tick {
+                if self.now % p == 0 {
+                    for c in 0..self.cpus.len() {
+                        if self.cpus[c].curr.is_some() {
+                            self.tick(c as u32);
+                        }
+                    }
+                }
+            }
+            for k in 0..self.sched_timers.len() {
+                if matches!(self.sched_timers[k], Some(t) if t <= self.now) {
+                    self.sched_timers[k] = None;
+                    self.fire_timer(k as u32);
+                }
+            }
+            self.run_due_timers();
+        }
+        self.pump();
+    }
+
+    /// Applies pending requests until none are left: timers are recorded, reschedules delivered.
+    pub fn pump(&mut self) {
+        for _ in 0..1000 {
+            for (k, at) in self.take_timers() {
+                self.sched_timers[k as usize] = at;
+            }
+            if self.deliver_resched().is_empty() {
+                return;
+            }
+        }
+        panic!("reschedule requests never settle");
     }
 
     pub fn curr(&self, c: u32) -> Option<u32> {

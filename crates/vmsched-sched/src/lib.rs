@@ -1,3 +1,7 @@
-//! vmsched-sched: every scheduling policy of vmsched, one file each.
+//! vmsched-sched: every scheduling policy of vmsched, one file each, and the registries that
+//! turn a scenario into a simulation.
+pub mod build;
 pub mod guest;
 pub mod host;
+
+pub use build::{build, load, run, GuestSchedConfig, HostSchedConfig, Scenario};

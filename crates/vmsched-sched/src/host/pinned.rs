@@ -1,0 +1,72 @@
+//! `pinned`: a trivial host scheduler for tests and for guests measured without host
+//! interference. vCPU k of the machine (in domain order) owns physical CPU k; it runs whenever it
+//! is runnable and is never preempted. Not a model of any real hypervisor scheduler, though Xen's
+//! `null` scheduler behaves like it when every vCPU has a pCPU of its own.
+
+use serde::{Deserialize, Serialize};
+use vmsched_core::{CpuId, EntityId, Pick, SchedCtx, Scheduler, WakeInfo};
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PinnedParams {}
+
+pub struct Pinned {
+    /// The entity owning each CPU.
+    owner: Vec<Option<EntityId>>,
+}
+
+impl Pinned {
+    pub fn new(ncpus: usize) -> Pinned {
+        Pinned { owner: vec![None; ncpus] }
+    }
+
+    fn cpu_of(ctx: &SchedCtx, e: EntityId) -> CpuId {
+        ctx.ent(e).params.initial_cpu
+    }
+}
+
+impl Scheduler for Pinned {
+    fn name(&self) -> &'static str {
+        "pinned"
+    }
+
+    fn insert(&mut self, ctx: &mut SchedCtx, e: EntityId) {
+        let c = Self::cpu_of(ctx, e);
+        assert!(
+            self.owner[c.idx()].is_none(),
+            "invariant: pinned host gives CPU {} to two vCPUs",
+            c.0
+        );
+        self.owner[c.idx()] = Some(e);
+    }
+
+    fn wake(&mut self, ctx: &mut SchedCtx, e: EntityId, _info: WakeInfo) {
+        let c = Self::cpu_of(ctx, e);
+        ctx.resched(c);
+    }
+
+    fn block(&mut self, _ctx: &mut SchedCtx, _e: EntityId) {}
+
+    fn yield_(&mut self, _ctx: &mut SchedCtx, _e: EntityId) {}
+
+    fn schedule(&mut self, ctx: &mut SchedCtx, cpu: CpuId) -> Pick {
+        let next = self.owner[cpu.idx()].filter(|e| ctx.ent(*e).runnable);
+        Pick { next, slice: None }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vmsched_core::testkit::{params, Harness};
+
+    #[test]
+    fn each_entity_runs_on_its_own_cpu_at_once() {
+        let mut h = Harness::new(Pinned::new(2), 2, vec![params(0, 2), params(1, 2)]);
+        h.wake(1, WakeInfo::default());
+        assert_eq!(h.deliver_resched(), vec![1]);
+        assert_eq!(h.curr(1), Some(1));
+        assert_eq!(h.curr(0), None);
+        assert_eq!(h.block(1).next, None);
+    }
+}

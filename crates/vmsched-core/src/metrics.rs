@@ -1,0 +1,148 @@
+//! Streamed metrics: counters and bounded histograms, never per-event vectors.
+//!
+//! Memory grows with the number of entities and metrics, not with simulated time. The only
+//! time-proportional data is the optional sampled series, and only when a scenario asks for it.
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+use crate::time::Nanos;
+
+/// A latency histogram: HDR (3 significant digits, 1 ns .. 1 h) for percentiles, plus optional
+/// fixed 1-µs buckets in cyclictest's style (`-h N`).
+#[derive(Clone)]
+pub struct LatHist {
+    hdr: Histogram<u64>,
+    buckets: Vec<u64>,
+    overflows: u64,
+    /// Sample index (cycle number) of each overflow, the first 1000 (cyclictest lists them).
+    overflow_cycles: Vec<u64>,
+    count: u64,
+    sum_ns: u128,
+    sum_us_trunc: u64,
+    min: Nanos,
+    max: Nanos,
+}
+
+const HDR_MAX: u64 = 3_600_000_000_000;
+
+impl LatHist {
+    pub fn new(buckets_us: u32) -> LatHist {
+        LatHist {
+            hdr: Histogram::new_with_bounds(1, HDR_MAX, 3).expect("valid HDR bounds"),
+            buckets: vec![0; buckets_us as usize],
+            overflows: 0,
+            overflow_cycles: Vec::new(),
+            count: 0,
+            sum_ns: 0,
+            sum_us_trunc: 0,
+            min: Nanos::MAX,
+            max: 0,
+        }
+    }
+
+    #[inline]
+    pub fn record(&mut self, v: Nanos) {
+        self.hdr.saturating_record(v.clamp(1, HDR_MAX));
+        let us = v / 1000;
+        if !self.buckets.is_empty() {
+            if us as usize >= self.buckets.len() {
+                self.overflows += 1;
+                if self.overflow_cycles.len() < 1000 {
+                    self.overflow_cycles.push(self.count);
+                }
+            } else {
+                self.buckets[us as usize] += 1;
+            }
+        }
+        self.count += 1;
+        self.sum_ns += v as u128;
+        self.sum_us_trunc += us;
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+    }
+
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    pub fn mean_ns(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.sum_ns as f64 / self.count as f64
+        }
+    }
+
+    pub fn max(&self) -> Nanos {
+        self.max
+    }
+
+    pub fn reset(&mut self) {
+        let n = self.buckets.len() as u32;
+        *self = LatHist::new(n);
+    }
+
+    pub fn summary(&self) -> HistSummary {
+        let q = |p: f64| if self.count == 0 { 0 } else { self.hdr.value_at_quantile(p) };
+        HistSummary {
+            count: self.count,
+            min_ns: if self.count == 0 { 0 } else { self.min },
+            mean_ns: self.mean_ns(),
+            p50_ns: q(0.5),
+            p99_ns: q(0.99),
+            p999_ns: q(0.999),
+            max_ns: self.max,
+            // cyclictest's own figures work on truncated microseconds.
+            min_us: if self.count == 0 { 0 } else { self.min / 1000 },
+            avg_us: if self.count == 0 { 0.0 } else { self.sum_us_trunc as f64 / self.count as f64 },
+            max_us: self.max / 1000,
+            buckets_us: self.buckets.clone(),
+            overflows: self.overflows,
+            overflow_cycles: self.overflow_cycles.clone(),
+        }
+    }
+}
+
+/// What a histogram reports.
+#[derive(Clone, Debug, Serialize)]
+pub struct HistSummary {
+    pub count: u64,
+    pub min_ns: u64,
+    pub mean_ns: f64,
+    pub p50_ns: u64,
+    pub p99_ns: u64,
+    pub p999_ns: u64,
+    pub max_ns: u64,
+    pub min_us: u64,
+    pub avg_us: f64,
+    pub max_us: u64,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub buckets_us: Vec<u64>,
+    pub overflows: u64,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub overflow_cycles: Vec<u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_overflow_and_cyclictest_avg() {
+        let mut h = LatHist::new(10);
+        for v in [1500, 2999, 9_999, 10_000, 55_000] {
+            h.record(v);
+        }
+        let s = h.summary();
+        assert_eq!(s.buckets_us[1], 1);
+        assert_eq!(s.buckets_us[2], 1);
+        assert_eq!(s.buckets_us[9], 1);
+        assert_eq!(s.overflows, 2);
+        assert_eq!(s.overflow_cycles, vec![3, 4]);
+        assert_eq!(s.min_us, 1);
+        assert_eq!(s.max_us, 55);
+        // (1 + 2 + 9 + 10 + 55) / 5 in truncated µs
+        assert!((s.avg_us - 15.4).abs() < 1e-9);
+    }
+}

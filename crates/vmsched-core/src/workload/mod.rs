@@ -1,0 +1,209 @@
+//! Workloads: what tasks do.
+//!
+//! Every workload is compiled, at build time, into one small *program* per task: a vector of
+//! [`Step`]s that the engine interprets (DESIGN.md §5). Steps compute for a duration, sleep,
+//! wait on and signal channels (pipes, futexes), spin, loop, and record metrics. The built-in
+//! workloads are such programs, each faithful to its real benchmark (spec/workloads.md), in a
+//! file of its own; users write their own programs in the scenario file.
+//!
+//! A workload also names its metrics (counters and latency histograms) and turns them into its
+//! benchmark's own figure at the end of the run ([`WorkloadKind::figure`]).
+
+pub mod context1;
+pub mod cpu_loop;
+pub mod cyclictest;
+pub mod program;
+
+use serde::{Deserialize, Serialize};
+
+use crate::sched::Policy;
+use crate::time::Nanos;
+
+/// A duration drawn per execution of a step.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Dist {
+    Fixed(Nanos),
+    /// Uniform in [lo, hi].
+    Uniform(Nanos, Nanos),
+    /// Exponential with this mean.
+    Exp(Nanos),
+}
+
+/// Index of a channel within its workload.
+pub type Chan = u16;
+/// Index of a counter within its workload.
+pub type Counter = u16;
+/// Index of a latency histogram within its workload.
+pub type Hist = u16;
+
+/// One instruction of a task program.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Step {
+    /// Use the CPU for a while. `kernel`: inside a system call, so under a non-preemptible guest
+    /// kernel a reschedule waits for the step's end (the syscall exit).
+    Compute { dur: Dist, kernel: bool },
+    /// Take a token from the channel, blocking until one is there. `block_cost`: kernel time
+    /// spent before actually sleeping (the dequeue and `schedule()` path); the channel is checked
+    /// again after it. `fast`/`slow`: counters bumped when the wait found a token at once / had
+    /// to sleep.
+    Wait { chan: Chan, block_cost: Nanos, fast: Option<Counter>, slow: Option<Counter> },
+    /// Put a token into the channel, waking the first waiter if any (a sync wake-up if `sync`,
+    /// Linux `WF_SYNC`). `wake_cost`: kernel time the waker then spends (try_to_wake_up), only
+    /// when somebody was woken.
+    Signal { chan: Chan, sync: bool, wake_cost: Nanos },
+    /// Burn the CPU until the channel has a token, then take it (a spinning lock or IPI wait:
+    /// unlike `Wait`, the vCPU stays busy).
+    Spin { chan: Chan },
+    /// Sleep for a while (relative timer) with the given timer slack.
+    Sleep { dur: Dist, slack: Nanos },
+    /// cyclictest's loop body: sleep until the next absolute period boundary, then record the
+    /// wake-up latency (time the task runs again minus the programmed expiry) in `hist`. The
+    /// first expiry is one interval after the task first runs (rt-tests ≥ v0.75, ERRATA W2).
+    /// Missed periods are skipped (ERRATA W3b).
+    Periodic { interval: Nanos, slack: Nanos, hist: Hist },
+    /// `sched_yield()`.
+    Yield,
+    /// Bump a counter.
+    Count { counter: Counter },
+    /// Jump to step `to`; `times` = None loops forever, Some(n) jumps n times then falls through.
+    Goto { to: u16, times: Option<u32> },
+    /// End the task.
+    Exit,
+}
+
+/// One task of a workload.
+#[derive(Clone, Debug)]
+pub struct TaskSpec {
+    pub name: String,
+    pub program: Vec<Step>,
+    pub nice: i32,
+    pub policy: Policy,
+    pub rt_prio: u32,
+    /// vCPUs the task may run on (None: all).
+    pub affinity: Option<Vec<u32>>,
+    /// When the task is created (ns after the start of the run).
+    pub start: Nanos,
+}
+
+/// A workload instance as the engine builds it.
+#[derive(Clone, Debug)]
+pub struct WorkloadSpec {
+    pub name: String,
+    pub kind: WorkloadKind,
+    pub tasks: Vec<TaskSpec>,
+    pub channels: u16,
+    pub counters: Vec<String>,
+    pub hists: Vec<String>,
+    /// Pairs of task indices whose probe gap (vruntime difference under CFS) is sampled into a
+    /// time series when the run samples.
+    pub gap_pairs: Vec<(usize, usize)>,
+    /// Initial tokens per channel (missing entries: 0).
+    pub tokens: Vec<u32>,
+    /// Buckets of 1 µs of the workload's fixed latency histograms (cyclictest `-h N`); 0: none.
+    pub hist_buckets: u32,
+}
+
+/// The benchmark a workload stands for, for its figure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkloadKind {
+    CpuLoop,
+    Context1,
+    Cyclictest,
+    Program,
+}
+
+/// A workload's headline figure in its benchmark's unit.
+#[derive(Clone, Debug, Serialize)]
+pub struct Figure {
+    pub name: String,
+    pub value: f64,
+    pub unit: String,
+}
+
+/// The workloads a scenario may name, `[[domain.workload]] kind = "..."`.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum WorkloadConfig {
+    CpuLoop(cpu_loop::CpuLoopConfig),
+    Context1(context1::Context1Config),
+    Cyclictest(cyclictest::CyclictestConfig),
+    Program(program::ProgramConfig),
+}
+
+impl WorkloadConfig {
+    pub fn name(&self) -> &str {
+        match self {
+            WorkloadConfig::CpuLoop(c) => &c.name,
+            WorkloadConfig::Context1(c) => &c.name,
+            WorkloadConfig::Cyclictest(c) => &c.name,
+            WorkloadConfig::Program(c) => &c.name,
+        }
+    }
+
+    /// Checks values serde cannot; the error names the field.
+    pub fn validate(&self, nr_vcpus: u32) -> Result<(), (String, String)> {
+        let aff = |a: &Option<Vec<u32>>| -> Result<(), (String, String)> {
+            if let Some(a) = a {
+                if a.is_empty() {
+                    return Err(("affinity".into(), "must name at least one vCPU".into()));
+                }
+                if let Some(v) = a.iter().find(|v| **v >= nr_vcpus) {
+                    return Err((
+                        "affinity".into(),
+                        format!("vCPU {v} does not exist (the domain has {nr_vcpus} vCPUs)"),
+                    ));
+                }
+            }
+            Ok(())
+        };
+        match self {
+            WorkloadConfig::CpuLoop(c) => aff(&c.affinity),
+            WorkloadConfig::Context1(c) => {
+                aff(&c.affinity)?;
+                c.validate()
+            }
+            WorkloadConfig::Cyclictest(c) => {
+                aff(&c.affinity)?;
+                c.validate()
+            }
+            WorkloadConfig::Program(c) => {
+                aff(&c.affinity)?;
+                c.validate()
+            }
+        }
+    }
+
+    pub fn build(&self, nr_vcpus: u32) -> WorkloadSpec {
+        match self {
+            WorkloadConfig::CpuLoop(c) => c.build(nr_vcpus),
+            WorkloadConfig::Context1(c) => c.build(),
+            WorkloadConfig::Cyclictest(c) => c.build(),
+            WorkloadConfig::Program(c) => c.build(),
+        }
+    }
+}
+
+impl WorkloadKind {
+    /// The workload's figure from its metrics over `secs` seconds of measured time.
+    pub fn figure(self, counters: &[u64], hist_mean_us: &[f64], secs: f64) -> Figure {
+        match self {
+            WorkloadKind::CpuLoop => Figure { name: "cpu".into(), value: 0.0, unit: "-".into() },
+            WorkloadKind::Context1 => Figure {
+                name: "score".into(),
+                value: counters.first().copied().unwrap_or(0) as f64 / secs.max(1e-9),
+                unit: "lps".into(),
+            },
+            WorkloadKind::Cyclictest => Figure {
+                name: "avg_latency".into(),
+                value: hist_mean_us.first().copied().unwrap_or(0.0),
+                unit: "us".into(),
+            },
+            WorkloadKind::Program => Figure {
+                name: "count".into(),
+                value: counters.first().copied().unwrap_or(0) as f64,
+                unit: "ops".into(),
+            },
+        }
+    }
+}

@@ -1,0 +1,205 @@
+//! From a scenario to a ready-to-run simulation: the scheduler registries and the assembly.
+//!
+//! `HostSchedConfig` and `GuestSchedConfig` are the registries: serde-tagged enums whose tag is
+//! the `scheduler` field of `[host]` and `[domain.sched]`. Adding a policy is one variant here,
+//! one arm in `make_host`/`make_guest`, and its file.
+
+use serde::{Deserialize, Serialize};
+use vmsched_core::report::Results;
+use vmsched_core::scenario::{ConfigCheck, Preempt, ScenarioError};
+use vmsched_core::sim::{LevelOpts, SimBuilder, Simulation};
+use vmsched_core::{CpuId, CpuSet, CpuTopo, EntityParams, LevelClock, Policy, NS_PER_MS, NS_PER_US};
+
+use crate::guest::cfs::{Cfs, CfsParams};
+use crate::host::credit2::{Credit2, Credit2Params};
+use crate::host::pinned::{Pinned, PinnedParams};
+
+/// `[host] scheduler = "..."`
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(tag = "scheduler", rename_all = "lowercase")]
+pub enum HostSchedConfig {
+    Credit2(Credit2Params),
+    Pinned(PinnedParams),
+}
+
+/// `[domain.sched] scheduler = "..."`
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(tag = "scheduler", rename_all = "lowercase")]
+pub enum GuestSchedConfig {
+    Cfs(CfsParams),
+}
+
+impl ConfigCheck for HostSchedConfig {
+    fn check(&self) -> Result<(), (String, String)> {
+        match self {
+            HostSchedConfig::Credit2(p) => p.validate().map_err(split_field),
+            HostSchedConfig::Pinned(_) => Ok(()),
+        }
+    }
+}
+
+impl ConfigCheck for GuestSchedConfig {
+    fn check(&self) -> Result<(), (String, String)> {
+        match self {
+            GuestSchedConfig::Cfs(p) => p.validate().map_err(split_field),
+        }
+    }
+}
+
+/// Policy `validate()` messages start with the field name (`ratelimit_us: ...`) when they can.
+fn split_field(msg: String) -> (String, String) {
+    match msg.split_once(": ") {
+        Some((f, m)) if !f.contains(' ') => (f.to_string(), m.to_string()),
+        _ => (String::new(), msg),
+    }
+}
+
+pub type Scenario = vmsched_core::scenario::Scenario<HostSchedConfig, GuestSchedConfig>;
+
+/// Parses and validates a scenario file's text.
+pub fn load(file: &str, src: &str, overrides: &[(String, String)]) -> Result<Scenario, ScenarioError> {
+    let s = Scenario::parse(file, src, overrides)?;
+    check_layout(&s).map_err(|(field, message)| ScenarioError {
+        file: file.to_string(),
+        line: None,
+        field,
+        message,
+    })?;
+    Ok(s)
+}
+
+/// Checks that need the host policy and the whole machine together.
+fn check_layout(s: &Scenario) -> Result<(), (String, String)> {
+    if let HostSchedConfig::Pinned(_) = s.host {
+        let total: u32 = s.domains.iter().map(|d| d.vcpus).sum();
+        if total > s.machine.pcpus {
+            return Err((
+                "host.scheduler".into(),
+                format!(
+                    "the pinned host gives every vCPU a pCPU of its own: {total} vCPUs need {total} pCPUs, the machine has {}",
+                    s.machine.pcpus
+                ),
+            ));
+        }
+        if let Some((i, _)) = s.domains.iter().enumerate().find(|(_, d)| d.pcpus.is_some() || d.vcpu_pcpus.is_some()) {
+            return Err((format!("domain.{i}.pcpus"), "the pinned host places vCPUs itself; remove the affinity".into()));
+        }
+    }
+    Ok(())
+}
+
+fn make_host(cfg: &HostSchedConfig, topo: &[CpuTopo], nr_domains: u32) -> Box<dyn vmsched_core::Scheduler> {
+    match cfg {
+        HostSchedConfig::Credit2(p) => Box::new(Credit2::new(p.clone(), topo, nr_domains)),
+        HostSchedConfig::Pinned(_) => Box::new(Pinned::new(topo.len())),
+    }
+}
+
+fn make_guest(cfg: &GuestSchedConfig, topo: &[CpuTopo]) -> Box<dyn vmsched_core::Scheduler> {
+    match cfg {
+        GuestSchedConfig::Cfs(p) => Box::new(Cfs::new(p.clone(), topo)),
+    }
+}
+
+/// Builds the simulation of a validated scenario.
+pub fn build(s: &Scenario) -> Simulation {
+    let mut b = SimBuilder::new(s.run.seed);
+    let ptopo = s.machine.topology();
+    let host = b.add_level(
+        "host",
+        make_host(&s.host, &ptopo, s.domains.len() as u32),
+        LevelOpts {
+            clock: LevelClock::default(),
+            preempt_full: true,
+            ipi_latency: s.machine.ipi_latency_ns,
+            ctxsw_cost: s.machine.ctxsw_cost_ns,
+        },
+    );
+    b.add_pcpus(host, &ptopo);
+    let pinned = matches!(s.host, HostSchedConfig::Pinned(_));
+    let all_p = CpuSet::first_n(s.machine.pcpus as usize);
+    let mut next_pcpu = 0u32;
+    let mut prev_cpu: Option<u32> = None;
+    for (di, d) in s.domains.iter().enumerate() {
+        let gtopo: Vec<CpuTopo> =
+            (0..d.vcpus).map(|v| CpuTopo { core: v, ..Default::default() }).collect();
+        let guest = b.add_level(
+            &d.name,
+            make_guest(&d.sched, &gtopo),
+            LevelOpts {
+                clock: LevelClock { steal_accounting: d.kernel.paravirt_time_accounting },
+                preempt_full: d.kernel.preempt == Preempt::Full,
+                ipi_latency: d.kernel.ipi_latency_ns,
+                ctxsw_cost: d.kernel.ctxsw_cost_ns,
+            },
+        );
+        for v in 0..d.vcpus {
+            let (hard, initial) = if pinned {
+                let c = next_pcpu;
+                next_pcpu += 1;
+                (CpuSet::single(CpuId(c)), c)
+            } else {
+                let hard = CpuSet::from_ids(d.hard_affinity(v, s.machine.pcpus));
+                // Xen 4.20: vCPU 0 on the first allowed CPU, vCPU k after vCPU k-1's.
+                let initial = match prev_cpu {
+                    Some(p) if v > 0 => hard.cycle(CpuId(p)).unwrap().0,
+                    _ => hard.first().unwrap().0,
+                };
+                (hard, initial)
+            };
+            prev_cpu = Some(initial);
+            let soft = d.soft_pcpus.as_ref().map(|p| CpuSet::from_ids(p.iter().copied())).unwrap_or(all_p);
+            b.add_vcpu(
+                host,
+                guest,
+                EntityParams {
+                    name: format!("{}.v{v}", d.name),
+                    group: di as u32,
+                    weight: d.weight,
+                    cap_pct: d.cap,
+                    nice: 0,
+                    policy: Policy::Normal,
+                    rt_prio: 0,
+                    hard_affinity: hard,
+                    soft_affinity: soft,
+                    initial_cpu: CpuId(initial),
+                },
+                gtopo[v as usize],
+            );
+        }
+        let all_v = CpuSet::first_n(d.vcpus as usize);
+        for (wi, w) in d.workloads.iter().enumerate() {
+            let spec = w.build(d.vcpus);
+            let tasks = spec.tasks.clone();
+            b.add_workload(guest, spec, |i| {
+                let t = &tasks[i];
+                let aff = t.affinity.as_ref().map(|a| CpuSet::from_ids(a.iter().copied())).unwrap_or(all_v);
+                EntityParams {
+                    name: t.name.clone(),
+                    group: wi as u32,
+                    weight: 0,
+                    cap_pct: 0,
+                    nice: t.nice,
+                    policy: t.policy,
+                    rt_prio: t.rt_prio,
+                    hard_affinity: aff,
+                    soft_affinity: aff,
+                    initial_cpu: aff.first().unwrap_or(CpuId(0)),
+                }
+            });
+        }
+    }
+    b.build(
+        s.run.duration_ms * NS_PER_MS,
+        s.run.warmup_ms * NS_PER_MS,
+        s.run.sample_interval_us * NS_PER_US,
+    )
+}
+
+/// Loads, builds and runs a scenario.
+pub fn run(file: &str, src: &str, overrides: &[(String, String)]) -> Result<Results, ScenarioError> {
+    let s = load(file, src, overrides)?;
+    let mut sim = build(&s);
+    sim.run();
+    Ok(sim.results())
+}

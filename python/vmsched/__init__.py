@@ -1,0 +1,17 @@
+"""vmsched: a fast, faithful, deterministic simulator of CPU scheduling in virtualized systems.
+
+The Python front of the Rust core: load and check scenarios, run them, sweep parameters, and
+reproduce the source documents' experiments.
+
+    >>> import vmsched
+    >>> r = vmsched.run("seed000_context1_ratelimit", set={"host.ratelimit_us": 20000,
+    ...                                                    "run.duration_ms": 200})
+    >>> r.figure("context1")["unit"]
+    'lps'
+"""
+
+from vmsched._core import CoreError, ScenarioError
+from vmsched.api import Result, check, run, scenario_path, sweep
+
+__all__ = ["CoreError", "Result", "ScenarioError", "check", "run", "scenario_path", "sweep"]
+__version__ = "0.1.0"

@@ -1,0 +1,176 @@
+"""The Python API: `run`, `sweep`, `check`, returning polars DataFrames."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import polars as pl
+
+from vmsched import _core
+
+SCENARIO_DIR = Path(__file__).parent / "scenarios"
+
+
+def scenario_path(name: str | os.PathLike) -> Path:
+    """A scenario file path, or the name of a shipped scenario (with or without `.toml`)."""
+    p = Path(name)
+    if p.exists():
+        return p
+    for cand in (SCENARIO_DIR / p.name, SCENARIO_DIR / f"{p.name}.toml"):
+        if cand.exists():
+            return cand
+    shipped = ", ".join(sorted(q.stem for q in SCENARIO_DIR.glob("*.toml")))
+    raise FileNotFoundError(f"no scenario file '{name}' (shipped scenarios: {shipped})")
+
+
+def _overrides(set: Mapping[str, Any] | Iterable[str] | None, seed: int | None) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    if set is None:
+        pass
+    elif isinstance(set, Mapping):
+        out = [(str(k), _toml_value(v)) for k, v in set.items()]
+    else:
+        for item in set:
+            if "=" not in item:
+                raise ValueError(f"--set expects key=value, got '{item}'")
+            k, v = item.split("=", 1)
+            out.append((k.strip(), v.strip()))
+    if seed is not None:
+        out.append(("run.seed", str(int(seed))))
+    return out
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    raise TypeError(f"cannot express {v!r} as a TOML value")
+
+
+def check(scenario: str | os.PathLike, set=None, seed: int | None = None) -> dict:
+    """Validates a scenario (raises `ScenarioError`) and returns it as a dict."""
+    p = scenario_path(scenario)
+    return json.loads(_core.check(str(p), p.read_text(), _overrides(set, seed)))
+
+
+@dataclass
+class Result:
+    """The results of one run."""
+
+    scenario: str
+    overrides: list[tuple[str, str]]
+    raw: dict = field(repr=False)
+
+    @property
+    def entities(self) -> pl.DataFrame:
+        """One row per entity at every level (vCPUs at the host, tasks in guests)."""
+        return pl.DataFrame(self.raw["entities"])
+
+    @property
+    def workloads(self) -> pl.DataFrame:
+        """One row per workload with its benchmark figure and counters."""
+        rows = []
+        for w in self.raw["workloads"]:
+            row = {
+                "level": w["level"],
+                "workload": w["name"],
+                "kind": w["kind"],
+                "figure": w["figure"]["name"],
+                "value": w["figure"]["value"],
+                "unit": w["figure"]["unit"],
+            }
+            for k, v in w["counters"]:
+                row[f"count_{k}"] = v
+            for k, h in w["histograms"]:
+                for m in ("count", "min_us", "avg_us", "max_us", "p50_ns", "p99_ns", "p999_ns", "overflows"):
+                    row[f"{k}_{m}"] = h[m]
+            rows.append(row)
+        return pl.DataFrame(rows)
+
+    @property
+    def series(self) -> pl.DataFrame:
+        """Sampled series (long format: name, t_ns, value); empty unless the run sampled."""
+        frames = [
+            pl.DataFrame({"name": s["name"], "t_ns": s["t_ns"], "value": s["values"]},
+                         schema={"name": pl.String, "t_ns": pl.UInt64, "value": pl.Int64})
+            for s in self.raw["series"]
+        ]
+        if not frames:
+            return pl.DataFrame(schema={"name": pl.String, "t_ns": pl.UInt64, "value": pl.Int64})
+        return pl.concat(frames)
+
+    def workload(self, name: str) -> dict:
+        for w in self.raw["workloads"]:
+            if w["name"] == name:
+                return w
+        raise KeyError(f"no workload '{name}' (have {[w['name'] for w in self.raw['workloads']]})")
+
+    def figure(self, name: str) -> dict:
+        return self.workload(name)["figure"]
+
+    def counter(self, workload: str, counter: str) -> int:
+        return dict(self.workload(workload)["counters"])[counter]
+
+    def summary(self) -> dict:
+        return {
+            "scenario": self.scenario,
+            "overrides": dict(self.overrides),
+            "duration_ns": self.raw["duration_ns"],
+            "measured_ns": self.raw["measured_ns"],
+            "events": self.raw["events"],
+            "workloads": [
+                {"level": w["level"], "name": w["name"], "kind": w["kind"],
+                 "figure": w["figure"]["name"], "value": w["figure"]["value"],
+                 "unit": w["figure"]["unit"], "counters": dict(w["counters"])}
+                for w in self.raw["workloads"]
+            ],
+        }
+
+    def write(self, out: str | os.PathLike) -> Path:
+        """Writes summary.json, the raw results and Parquet tables into directory `out`."""
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        _atomic_write(out / "summary.json", json.dumps(self.summary(), indent=2))
+        _atomic_write(out / "results.json", json.dumps(self.raw))
+        self.entities.write_parquet(out / "entities.parquet")
+        self.workloads.write_parquet(out / "workloads.parquet")
+        if self.raw["series"]:
+            self.series.write_parquet(out / "series.parquet")
+        return out
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def run(scenario: str | os.PathLike, set=None, seed: int | None = None,
+        out: str | os.PathLike | None = None) -> Result:
+    """Runs a scenario file (or a shipped scenario's name) with `--set`-style overrides."""
+    p = scenario_path(scenario)
+    ov = _overrides(set, seed)
+    raw = json.loads(_core.run(str(p), p.read_text(), ov))
+    r = Result(scenario=str(p), overrides=ov, raw=raw)
+    if out is not None:
+        r.write(out)
+    return r
+
+
+def sweep(scenario: str | os.PathLike, grid: Mapping[str, Iterable[Any]], seeds: int = 1,
+          jobs: int | None = None, out: str | os.PathLike | None = None, progress: bool = True,
+          set=None) -> pl.DataFrame:
+    """Runs the Cartesian product of `grid` (× `seeds` seeds) and returns one row per workload
+    per point. See `vmsched.sweep_runner` for resuming and parallelism."""
+    from vmsched.sweep_runner import run_sweep
+
+    return run_sweep(scenario, grid, seeds=seeds, jobs=jobs, out=out, progress=progress, base=set)

@@ -1,0 +1,196 @@
+"""The `vmsched` command: run, sweep, reproduce, check, list."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+import vmsched
+from vmsched.api import SCENARIO_DIR, Result
+
+console = Console()
+
+
+def _ms(ns: float) -> str:
+    return f"{ns / 1e6:.3f}"
+
+
+def print_result(r: Result) -> None:
+    raw = r.raw
+    t = Table(title=f"{Path(r.scenario).stem}: {raw['measured_ns'] / 1e9:.3f} s simulated, "
+                    f"{raw['events']:,} events")
+    for c in ("level", "entity", "CPU share", "runnable ms", "wait mean ms", "worst wait ms",
+              "runs", "preempted", "migrations"):
+        t.add_column(c, justify="right" if c not in ("level", "entity") else "left")
+    for e in raw["entities"]:
+        if e["kind"] != "vcpu":
+            continue
+        t.add_row(e["level"], e["name"], f"{100 * e['cpu_share']:.1f}%", _ms(e["runnable_ns"]),
+                  _ms(e["wait_mean_ns"]), _ms(e["wait_max_ns"]), str(e["runs"]),
+                  str(e["preemptions"]), str(e["migrations"]))
+    console.print(t)
+    w = Table(title="workloads")
+    for c in ("domain", "workload", "figure", "value", "unit", "counters"):
+        w.add_column(c)
+    for wl in raw["workloads"]:
+        f = wl["figure"]
+        counters = ", ".join(f"{k}={v}" for k, v in wl["counters"])
+        for name, h in wl["histograms"]:
+            counters += (", " if counters else "") + (
+                f"{name}: min {h['min_us']} avg {h['avg_us']:.1f} max {h['max_us']} us, "
+                f"p99 {h['p99_ns'] / 1e3:.1f} us")
+        w.add_row(wl["level"], wl["name"], f["name"], f"{f['value']:.1f}", f["unit"], counters)
+    console.print(w)
+
+
+def _split_grid(items: list[str]) -> tuple[dict, list[str]]:
+    """`key=v1,v2` → a grid axis; `key=v` → a fixed override. Commas inside [] are kept."""
+    grid: dict[str, list[str]] = {}
+    fixed: list[str] = []
+    for item in items:
+        if "=" not in item:
+            raise SystemExit(f"vmsched: --set expects key=value, got '{item}'")
+        k, v = item.split("=", 1)
+        parts, depth, cur = [], 0, ""
+        for ch in v:
+            depth += ch == "["
+            depth -= ch == "]"
+            if ch == "," and depth == 0:
+                parts.append(cur)
+                cur = ""
+            else:
+                cur += ch
+        parts.append(cur)
+        if len(parts) > 1:
+            grid[k.strip()] = [_auto(p.strip()) for p in parts]
+        else:
+            fixed.append(item)
+    return grid, fixed
+
+
+def _auto(v: str):
+    for conv in (int, float):
+        try:
+            return conv(v)
+        except ValueError:
+            pass
+    return v
+
+
+def cmd_run(a) -> int:
+    r = vmsched.run(a.scenario, set=a.set, seed=a.seed, out=a.output)
+    print_result(r)
+    if a.cyclictest:
+        from vmsched.formats import cyclictest_histogram
+
+        for wl in r.raw["workloads"]:
+            if wl["kind"] == "cyclictest":
+                print(cyclictest_histogram(wl))
+    if a.output:
+        console.print(f"results written to {a.output}/ (summary.json, *.parquet)")
+    return 0
+
+
+def cmd_sweep(a) -> int:
+    grid, fixed = _split_grid(a.set)
+    if not grid:
+        raise SystemExit("vmsched sweep: give at least one --set key=v1,v2,... to sweep")
+    df = vmsched.sweep(a.scenario, grid, seeds=a.seeds, jobs=a.jobs, out=a.output, set=fixed)
+    import polars as pl
+
+    keys = list(grid)
+    summary = (df.filter(pl.col("unit") != "-")
+                 .group_by(keys + ["workload", "unit"], maintain_order=True)
+                 .agg(pl.col("value").mean().alias("mean"), pl.col("value").std().alias("std"),
+                      pl.len().alias("runs")))
+    t = Table(title=f"sweep of {Path(str(vmsched.scenario_path(a.scenario))).stem}")
+    for c in summary.columns:
+        t.add_column(c)
+    for row in summary.iter_rows():
+        t.add_row(*[f"{v:.1f}" if isinstance(v, float) else str(v) for v in row])
+    console.print(t)
+    console.print(f"table and plot written to {a.output}/ (sweep.csv, sweep.parquet, sweep.png)")
+    return 0
+
+
+def cmd_reproduce(a) -> int:
+    from vmsched import reproduce
+
+    return reproduce.main(a.name, quick=a.quick, jobs=a.jobs, out=a.output, console=console)
+
+
+def cmd_check(a) -> int:
+    vmsched.check(a.scenario, set=a.set)
+    console.print(f"{a.scenario}: ok")
+    return 0
+
+
+def cmd_list(a) -> int:
+    for p in sorted(SCENARIO_DIR.glob("*.toml")):
+        first = next((ln for ln in p.read_text().splitlines() if ln.startswith("description")), "")
+        console.print(f"[bold]{p.stem}[/bold] {first.split('=', 1)[-1].strip().strip(chr(34))}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="vmsched", description=vmsched.__doc__.splitlines()[0])
+    ap.add_argument("--version", action="version", version=f"vmsched {vmsched.__version__}")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    p = sub.add_parser("run", help="run a scenario and print its summary")
+    p.add_argument("scenario", help="a scenario file, or the name of a shipped scenario")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a field, e.g. host.ratelimit_us=20000 or domain.1.weight=512")
+    p.add_argument("--seed", type=int)
+    p.add_argument("-o", "--output", help="directory for summary.json and Parquet tables")
+    p.add_argument("--cyclictest", action="store_true",
+                   help="also print cyclictest's own -q -h output for cyclictest workloads")
+    p.set_defaults(fn=cmd_run)
+
+    p = sub.add_parser("sweep", help="run a grid of parameter values")
+    p.add_argument("scenario")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=V1,V2,...",
+                   help="a swept parameter (several values) or a fixed override (one value)")
+    p.add_argument("--seeds", type=int, default=1, help="seeds per point")
+    p.add_argument("--jobs", type=int, help="parallel runs (default: all cores)")
+    p.add_argument("-o", "--output", required=True, help="output directory (resumable)")
+    p.set_defaults(fn=cmd_sweep)
+
+    p = sub.add_parser("reproduce", help="reproduce a source document's experiment")
+    p.add_argument("name", choices=["seed000"])
+    p.add_argument("--quick", action="store_true", help="short runs (for CI)")
+    p.add_argument("--jobs", type=int)
+    p.add_argument("-o", "--output", default="out/reproduce", help="output directory")
+    p.set_defaults(fn=cmd_reproduce)
+
+    p = sub.add_parser("check", help="validate a scenario file")
+    p.add_argument("scenario")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    p.set_defaults(fn=cmd_check)
+
+    p = sub.add_parser("list", help="list the shipped scenarios")
+    p.set_defaults(fn=cmd_list)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = build_parser().parse_args(argv)
+    try:
+        return a.fn(a)
+    except vmsched.ScenarioError as e:
+        console.print(f"[red]error:[/red] {e.args[0]}", highlight=False)
+        return 2
+    except FileNotFoundError as e:
+        console.print(f"[red]error:[/red] {e}", highlight=False)
+        return 2
+    except vmsched.CoreError as e:
+        console.print(f"[red]internal error in the simulation core:[/red] {e}", highlight=False)
+        return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())
