@@ -12,7 +12,7 @@ from rich.table import Table
 import vmsched
 from vmsched.api import SCENARIO_DIR, Result
 
-console = Console()
+console = Console(width=None if sys.stdout.isatty() else 160)
 
 
 def _ms(ns: float) -> str:

@@ -27,9 +27,15 @@ pub struct LatHist {
 const HDR_MAX: u64 = 3_600_000_000_000;
 
 impl LatHist {
+    /// A histogram with `buckets_us` fixed buckets and 3 significant digits.
     pub fn new(buckets_us: u32) -> LatHist {
+        Self::with_precision(buckets_us, 3)
+    }
+
+    /// `sigfig` significant digits (2 keeps a histogram at about 40 KB, for per-entity waits).
+    pub fn with_precision(buckets_us: u32, sigfig: u8) -> LatHist {
         LatHist {
-            hdr: Histogram::new_with_bounds(1, HDR_MAX, 3).expect("valid HDR bounds"),
+            hdr: Histogram::new_with_bounds(1, HDR_MAX, sigfig).expect("valid HDR bounds"),
             buckets: vec![0; buckets_us as usize],
             overflows: 0,
             overflow_cycles: Vec::new(),
@@ -79,8 +85,15 @@ impl LatHist {
     }
 
     pub fn reset(&mut self) {
-        let n = self.buckets.len() as u32;
-        *self = LatHist::new(n);
+        self.hdr.reset();
+        self.buckets.iter_mut().for_each(|b| *b = 0);
+        self.overflows = 0;
+        self.overflow_cycles.clear();
+        self.count = 0;
+        self.sum_ns = 0;
+        self.sum_us_trunc = 0;
+        self.min = Nanos::MAX;
+        self.max = 0;
     }
 
     pub fn summary(&self) -> HistSummary {

@@ -238,6 +238,26 @@ fn locate(src: &str, path: &str) -> Option<usize> {
     span.map(|s| line_of(src, s.start))
 }
 
+/// Serde reports an unknown field inside a tagged table (`[host]`, `[[domain.workload]]`) at the
+/// table's header; point at the field's own line when it follows in that table.
+fn refine_line(src: &str, line: Option<usize>, msg: &str) -> Option<usize> {
+    let line = line?;
+    let Some(rest) = msg.strip_prefix("unknown field `") else { return Some(line) };
+    let Some(field) = rest.split('`').next() else { return Some(line) };
+    for (i, l) in src.lines().enumerate().skip(line - 1) {
+        let t = l.trim_start();
+        if i + 1 > line && t.starts_with('[') {
+            break;
+        }
+        if let Some(after) = t.strip_prefix(field) {
+            if after.trim_start().starts_with('=') {
+                return Some(i + 1);
+            }
+        }
+    }
+    Some(line)
+}
+
 /// Parses a `--set` value: a TOML value if it parses as one, else a string.
 fn parse_value(v: &str) -> toml::Value {
     let doc = format!("v = {v}");
@@ -293,7 +313,9 @@ where
         };
         // First the file as written, so errors point at its lines.
         let scenario: Self = toml::from_str(src).map_err(|e| {
-            err(e.span().map(|s| line_of(src, s.start)), "", e.message().trim().to_string())
+            let msg = e.message().trim().to_string();
+            let line = e.span().map(|s| line_of(src, s.start));
+            err(refine_line(src, line, &msg), "", msg)
         })?;
         if let Err((field, msg)) = scenario.validate() {
             return Err(err(locate(src, &field), &field, msg));

@@ -310,7 +310,7 @@ impl SimBuilder {
                 runs: 0,
                 preemptions: 0,
                 migrations: 0,
-                wait: LatHist::new(0),
+                wait: LatHist::with_precision(0, 2),
             },
         });
         g

@@ -1,0 +1,147 @@
+//! The conformance suite every scheduler instantiates (`host_conformance!`, `guest_conformance!`).
+//!
+//! Each test drives one level through `vmsched_core::testkit::Harness`, which also asserts on
+//! every pick that the entity is runnable, inside its hard affinity and not running elsewhere.
+
+use vmsched_core::testkit::{params, Harness};
+use vmsched_core::{CpuId, CpuSet, EntityParams, Scheduler, WakeInfo, NS_PER_MS, NS_PER_S};
+
+fn pinned_to(mut p: EntityParams, c: u32) -> EntityParams {
+    p.hard_affinity = CpuSet::single(CpuId(c));
+    p.initial_cpu = CpuId(c);
+    p
+}
+
+/// A lone entity gets its CPU at once and keeps it.
+fn lone_entity_runs<S: Scheduler>(s: S) {
+    let mut h = Harness::new(s, 1, vec![params(0, 1)]);
+    h.wake(0, WakeInfo { new: true, ..Default::default() });
+    h.pump();
+    assert_eq!(h.curr(0), Some(0), "a lone runnable entity must be running");
+    h.run_for(NS_PER_S, NS_PER_MS);
+    assert_eq!(h.curr(0), Some(0));
+    assert!(h.run_ns[0] >= NS_PER_S, "ran {} ns of 1 s", h.run_ns[0]);
+}
+
+/// N entities sharing one CPU all make progress.
+fn n_entities_one_cpu_all_progress<S: Scheduler>(s: S, ncpus: usize) {
+    let n = 3;
+    let ents = (0..n).map(|i| pinned_to(params(i, ncpus), 0)).collect();
+    let mut h = Harness::new(s, ncpus, ents);
+    for e in 0..n as u32 {
+        h.wake(e, WakeInfo { new: true, ..Default::default() });
+        h.pump();
+    }
+    h.run_for(3 * NS_PER_S, 100_000);
+    let total: u64 = h.run_ns.iter().sum();
+    assert!(total >= 3 * NS_PER_S - NS_PER_MS, "the CPU idled with work queued: {total}");
+    for (i, r) in h.run_ns.iter().enumerate() {
+        assert!(*r > 3 * NS_PER_S / 10, "entity {i} got only {r} ns of 3 s: {:?}", h.run_ns);
+    }
+}
+
+/// An idle CPU takes a waking entity when the entity's own CPU is busy.
+fn idle_cpu_takes_waking_entity<S: Scheduler>(s: S) {
+    // Both entities start on CPU 0.
+    let mut p1 = params(1, 2);
+    p1.initial_cpu = CpuId(0);
+    let mut h = Harness::new(s, 2, vec![params(0, 2), p1]);
+    h.wake(0, WakeInfo { new: true, ..Default::default() });
+    h.pump();
+    h.run_for(10 * NS_PER_MS, NS_PER_MS);
+    let c0 = (0..2).find(|c| h.curr(*c) == Some(0)).expect("entity 0 runs");
+    h.wake(1, WakeInfo { waker_cpu: Some(CpuId(c0)), ..Default::default() });
+    h.pump();
+    h.run_for(5 * NS_PER_MS, NS_PER_MS / 10);
+    assert!(
+        h.curr(0).is_some() && h.curr(1).is_some(),
+        "both entities should run on the two CPUs: {:?} {:?}",
+        h.curr(0),
+        h.curr(1)
+    );
+}
+
+/// Hard affinity holds (the harness asserts it on every pick) even under pressure.
+fn affinity_holds<S: Scheduler>(s: S) {
+    let ents = (0..4).map(|i| pinned_to(params(i, 4), (i % 2) as u32 + 2)).collect();
+    let mut h = Harness::new(s, 4, ents);
+    for e in 0..4 {
+        h.wake(e, WakeInfo { new: true, ..Default::default() });
+        h.pump();
+    }
+    h.run_for(NS_PER_S, 100_000);
+    assert_eq!(h.curr(0), None);
+    assert_eq!(h.curr(1), None);
+    for (i, r) in h.run_ns.iter().enumerate() {
+        assert!(*r > NS_PER_S / 4, "entity {i}: {r}");
+    }
+}
+
+/// Work conservation: as many CPUs busy as there are runnable entities (up to the CPU count).
+fn work_conserving<S: Scheduler>(s: S) {
+    let ents = (0..3).map(|i| params(i, 4)).collect();
+    let mut h = Harness::new(s, 4, ents);
+    for e in 0..3 {
+        h.wake(e, WakeInfo { new: true, ..Default::default() });
+        h.pump();
+    }
+    h.run_for(200 * NS_PER_MS, 100_000);
+    let busy = (0..4).filter(|c| h.curr(*c).is_some()).count();
+    assert_eq!(busy, 3, "3 runnable entities on 4 CPUs must occupy 3 CPUs");
+}
+
+macro_rules! host_conformance {
+    ($name:ident, $ctor:expr) => {
+        mod $name {
+            use super::*;
+            #[test]
+            fn lone_entity_runs() {
+                super::lone_entity_runs($ctor(1));
+            }
+            #[test]
+            fn n_entities_one_cpu_all_progress() {
+                super::n_entities_one_cpu_all_progress($ctor(2), 2);
+            }
+            #[test]
+            fn idle_cpu_takes_waking_entity() {
+                super::idle_cpu_takes_waking_entity($ctor(2));
+            }
+            #[test]
+            fn affinity_holds() {
+                super::affinity_holds($ctor(4));
+            }
+            #[test]
+            fn work_conserving() {
+                super::work_conserving($ctor(4));
+            }
+        }
+    };
+}
+
+macro_rules! guest_conformance {
+    ($name:ident, $ctor:expr) => {
+        host_conformance!($name, $ctor);
+    };
+}
+
+fn credit2(n: usize) -> vmsched_sched::host::credit2::Credit2 {
+    let topo = vec![Default::default(); n];
+    vmsched_sched::host::credit2::Credit2::new(Default::default(), &topo, 4)
+}
+
+fn cfs(n: usize) -> vmsched_sched::guest::cfs::Cfs {
+    let topo: Vec<vmsched_core::CpuTopo> =
+        (0..n).map(|c| vmsched_core::CpuTopo { core: c as u32, ..Default::default() }).collect();
+    vmsched_sched::guest::cfs::Cfs::new(Default::default(), &topo)
+}
+
+host_conformance!(credit2_host, credit2);
+guest_conformance!(cfs_guest, cfs);
+
+mod pinned_host {
+    use super::*;
+    #[test]
+    fn lone_entity_runs() {
+        super::lone_entity_runs(vmsched_sched::host::pinned::Pinned::new(1));
+    }
+}

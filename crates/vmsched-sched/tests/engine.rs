@@ -1,0 +1,243 @@
+//! Engine behaviour through whole scenarios: invariants, determinism, the two levels in time,
+//! workloads, and clear errors for bad files.
+
+use vmsched_core::report::Results;
+
+fn scenario_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../python/vmsched/scenarios")
+}
+
+fn run_src(src: &str, ov: &[(&str, &str)]) -> Results {
+    let ov: Vec<(String, String)> = ov.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let s = vmsched_sched::load("test.toml", src, &ov).unwrap_or_else(|e| panic!("{e}"));
+    let mut sim = vmsched_sched::build(&s);
+    sim.set_debug_checks(true);
+    sim.run();
+    sim.results()
+}
+
+fn ent<'a>(r: &'a Results, name: &str) -> &'a vmsched_core::report::EntityResult {
+    r.entities.iter().find(|e| e.name == name).unwrap_or_else(|| panic!("no entity {name}"))
+}
+
+fn wl<'a>(r: &'a Results, name: &str) -> &'a vmsched_core::report::WorkloadResult {
+    r.workloads.iter().find(|w| w.name == name).unwrap_or_else(|| panic!("no workload {name}"))
+}
+
+fn counter(r: &Results, w: &str, c: &str) -> u64 {
+    wl(r, w).counters.iter().find(|(k, _)| k == c).unwrap().1
+}
+
+const PINNED_ONE: &str = r#"
+[run]
+duration_ms = 1000
+[machine]
+pcpus = 2
+[host]
+scheduler = "pinned"
+[[domain]]
+name = "g"
+vcpus = 1
+[domain.sched]
+scheduler = "cfs"
+"#;
+
+#[test]
+fn every_shipped_scenario_keeps_the_invariants() {
+    let mut n = 0;
+    for f in std::fs::read_dir(scenario_dir()).unwrap() {
+        let p = f.unwrap().path();
+        if p.extension().is_none_or(|e| e != "toml") {
+            continue;
+        }
+        let src = std::fs::read_to_string(&p).unwrap();
+        let r = run_src(&src, &[("run.duration_ms", "300"), ("run.warmup_ms", "0")]);
+        for e in &r.entities {
+            let sum = e.running_ns + e.runnable_ns + e.blocked_ns + e.offline_ns;
+            assert_eq!(sum, r.duration_ns, "{}: runstates sum to {sum}, elapsed {}", e.name, r.duration_ns);
+        }
+        n += 1;
+    }
+    assert!(n >= 3, "expected the shipped scenarios, found {n}");
+}
+
+#[test]
+fn same_seed_same_bytes() {
+    let src = std::fs::read_to_string(scenario_dir().join("seed000_ncopy.toml")).unwrap();
+    let ov = [("run.duration_ms", "300"), ("run.warmup_ms", "50")];
+    let a = serde_json::to_string(&run_src(&src, &ov)).unwrap();
+    let b = serde_json::to_string(&run_src(&src, &ov)).unwrap();
+    assert_eq!(a, b);
+}
+
+#[test]
+fn seeds_are_split_per_entity() {
+    // A random program's draws depend on the seed, and not on another domain being added.
+    let one = r#"
+[run]
+duration_ms = 200
+[machine]
+pcpus = 4
+[host]
+scheduler = "pinned"
+[[domain]]
+name = "a"
+vcpus = 1
+[domain.sched]
+scheduler = "cfs"
+[[domain.workload]]
+kind = "program"
+name = "p"
+counters = ["n"]
+steps = [{ op = "compute", exp_us = 100 }, { op = "sleep", exp_us = 100 }, { op = "count", counter = "n" }, { op = "loop", to = 0 }]
+"#;
+    let two = format!(
+        "{one}\n[[domain]]\nname = \"b\"\nvcpus = 1\n[domain.sched]\nscheduler = \"cfs\"\n[[domain.workload]]\nkind = \"program\"\nname = \"q\"\nsteps = [{{ op = \"compute\", exp_us = 50 }}, {{ op = \"sleep\", exp_us = 10 }}, {{ op = \"loop\", to = 0 }}]\n"
+    );
+    let a1 = counter(&run_src(one, &[]), "p", "n");
+    let a2 = counter(&run_src(&two, &[]), "p", "n");
+    let a3 = counter(&run_src(one, &[("run.seed", "2")]), "p", "n");
+    assert_eq!(a1, a2, "adding a domain changed another domain's draws");
+    assert_ne!(a1, a3, "a different seed should draw differently");
+}
+
+#[test]
+fn credit2_cpu_shares_follow_weights() {
+    let src = r#"
+[run]
+duration_ms = 5000
+[machine]
+pcpus = 1
+[host]
+scheduler = "credit2"
+[[domain]]
+name = "light"
+vcpus = 1
+weight = 256
+[domain.sched]
+scheduler = "cfs"
+[[domain.workload]]
+kind = "cpu_loop"
+name = "l"
+[[domain]]
+name = "heavy"
+vcpus = 1
+weight = 512
+[domain.sched]
+scheduler = "cfs"
+[[domain.workload]]
+kind = "cpu_loop"
+name = "h"
+"#;
+    let r = run_src(src, &[]);
+    let l = ent(&r, "light.v0").cpu_share;
+    let h = ent(&r, "heavy.v0").cpu_share;
+    assert!((l - 1.0 / 3.0).abs() < 0.03 && (h - 2.0 / 3.0).abs() < 0.03, "shares {l:.3} / {h:.3}");
+}
+
+#[test]
+fn halted_vcpu_is_woken_by_its_guest_timer() {
+    // A task sleeping 1 ms at a time in an otherwise idle guest: the vCPU halts between wake-ups
+    // and its timer wakes it through the host.
+    let src = format!(
+        "{PINNED_ONE}\n[[domain.workload]]\nkind = \"program\"\nname = \"s\"\ncounters = [\"n\"]\nsteps = [{{ op = \"compute\", us = 10 }}, {{ op = \"sleep\", ms = 1, slack_ns = 0 }}, {{ op = \"count\", counter = \"n\" }}, {{ op = \"loop\", to = 0 }}]\n"
+    );
+    let r = run_src(&src, &[]);
+    let n = counter(&r, "s", "n");
+    assert!((985..=991).contains(&n), "about 1000/1.01 loops expected, got {n}");
+    let v = ent(&r, "g.v0");
+    assert!(v.blocked_ns > 900_000_000, "the vCPU should be halted most of the time: {}", v.blocked_ns);
+    assert!(v.runs >= 980, "one host wake-up per loop: {}", v.runs);
+}
+
+#[test]
+fn guest_task_waits_while_its_vcpu_is_preempted() {
+    // Two single-vCPU domains share one pCPU under Credit2; a cyclictest thread in one of them
+    // must wait for its vCPU when the other vCPU holds the pCPU for its slice.
+    let src = r#"
+[run]
+duration_ms = 2000
+[machine]
+pcpus = 1
+[host]
+scheduler = "credit2"
+ratelimit_us = 1000
+[[domain]]
+name = "rt"
+vcpus = 1
+[domain.sched]
+scheduler = "cfs"
+[[domain.workload]]
+kind = "cyclictest"
+name = "ct"
+main_thread = false
+[[domain]]
+name = "busy"
+vcpus = 1
+[domain.sched]
+scheduler = "cfs"
+[[domain.workload]]
+kind = "cpu_loop"
+name = "hog"
+"#;
+    let r = run_src(src, &[]);
+    let h = &wl(&r, "ct").histograms[0].1;
+    assert!(h.count > 1500, "cyclictest should keep sampling: {}", h.count);
+    assert!(h.max_ns > 1_000_000, "a hog slice must show up as ms of latency: max {} ns", h.max_ns);
+    let alone = run_src(src, &[("domain.1.workload.0.copies", "0")]);
+    let ha = &wl(&alone, "ct").histograms[0].1;
+    assert!(ha.max_ns < 100_000, "alone, latency is the timer slack: max {} ns", ha.max_ns);
+}
+
+#[test]
+fn cyclictest_latency_is_the_timer_slack_when_idle() {
+    let base = format!("{PINNED_ONE}\n[[domain.workload]]\nkind = \"cyclictest\"\nname = \"ct\"\nmain_thread = false\n");
+    let r = run_src(&base, &[]);
+    let h = &wl(&r, "ct").histograms[0].1;
+    assert!(h.count >= 998 && h.count <= 1000, "one sample per ms, first after one interval: {}", h.count);
+    assert_eq!(h.min_us, 50, "SCHED_OTHER: 50 us slack (ERRATA W1)");
+    let rt = run_src(&base, &[("domain.0.workload.0.priority", "80")]);
+    assert_eq!(wl(&rt, "ct").histograms[0].1.max_us, 0, "FIFO threads have no slack");
+}
+
+#[test]
+fn context1_runs_the_slow_pattern_without_interference() {
+    let src = format!("{PINNED_ONE}\n[[domain.workload]]\nkind = \"context1\"\nname = \"c\"\n");
+    let r = run_src(&src, &[]);
+    let it = counter(&r, "c", "iterations");
+    let fast = counter(&r, "c", "fast");
+    let slow = counter(&r, "c", "slow");
+    assert!(it > 10_000, "iterations {it}");
+    assert!(slow > 0 && fast * 100 < slow, "no steal, no preemption at the write: fast {fast} slow {slow}");
+}
+
+#[test]
+fn bad_files_get_one_clear_error() {
+    let cases: &[(&str, &str, &str)] = &[
+        ("[machine]\npcpus = 2\nbogus = 1\n", "bogus", "3"),
+        ("[machine]\npcpus = 2\n[host]\nscheduler = \"credit2\"\nratelimit_ms = 5\n", "ratelimit_ms", "5"),
+        (
+            "[machine]\npcpus = 1\n[host]\nscheduler = \"pinned\"\n[[domain]]\nname = \"a\"\nvcpus = 2\n[domain.sched]\nscheduler = \"cfs\"\n",
+            "pCPU",
+            "",
+        ),
+        (
+            "[machine]\npcpus = 2\n[host]\nscheduler = \"credit2\"\n[[domain]]\nname = \"a\"\nvcpus = 1\nweight = -5\n[domain.sched]\nscheduler = \"cfs\"\n",
+            "",
+            "8",
+        ),
+        (
+            "[machine]\npcpus = 2\n[host]\nscheduler = \"credit2\"\n[[domain]]\nname = \"a\"\nvcpus = 1\npcpus = [0, 7]\n[domain.sched]\nscheduler = \"cfs\"\n",
+            "pCPU 7 does not exist",
+            "8",
+        ),
+    ];
+    for (src, needle, line) in cases {
+        let e = vmsched_sched::load("bad.toml", src, &[]).expect_err(src).to_string();
+        assert!(e.starts_with("bad.toml"), "error must name the file: {e}");
+        assert!(e.contains(needle), "error must mention '{needle}': {e}");
+        if !line.is_empty() {
+            assert!(e.contains(&format!("bad.toml:{line}")), "error must name line {line}: {e}");
+        }
+    }
+}

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs what vmsched needs and runs the whole test suite: Rust (unit, conformance, engine and
+# scenario tests) and Python (API, CLI, reproductions in their short form).
+# VMSCHED_SLOW=1 also runs the full-length reproductions.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== installing vmsched (builds the Rust core with maturin) =="
+python3 -m pip install --quiet --disable-pip-version-check ".[test]"
+
+echo "== Rust tests =="
+cargo test --workspace --exclude vmsched-py --quiet
+
+echo "== Python tests =="
+# Run from tests/ so that `import vmsched` is the installed package, not the source folder.
+cd tests
+python3 -m pytest -q -p no:cacheprovider .

@@ -1,0 +1,40 @@
+"""The command line: run, sweep, check, list; exit codes and messages."""
+
+import subprocess
+import sys
+
+
+def vmsched(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "vmsched.cli", *args], capture_output=True,
+                          text=True, **kw)
+
+
+def test_run_prints_summary(tmp_path):
+    p = vmsched("run", "seed000_context1_ratelimit", "--set", "run.duration_ms=200",
+                "--set", "run.warmup_ms=0", "-o", str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    assert "domU1.v0" in p.stdout and "lps" in p.stdout
+    assert (tmp_path / "summary.json").exists()
+
+
+def test_check_bad_file_exit_2(tmp_path):
+    f = tmp_path / "bad.toml"
+    f.write_text("[machine]\npcpus = 2\nfrobnicate = true\n")
+    p = vmsched("check", str(f))
+    assert p.returncode == 2
+    assert "bad.toml:3" in p.stdout and "frobnicate" in p.stdout
+
+
+def test_sweep_writes_table_and_plot(tmp_path):
+    p = vmsched("sweep", "seed000_context1_ratelimit", "--set", "host.ratelimit_us=1000,20000",
+                "--set", "run.duration_ms=200", "--set", "run.warmup_ms=0", "--jobs", "2",
+                "-o", str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "sweep.csv").read_text().count("\n") >= 3
+    assert (tmp_path / "sweep.png").exists()
+
+
+def test_list_names_shipped_scenarios():
+    p = vmsched("list")
+    assert p.returncode == 0
+    assert "seed000_context1_ratelimit" in p.stdout
