@@ -9,7 +9,8 @@
 
 use std::time::Instant;
 
-const SEED000: &str = include_str!("../../../python/vmsched/scenarios/seed000_context1_ratelimit.toml");
+const SEED000: &str =
+    include_str!("../../../python/vmsched/scenarios/seed000_context1_ratelimit.toml");
 
 /// 64 pCPUs (2 sockets), 32 domains of 4 vCPUs: Context1 pairs, cyclictest, CPU loops and a
 /// sleep/compute program, all on Credit2 and CFS.
@@ -23,14 +24,20 @@ fn large_scenario() -> String {
             "[[domain]]\nname = \"d{d}\"\nvcpus = 4\n[domain.sched]\nscheduler = \"cfs\"\n"
         );
         s += match d % 4 {
-            0 => "[[domain.workload]]\nkind = \"context1\"\nname = \"ctx\"\naffinity = [0]\n\
-                  [[domain.workload]]\nkind = \"cpu_loop\"\nname = \"hog\"\ncopies = 2\n",
-            1 => "[[domain.workload]]\nkind = \"cyclictest\"\nname = \"ct\"\nthreads = 4\n\
-                  [[domain.workload]]\nkind = \"cpu_loop\"\nname = \"hog\"\ncopies = 1\n",
+            0 => {
+                "[[domain.workload]]\nkind = \"context1\"\nname = \"ctx\"\naffinity = [0]\n\
+                  [[domain.workload]]\nkind = \"cpu_loop\"\nname = \"hog\"\ncopies = 2\n"
+            }
+            1 => {
+                "[[domain.workload]]\nkind = \"cyclictest\"\nname = \"ct\"\nthreads = 4\n\
+                  [[domain.workload]]\nkind = \"cpu_loop\"\nname = \"hog\"\ncopies = 1\n"
+            }
             2 => "[[domain.workload]]\nkind = \"cpu_loop\"\nname = \"hog\"\ncopies = 4\n",
-            _ => "[[domain.workload]]\nkind = \"program\"\nname = \"io\"\ncopies = 4\nsteps = [\n\
+            _ => {
+                "[[domain.workload]]\nkind = \"program\"\nname = \"io\"\ncopies = 4\nsteps = [\n\
                   { op = \"compute\", exp_us = 300 },\n{ op = \"sleep\", exp_us = 700 },\n\
-                  { op = \"loop\", to = 0 },\n]\n",
+                  { op = \"loop\", to = 0 },\n]\n"
+            }
         };
     }
     s

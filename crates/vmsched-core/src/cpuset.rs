@@ -110,7 +110,9 @@ impl CpuSet {
     }
 
     pub fn iter(&self) -> impl Iterator<Item = CpuId> + '_ {
-        (0..MAX_CPUS).filter(|c| self.contains(CpuId(*c as u32))).map(|c| CpuId(c as u32))
+        (0..MAX_CPUS)
+            .filter(|c| self.contains(CpuId(*c as u32)))
+            .map(|c| CpuId(c as u32))
     }
 }
 

@@ -19,6 +19,6 @@ pub use time::*;
 pub mod metrics;
 pub mod report;
 pub mod rng;
+pub mod scenario;
 pub mod sim;
 pub mod workload;
-pub mod scenario;

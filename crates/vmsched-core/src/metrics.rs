@@ -97,7 +97,13 @@ impl LatHist {
     }
 
     pub fn summary(&self) -> HistSummary {
-        let q = |p: f64| if self.count == 0 { 0 } else { self.hdr.value_at_quantile(p) };
+        let q = |p: f64| {
+            if self.count == 0 {
+                0
+            } else {
+                self.hdr.value_at_quantile(p)
+            }
+        };
         HistSummary {
             count: self.count,
             min_ns: if self.count == 0 { 0 } else { self.min },
@@ -108,7 +114,11 @@ impl LatHist {
             max_ns: self.max,
             // cyclictest's own figures work on truncated microseconds.
             min_us: if self.count == 0 { 0 } else { self.min / 1000 },
-            avg_us: if self.count == 0 { 0.0 } else { self.sum_us_trunc as f64 / self.count as f64 },
+            avg_us: if self.count == 0 {
+                0.0
+            } else {
+                self.sum_us_trunc as f64 / self.count as f64
+            },
             max_us: self.max / 1000,
             buckets_us: self.buckets.clone(),
             overflows: self.overflows,

@@ -73,7 +73,11 @@ impl EventQueue {
     /// so among events at the same time it now comes last.
     pub fn arm(&mut self, s: SlotId, time: SimTime) {
         self.seq += 1;
-        let e = Entry { time, seq: self.seq, slot: s };
+        let e = Entry {
+            time,
+            seq: self.seq,
+            slot: s,
+        };
         let p = self.pos[s.0 as usize];
         if p == NOT_QUEUED {
             self.heap.push(e);
@@ -163,7 +167,11 @@ impl EventQueue {
                 break;
             }
             let r = l + 1;
-            let c = if r < n && self.heap[r].before(&self.heap[l]) { r } else { l };
+            let c = if r < n && self.heap[r].before(&self.heap[l]) {
+                r
+            } else {
+                l
+            };
             if !self.heap[c].before(&e) {
                 break;
             }

@@ -92,7 +92,14 @@ pub(crate) fn collect(sim: &Simulation) -> Results {
                 name: w.spec.name.clone(),
                 kind: w.spec.kind,
                 figure: w.spec.kind.figure(w.counters, &means, secs),
-                counters: w.spec.counters.iter().cloned().zip(w.counters.iter().copied()).collect(),
+                counters: w
+                    .spec
+                    .counters
+                    .iter()
+                    .cloned()
+                    .zip(w.counters.iter().copied())
+                    .chain(w.spec.kind.derived(w.counters))
+                    .collect(),
                 histograms: w.spec.hists.iter().cloned().zip(hs).collect(),
             }
         })

@@ -58,10 +58,30 @@ mod tests {
 
     #[test]
     fn streams_are_independent_and_reproducible() {
-        let a1: Vec<_> = (0..4).map({ let mut s = Stream::new(7, "a"); move |_| s.next_u64() }).collect();
-        let a2: Vec<_> = (0..4).map({ let mut s = Stream::new(7, "a"); move |_| s.next_u64() }).collect();
-        let b: Vec<_> = (0..4).map({ let mut s = Stream::new(7, "b"); move |_| s.next_u64() }).collect();
-        let a8: Vec<_> = (0..4).map({ let mut s = Stream::new(8, "a"); move |_| s.next_u64() }).collect();
+        let a1: Vec<_> = (0..4)
+            .map({
+                let mut s = Stream::new(7, "a");
+                move |_| s.next_u64()
+            })
+            .collect();
+        let a2: Vec<_> = (0..4)
+            .map({
+                let mut s = Stream::new(7, "a");
+                move |_| s.next_u64()
+            })
+            .collect();
+        let b: Vec<_> = (0..4)
+            .map({
+                let mut s = Stream::new(7, "b");
+                move |_| s.next_u64()
+            })
+            .collect();
+        let a8: Vec<_> = (0..4)
+            .map({
+                let mut s = Stream::new(8, "a");
+                move |_| s.next_u64()
+            })
+            .collect();
         assert_eq!(a1, a2);
         assert_ne!(a1, b);
         assert_ne!(a1, a8);

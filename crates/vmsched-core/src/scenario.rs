@@ -62,7 +62,12 @@ fn d_seed() -> u64 {
 
 impl Default for RunConfig {
     fn default() -> Self {
-        RunConfig { duration_ms: d_duration(), warmup_ms: 0, seed: d_seed(), sample_interval_us: 0 }
+        RunConfig {
+            duration_ms: d_duration(),
+            warmup_ms: 0,
+            seed: d_seed(),
+            sample_interval_us: 0,
+        }
     }
 }
 
@@ -214,7 +219,11 @@ impl fmt::Display for ScenarioError {
 impl std::error::Error for ScenarioError {}
 
 fn line_of(src: &str, offset: usize) -> usize {
-    src[..offset.min(src.len())].bytes().filter(|b| *b == b'\n').count() + 1
+    src[..offset.min(src.len())]
+        .bytes()
+        .filter(|b| *b == b'\n')
+        .count()
+        + 1
 }
 
 /// Line of the value at a dotted path (`domain.1.vcpus`) in the source, if it is there.
@@ -242,8 +251,12 @@ fn locate(src: &str, path: &str) -> Option<usize> {
 /// table's header; point at the field's own line when it follows in that table.
 fn refine_line(src: &str, line: Option<usize>, msg: &str) -> Option<usize> {
     let line = line?;
-    let Some(rest) = msg.strip_prefix("unknown field `") else { return Some(line) };
-    let Some(field) = rest.split('`').next() else { return Some(line) };
+    let Some(rest) = msg.strip_prefix("unknown field `") else {
+        return Some(line);
+    };
+    let Some(field) = rest.split('`').next() else {
+        return Some(line);
+    };
     for (i, l) in src.lines().enumerate().skip(line - 1) {
         let t = l.trim_start();
         if i + 1 > line && t.starts_with('[') {
@@ -278,14 +291,17 @@ fn set_path(doc: &mut toml::Value, key: &str, v: toml::Value) -> Result<(), Stri
                     t.insert(seg.to_string(), v);
                     return Ok(());
                 }
-                t.entry(seg.to_string()).or_insert_with(|| toml::Value::Table(Default::default()))
+                t.entry(seg.to_string())
+                    .or_insert_with(|| toml::Value::Table(Default::default()))
             }
             toml::Value::Array(a) => {
-                let idx: usize = seg
-                    .parse()
-                    .map_err(|_| format!("'{seg}' must be an index into the array at this point"))?;
+                let idx: usize = seg.parse().map_err(|_| {
+                    format!("'{seg}' must be an index into the array at this point")
+                })?;
                 let n = a.len();
-                let slot = a.get_mut(idx).ok_or_else(|| format!("index {idx} out of range (there are {n})"))?;
+                let slot = a
+                    .get_mut(idx)
+                    .ok_or_else(|| format!("index {idx} out of range (there are {n})"))?;
                 if last {
                     *slot = v;
                     return Ok(());
@@ -304,7 +320,11 @@ where
     G: DeserializeOwned + ConfigCheck,
 {
     /// Parses and validates a scenario. `file` names the source in errors.
-    pub fn parse(file: &str, src: &str, overrides: &[(String, String)]) -> Result<Self, ScenarioError> {
+    pub fn parse(
+        file: &str,
+        src: &str,
+        overrides: &[(String, String)],
+    ) -> Result<Self, ScenarioError> {
         let err = |line, field: &str, message: String| ScenarioError {
             file: file.to_string(),
             line,
@@ -325,12 +345,22 @@ where
         }
         let mut doc: toml::Value = toml::from_str(src).map_err(|e| err(None, "", e.to_string()))?;
         for (k, v) in overrides {
-            set_path(&mut doc, k, parse_value(v)).map_err(|m| err(None, k, format!("--set {k}={v}: {m}")))?;
+            set_path(&mut doc, k, parse_value(v))
+                .map_err(|m| err(None, k, format!("--set {k}={v}: {m}")))?;
         }
         let text = toml::to_string(&doc).map_err(|e| err(None, "", e.to_string()))?;
-        let names = overrides.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ");
-        let scenario: Self = toml::from_str(&text)
-            .map_err(|e| err(None, "", format!("after --set {names}: {}", e.message().trim())))?;
+        let names = overrides
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let scenario: Self = toml::from_str(&text).map_err(|e| {
+            err(
+                None,
+                "",
+                format!("after --set {names}: {}", e.message().trim()),
+            )
+        })?;
         scenario
             .validate()
             .map_err(|(field, msg)| err(None, &field, format!("after --set {names}: {msg}")))?;
@@ -341,41 +371,71 @@ where
     pub fn validate(&self) -> Result<(), (String, String)> {
         let m = &self.machine;
         if m.pcpus == 0 || m.pcpus > 256 {
-            return Err(("machine.pcpus".into(), format!("must be 1..=256, got {}", m.pcpus)));
+            return Err((
+                "machine.pcpus".into(),
+                format!("must be 1..=256, got {}", m.pcpus),
+            ));
         }
         if m.sockets == 0 || m.threads_per_core == 0 {
-            return Err(("machine.sockets".into(), "sockets and threads_per_core must be ≥ 1".into()));
+            return Err((
+                "machine.sockets".into(),
+                "sockets and threads_per_core must be ≥ 1".into(),
+            ));
         }
         if self.run.duration_ms == 0 {
             return Err(("run.duration_ms".into(), "must be positive".into()));
         }
         if self.run.warmup_ms >= self.run.duration_ms {
-            return Err(("run.warmup_ms".into(), "must be shorter than run.duration_ms".into()));
+            return Err((
+                "run.warmup_ms".into(),
+                "must be shorter than run.duration_ms".into(),
+            ));
         }
-        self.host.check().map_err(|(f, m)| (format!("host.{f}"), m))?;
+        self.host
+            .check()
+            .map_err(|(f, m)| (format!("host.{f}"), m))?;
         if self.domains.is_empty() {
-            return Err(("domain".into(), "a scenario needs at least one [[domain]]".into()));
+            return Err((
+                "domain".into(),
+                "a scenario needs at least one [[domain]]".into(),
+            ));
         }
         for (i, d) in self.domains.iter().enumerate() {
             let at = |f: &str| format!("domain.{i}.{f}");
             if self.domains[..i].iter().any(|o| o.name == d.name) {
-                return Err((at("name"), format!("domain name '{}' is used twice", d.name)));
+                return Err((
+                    at("name"),
+                    format!("domain name '{}' is used twice", d.name),
+                ));
             }
             if d.vcpus == 0 || d.vcpus > 256 {
                 return Err((at("vcpus"), format!("must be 1..=256, got {}", d.vcpus)));
             }
             if d.weight == 0 || d.weight > 65535 {
-                return Err((at("weight"), format!("must be 1..=65535 (xl sched-credit2 -w), got {}", d.weight)));
+                return Err((
+                    at("weight"),
+                    format!("must be 1..=65535 (xl sched-credit2 -w), got {}", d.weight),
+                ));
             }
             if d.cap > 100 * d.vcpus {
-                return Err((at("cap"), format!("must be at most 100 × vcpus = {}, got {}", 100 * d.vcpus, d.cap)));
+                return Err((
+                    at("cap"),
+                    format!(
+                        "must be at most 100 × vcpus = {}, got {}",
+                        100 * d.vcpus,
+                        d.cap
+                    ),
+                ));
             }
             let check_set = |f: &str, s: &[u32]| -> Result<(), (String, String)> {
                 if s.is_empty() {
                     return Err((at(f), "an affinity must name at least one pCPU".into()));
                 }
                 if let Some(c) = s.iter().find(|c| **c >= m.pcpus) {
-                    return Err((at(f), format!("pCPU {c} does not exist (the machine has {})", m.pcpus)));
+                    return Err((
+                        at(f),
+                        format!("pCPU {c} does not exist (the machine has {})", m.pcpus),
+                    ));
                 }
                 Ok(())
             };
@@ -387,18 +447,27 @@ where
             }
             if let Some(v) = &d.vcpu_pcpus {
                 if v.len() != d.vcpus as usize {
-                    return Err((at("vcpu_pcpus"), format!("needs one list per vCPU ({}), got {}", d.vcpus, v.len())));
+                    return Err((
+                        at("vcpu_pcpus"),
+                        format!("needs one list per vCPU ({}), got {}", d.vcpus, v.len()),
+                    ));
                 }
                 for s in v {
                     check_set("vcpu_pcpus", s)?;
                 }
             }
-            d.sched.check().map_err(|(f, m)| (at(&format!("sched.{f}")), m))?;
+            d.sched
+                .check()
+                .map_err(|(f, m)| (at(&format!("sched.{f}")), m))?;
             for (j, w) in d.workloads.iter().enumerate() {
                 if d.workloads[..j].iter().any(|o| o.name() == w.name()) {
-                    return Err((format!("domain.{i}.workload.{j}.name"), format!("workload name '{}' is used twice", w.name())));
+                    return Err((
+                        format!("domain.{i}.workload.{j}.name"),
+                        format!("workload name '{}' is used twice", w.name()),
+                    ));
                 }
-                w.validate(d.vcpus).map_err(|(f, m)| (format!("domain.{i}.workload.{j}.{f}"), m))?;
+                w.validate(d.vcpus)
+                    .map_err(|(f, m)| (format!("domain.{i}.workload.{j}.{f}"), m))?;
             }
         }
         Ok(())

@@ -168,7 +168,13 @@ impl<'a> SchedCtx<'a> {
         ents: &'a [EntityInfo],
         out: &'a mut Vec<Request>,
     ) -> Self {
-        SchedCtx { now, clock, cpus, ents, out }
+        SchedCtx {
+            now,
+            clock,
+            cpus,
+            ents,
+            out,
+        }
     }
 
     #[inline]

@@ -82,6 +82,8 @@ struct CpuState {
     /// A reschedule waiting for the current task's system call to end.
     need_resched: bool,
     pending_timers: Vec<usize>,
+    /// Tasks whose sleep timer is armed on this CPU (for slack coalescing, ERRATA W1).
+    armed_timers: Vec<usize>,
 }
 
 /// Per-entity accounting (xenmon's figures).
@@ -134,6 +136,8 @@ struct Task {
     timer_slot: SlotId,
     timer_cpu: GCpu,
     block_paid: bool,
+    /// Soft deadline of the armed sleep timer (the hard one is the slot's time).
+    timer_soft: SimTime,
     periodic_next: Option<SimTime>,
     latency_pending: Option<(u16, SimTime)>,
     rng: Stream,
@@ -250,7 +254,9 @@ impl SimBuilder {
         let l = LevelId(self.sim.levels.len() as u32);
         let n = sched.nr_timers();
         let tick_period = sched.tick_period();
-        let timer_slots = (0..n).map(|k| self.slot(SlotKind::LevelTimer(l, k))).collect();
+        let timer_slots = (0..n)
+            .map(|k| self.slot(SlotKind::LevelTimer(l, k)))
+            .collect();
         self.sim.levels.push(Level {
             name: name.to_string(),
             sched,
@@ -270,7 +276,12 @@ impl SimBuilder {
         let g = GCpu(self.sim.cpus.len() as u32);
         let lv = &mut self.sim.levels[level.idx()];
         let local = CpuId(lv.cpu_info.len() as u32);
-        lv.cpu_info.push(CpuInfo { curr: None, executing: backing.is_none(), steal_ns: 0, topo });
+        lv.cpu_info.push(CpuInfo {
+            curr: None,
+            executing: backing.is_none(),
+            steal_ns: 0,
+            topo,
+        });
         lv.cpu_g.push(g);
         let sched_slot = self.slot(SlotKind::SchedTimer(g));
         let resched_slot = self.slot(SlotKind::Resched(g));
@@ -287,6 +298,7 @@ impl SimBuilder {
             pending_tick: false,
             need_resched: false,
             pending_timers: Vec::with_capacity(8),
+            armed_timers: Vec::with_capacity(8),
         });
         g
     }
@@ -295,7 +307,11 @@ impl SimBuilder {
         let g = GEnt(self.sim.ents.len() as u32);
         let lv = &mut self.sim.levels[level.idx()];
         let local = EntityId(lv.ent_info.len() as u32);
-        lv.ent_info.push(EntityInfo { runnable: false, on_cpu: None, params });
+        lv.ent_info.push(EntityInfo {
+            runnable: false,
+            on_cpu: None,
+            params,
+        });
         lv.ent_g.push(g);
         self.sim.ents.push(EntState {
             level,
@@ -333,7 +349,12 @@ impl SimBuilder {
 
     /// Adds a workload's tasks to a guest level. `params(i)` gives the entity parameters of the
     /// workload's task `i`.
-    pub fn add_workload(&mut self, level: LevelId, spec: WorkloadSpec, params: impl Fn(usize) -> EntityParams) {
+    pub fn add_workload(
+        &mut self,
+        level: LevelId,
+        spec: WorkloadSpec,
+        params: impl Fn(usize) -> EntityParams,
+    ) {
         let wl = self.sim.wls.len();
         let mut tasks = Vec::new();
         for (i, ts) in spec.tasks.iter().enumerate() {
@@ -359,6 +380,7 @@ impl SimBuilder {
                 timer_slot,
                 timer_cpu: GCpu(0),
                 block_paid: false,
+                timer_soft: 0,
                 periodic_next: None,
                 latency_pending: None,
                 rng: Stream::new(self.seed, &name),
@@ -374,8 +396,19 @@ impl SimBuilder {
             })
             .collect();
         let counters = vec![0; spec.counters.len()];
-        let hists = spec.hists.iter().map(|_| LatHist::new(spec.hist_buckets)).collect();
-        self.sim.wls.push(WorkloadState { spec, level, tasks, chans, counters, hists });
+        let hists = spec
+            .hists
+            .iter()
+            .map(|_| LatHist::new(spec.hist_buckets))
+            .collect();
+        self.sim.wls.push(WorkloadState {
+            spec,
+            level,
+            tasks,
+            chans,
+            counters,
+            hists,
+        });
     }
 
     /// Finishes the build: calls every scheduler's `insert` and arms the run's end.
@@ -392,7 +425,9 @@ impl SimBuilder {
         sim.sample_every = sample_every;
         for l in 0..sim.levels.len() {
             for e in 0..sim.levels[l].ent_info.len() {
-                sim.with_sched(LevelId(l as u32), |s, ctx| s.insert(ctx, EntityId(e as u32)));
+                sim.with_sched(LevelId(l as u32), |s, ctx| {
+                    s.insert(ctx, EntityId(e as u32))
+                });
             }
         }
         if sample_every > 0 {
@@ -445,10 +480,20 @@ impl Simulation {
     }
 
     /// Runs a hook of level `l` with a context, then turns its requests into actions.
-    fn with_sched<R>(&mut self, l: LevelId, f: impl FnOnce(&mut dyn Scheduler, &mut SchedCtx) -> R) -> R {
+    fn with_sched<R>(
+        &mut self,
+        l: LevelId,
+        f: impl FnOnce(&mut dyn Scheduler, &mut SchedCtx) -> R,
+    ) -> R {
         let lv = &mut self.levels[l.idx()];
         let r = {
-            let mut ctx = SchedCtx::new(self.now, lv.opts.clock, &lv.cpu_info, &lv.ent_info, &mut lv.req);
+            let mut ctx = SchedCtx::new(
+                self.now,
+                lv.opts.clock,
+                &lv.cpu_info,
+                &lv.ent_info,
+                &mut lv.req,
+            );
             f(lv.sched.as_mut(), &mut ctx)
         };
         self.drain_requests(l);
@@ -492,7 +537,11 @@ impl Simulation {
                 break;
             }
             let (t, slot) = self.q.pop().expect("peeked");
-            assert!(t >= self.now, "invariant: time went back from {} to {t}", self.now);
+            assert!(
+                t >= self.now,
+                "invariant: time went back from {} to {t}",
+                self.now
+            );
             self.now = t;
             self.events += 1;
             self.handle(slot);
@@ -527,7 +576,13 @@ impl Simulation {
             SlotKind::TaskStart(t) => {
                 self.tasks[t].phase = Phase::Ready;
                 let e = self.tasks[t].ent;
-                self.wake_entity(e, WakeInfo { new: true, ..Default::default() });
+                self.wake_entity(
+                    e,
+                    WakeInfo {
+                        new: true,
+                        ..Default::default()
+                    },
+                );
             }
             SlotKind::LevelTimer(l, k) => self.with_sched(l, |s, ctx| s.on_timer(ctx, k)),
             SlotKind::Sample => {
@@ -572,7 +627,9 @@ impl Simulation {
     fn cpu_of_ent(&self, g: GEnt) -> Option<GCpu> {
         let es = &self.ents[g.idx()];
         let lv = &self.levels[es.level.idx()];
-        lv.ent_info[es.local.idx()].on_cpu.map(|c| lv.cpu_g[c.idx()])
+        lv.ent_info[es.local.idx()]
+            .on_cpu
+            .map(|c| lv.cpu_g[c.idx()])
     }
 
     /// A reschedule request reaches CPU `c`.
@@ -681,7 +738,14 @@ impl Simulation {
         lv.ent_info[e.idx()].on_cpu = None;
         lv.cpu_info[self.cpus[c.idx()].local.idx()].curr = None;
         let runnable = lv.ent_info[e.idx()].runnable;
-        self.set_runstate(g, if runnable { RunState::Runnable } else { RunState::Blocked });
+        self.set_runstate(
+            g,
+            if runnable {
+                RunState::Runnable
+            } else {
+                RunState::Blocked
+            },
+        );
         if runnable {
             self.ents[g.idx()].stats.preemptions += 1;
         }
@@ -784,7 +848,9 @@ impl Simulation {
     }
 
     fn arm_tick(&mut self, c: GCpu) {
-        let p = self.levels[self.cpus[c.idx()].level.idx()].tick_period.expect("tick period");
+        let p = self.levels[self.cpus[c.idx()].level.idx()]
+            .tick_period
+            .expect("tick period");
         let next = (self.now / p + 1) * p;
         self.q.arm(self.cpus[c.idx()].tick_slot, next);
     }
@@ -796,12 +862,17 @@ impl Simulation {
         }
         self.with_sched(l, |s, ctx| s.tick(ctx, lc));
         self.arm_tick(c);
+        if !self.cpus[c.idx()].armed_timers.is_empty() {
+            self.timer_interrupt(c);
+        }
     }
 
     /// `g`, current on its CPU, stops being runnable; its CPU reschedules at once.
     fn block_entity(&mut self, g: GEnt) {
         let (l, e) = (self.ents[g.idx()].level, self.ents[g.idx()].local);
-        let c = self.cpu_of_ent(g).expect("invariant: block of an entity that is not running");
+        let c = self
+            .cpu_of_ent(g)
+            .expect("invariant: block of an entity that is not running");
         self.levels[l.idx()].ent_info[e.idx()].runnable = false;
         self.with_sched(l, |s, ctx| s.block(ctx, e));
         self.do_schedule(c);
@@ -810,7 +881,11 @@ impl Simulation {
     fn wake_entity(&mut self, g: GEnt, info: WakeInfo) {
         let (l, e) = (self.ents[g.idx()].level, self.ents[g.idx()].local);
         let ei = &mut self.levels[l.idx()].ent_info[e.idx()];
-        assert!(!ei.runnable, "invariant: wake of runnable entity {}", ei.params.name);
+        assert!(
+            !ei.runnable,
+            "invariant: wake of runnable entity {}",
+            ei.params.name
+        );
         ei.runnable = true;
         self.set_runstate(g, RunState::Runnable);
         self.with_sched(l, |s, ctx| s.wake(ctx, e, info));
@@ -828,7 +903,10 @@ impl Simulation {
         task.run_since = Some(now);
         match task.phase {
             Phase::Computing => {
-                let at = now.saturating_add(task.overhead).saturating_add(task.remaining).min(NEVER);
+                let at = now
+                    .saturating_add(task.overhead)
+                    .saturating_add(task.remaining)
+                    .min(NEVER);
                 self.q.arm(task.done_slot, at);
             }
             Phase::Ready => self.actions.push_back(Action::Advance(t)),
@@ -859,7 +937,10 @@ impl Simulation {
         task.kernel = kernel;
         if task.run_since.is_some() {
             task.run_since = Some(now);
-            let at = now.saturating_add(task.overhead).saturating_add(d).min(NEVER);
+            let at = now
+                .saturating_add(task.overhead)
+                .saturating_add(d)
+                .min(NEVER);
             self.q.arm(task.done_slot, at);
         }
     }
@@ -871,7 +952,9 @@ impl Simulation {
         task.run_since = Some(self.now);
         task.phase = Phase::Ready;
         let kernel = std::mem::replace(&mut task.kernel, false);
-        let c = self.task_cpu(t).expect("invariant: a computing task is on a CPU");
+        let c = self
+            .task_cpu(t)
+            .expect("invariant: a computing task is on a CPU");
         if kernel && self.cpus[c.idx()].need_resched {
             // The syscall exits: the deferred reschedule happens now.
             self.do_schedule(c);
@@ -930,7 +1013,12 @@ impl Simulation {
                     self.begin_compute(t, d, kernel);
                     return;
                 }
-                Step::Wait { chan, block_cost, fast, slow } => {
+                Step::Wait {
+                    chan,
+                    block_cost,
+                    fast,
+                    slow,
+                } => {
                     let ch = &mut self.wls[wl].chans[chan as usize];
                     if ch.tokens > 0 {
                         ch.tokens -= 1;
@@ -957,7 +1045,11 @@ impl Simulation {
                     self.block_entity(g);
                     return;
                 }
-                Step::Signal { chan, sync, wake_cost } => {
+                Step::Signal {
+                    chan,
+                    sync,
+                    wake_cost,
+                } => {
                     self.tasks[t].pc += 1;
                     let woke = self.signal(wl, chan, Some(c), sync);
                     if woke && wake_cost > 0 {
@@ -983,7 +1075,11 @@ impl Simulation {
                     self.sleep_until(t, c, self.now + d, slack);
                     return;
                 }
-                Step::Periodic { interval, slack, hist } => {
+                Step::Periodic {
+                    interval,
+                    slack,
+                    hist,
+                } => {
                     self.tasks[t].pc += 1;
                     let next = match self.tasks[t].periodic_next {
                         None => self.now + interval,
@@ -1002,7 +1098,10 @@ impl Simulation {
                 }
                 Step::Yield => {
                     self.tasks[t].pc += 1;
-                    let (l, e) = (self.ents[self.tasks[t].ent.idx()].level, self.ents[self.tasks[t].ent.idx()].local);
+                    let (l, e) = (
+                        self.ents[self.tasks[t].ent.idx()].level,
+                        self.ents[self.tasks[t].ent.idx()].local,
+                    );
                     self.with_sched(l, |s, ctx| s.yield_(ctx, e));
                     self.do_schedule(c);
                     if self.task_cpu(t) != Some(c) {
@@ -1051,19 +1150,21 @@ impl Simulation {
         );
     }
 
+    /// Arms task `t`'s sleep timer on CPU `c`: soft deadline `expiry`, hard deadline
+    /// `expiry + slack` (Linux hrtimer slack, ERRATA W1), then blocks the task.
     fn sleep_until(&mut self, t: usize, c: GCpu, expiry: SimTime, slack: Nanos) {
-        // Simplification: the timer fires at expiry + slack (the hardware deadline); the early
-        // expiry when another timer interrupt lands in the slack window (ERRATA W1) is not yet
-        // modelled.
         let task = &mut self.tasks[t];
         task.timer_cpu = c;
+        task.timer_soft = expiry;
         task.phase = Phase::Sleeping;
         self.q.arm(task.timer_slot, expiry + slack);
+        self.cpus[c.idx()].armed_timers.push(t);
         let g = task.ent;
         self.block_entity(g);
     }
 
-    /// Task `t`'s sleep timer expired. Delivered on the CPU it was armed on; waits for that vCPU.
+    /// Task `t`'s sleep timer reached its hard deadline. Delivered on the CPU it was armed on;
+    /// waits for that vCPU.
     fn task_timer(&mut self, t: usize) {
         let c = self.tasks[t].timer_cpu;
         if self.tasks[t].phase != Phase::Sleeping {
@@ -1076,10 +1177,37 @@ impl Simulation {
             self.kick_backing(c);
             return;
         }
-        self.tasks[t].phase = Phase::Ready;
-        let waker = self.cpus[c.idx()].local;
-        let g = self.tasks[t].ent;
-        self.wake_entity(g, WakeInfo { waker_cpu: Some(waker), sync: false, new: false });
+        self.timer_interrupt(c);
+    }
+
+    /// A timer interrupt is handled on CPU `c` now: every sleep timer armed there whose soft
+    /// deadline has passed expires, in the order they were armed (hrtimer slack coalescing).
+    fn timer_interrupt(&mut self, c: GCpu) {
+        let mut i = 0;
+        while i < self.cpus[c.idx()].armed_timers.len() {
+            let t = self.cpus[c.idx()].armed_timers[i];
+            if self.tasks[t].timer_soft > self.now {
+                i += 1;
+                continue;
+            }
+            self.cpus[c.idx()].armed_timers.remove(i);
+            self.cpus[c.idx()].pending_timers.retain(|x| *x != t);
+            self.q.cancel(self.tasks[t].timer_slot);
+            if self.tasks[t].phase != Phase::Sleeping {
+                continue;
+            }
+            self.tasks[t].phase = Phase::Ready;
+            let waker = self.cpus[c.idx()].local;
+            let g = self.tasks[t].ent;
+            self.wake_entity(
+                g,
+                WakeInfo {
+                    waker_cpu: Some(waker),
+                    sync: false,
+                    new: false,
+                },
+            );
+        }
     }
 
     /// Puts a token into a channel; returns whether a sleeping waiter was woken.
@@ -1089,7 +1217,14 @@ impl Simulation {
             self.tasks[w].phase = Phase::Ready;
             let waker = from.map(|c| self.cpus[c.idx()].local);
             let g = self.tasks[w].ent;
-            self.wake_entity(g, WakeInfo { waker_cpu: waker, sync, new: false });
+            self.wake_entity(
+                g,
+                WakeInfo {
+                    waker_cpu: waker,
+                    sync,
+                    new: false,
+                },
+            );
             return true;
         }
         if let Some(s) = ch.spinners.pop() {
@@ -1117,7 +1252,10 @@ impl Simulation {
             let (w, a, b) = self.series_src[i];
             let wl = &self.wls[w];
             let (ta, tb) = (wl.tasks[a], wl.tasks[b]);
-            let (ea, eb) = (self.ents[self.tasks[ta].ent.idx()].local, self.ents[self.tasks[tb].ent.idx()].local);
+            let (ea, eb) = (
+                self.ents[self.tasks[ta].ent.idx()].local,
+                self.ents[self.tasks[tb].ent.idx()].local,
+            );
             let s = &self.levels[wl.level.idx()].sched;
             if let (Some(pa), Some(pb)) = (s.probe(ea), s.probe(eb)) {
                 self.series[i].t_ns.push(self.now);
@@ -1156,20 +1294,32 @@ impl Simulation {
                 if let Some(e) = ci.curr {
                     let ei = &lv.ent_info[e.idx()];
                     if ei.on_cpu != Some(CpuId(c as u32)) {
-                        return Err(format!("level {l}: CPU {c} runs {} which is on {:?}", ei.params.name, ei.on_cpu));
+                        return Err(format!(
+                            "level {l}: CPU {c} runs {} which is on {:?}",
+                            ei.params.name, ei.on_cpu
+                        ));
                     }
                     if !ei.params.hard_affinity.contains(CpuId(c as u32)) {
-                        return Err(format!("level {l}: {} on CPU {c} outside its affinity", ei.params.name));
+                        return Err(format!(
+                            "level {l}: {} on CPU {c} outside its affinity",
+                            ei.params.name
+                        ));
                     }
                 }
             }
             for (e, ei) in lv.ent_info.iter().enumerate() {
                 if let Some(c) = ei.on_cpu {
                     if lv.cpu_info[c.idx()].curr != Some(EntityId(e as u32)) {
-                        return Err(format!("level {l}: {} thinks it is on CPU {c:?}", ei.params.name));
+                        return Err(format!(
+                            "level {l}: {} thinks it is on CPU {c:?}",
+                            ei.params.name
+                        ));
                     }
                     if !ei.runnable {
-                        return Err(format!("level {l}: {} runs but is not runnable", ei.params.name));
+                        return Err(format!(
+                            "level {l}: {} runs but is not runnable",
+                            ei.params.name
+                        ));
                     }
                 }
                 let g = lv.ent_g[e];
@@ -1180,7 +1330,10 @@ impl Simulation {
                     (false, false) => RunState::Blocked,
                 };
                 if st != want && st != RunState::Offline {
-                    return Err(format!("level {l}: {} is {st:?}, should be {want:?}", ei.params.name));
+                    return Err(format!(
+                        "level {l}: {} is {st:?}, should be {want:?}",
+                        ei.params.name
+                    ));
                 }
             }
         }
@@ -1189,11 +1342,16 @@ impl Simulation {
                 None => true,
                 Some(b) => {
                     self.ents[b.idx()].state == RunState::Running
-                        && self.cpu_of_ent(b).is_some_and(|p| self.cpus[p.idx()].executing)
+                        && self
+                            .cpu_of_ent(b)
+                            .is_some_and(|p| self.cpus[p.idx()].executing)
                 }
             };
             if cs.executing != want {
-                return Err(format!("CPU {i}: executing={} but should be {want}", cs.executing));
+                return Err(format!(
+                    "CPU {i}: executing={} but should be {want}",
+                    cs.executing
+                ));
             }
         }
         Ok(())

@@ -48,7 +48,10 @@ impl<S: Scheduler> Harness<S> {
     /// `ncpus` CPUs on one socket, one core each, one shared LLC.
     pub fn new(sched: S, ncpus: usize, ents: Vec<EntityParams>) -> Self {
         let topo = (0..ncpus)
-            .map(|c| CpuTopo { core: c as u32, ..Default::default() })
+            .map(|c| CpuTopo {
+                core: c as u32,
+                ..Default::default()
+            })
             .collect();
         Self::with_topology(sched, topo, ents)
     }
@@ -56,12 +59,21 @@ impl<S: Scheduler> Harness<S> {
     pub fn with_topology(sched: S, topo: Vec<CpuTopo>, ents: Vec<EntityParams>) -> Self {
         let cpus: Vec<CpuInfo> = topo
             .into_iter()
-            .map(|t| CpuInfo { curr: None, executing: true, steal_ns: 0, topo: t })
+            .map(|t| CpuInfo {
+                curr: None,
+                executing: true,
+                steal_ns: 0,
+                topo: t,
+            })
             .collect();
         let n = cpus.len();
         let ents: Vec<EntityInfo> = ents
             .into_iter()
-            .map(|p| EntityInfo { runnable: false, on_cpu: None, params: p })
+            .map(|p| EntityInfo {
+                runnable: false,
+                on_cpu: None,
+                params: p,
+            })
             .collect();
         let nt = sched.nr_timers() as usize;
         let ne = ents.len();
@@ -83,7 +95,13 @@ impl<S: Scheduler> Harness<S> {
     }
 
     fn with_ctx<R>(&mut self, f: impl FnOnce(&mut S, &mut SchedCtx) -> R) -> R {
-        let mut ctx = SchedCtx::new(self.now, self.clock, &self.cpus, &self.ents, &mut self.requests);
+        let mut ctx = SchedCtx::new(
+            self.now,
+            self.clock,
+            &self.cpus,
+            &self.ents,
+            &mut self.requests,
+        );
         f(&mut self.sched, &mut ctx)
     }
 
@@ -163,7 +181,9 @@ impl<S: Scheduler> Harness<S> {
     /// The current entity of its CPU blocks; its CPU reschedules at once.
     pub fn block(&mut self, e: u32) -> Pick {
         let e = EntityId(e);
-        let cpu = self.ents[e.idx()].on_cpu.expect("block of an entity that is not running");
+        let cpu = self.ents[e.idx()]
+            .on_cpu
+            .expect("block of an entity that is not running");
         self.ents[e.idx()].runnable = false;
         self.with_ctx(|s, ctx| s.block(ctx, e));
         self.schedule(cpu.0)
@@ -172,7 +192,9 @@ impl<S: Scheduler> Harness<S> {
     /// The current entity of its CPU yields; its CPU reschedules at once.
     pub fn yield_(&mut self, e: u32) -> Pick {
         let e = EntityId(e);
-        let cpu = self.ents[e.idx()].on_cpu.expect("yield of an entity that is not running");
+        let cpu = self.ents[e.idx()]
+            .on_cpu
+            .expect("yield of an entity that is not running");
         self.with_ctx(|s, ctx| s.yield_(ctx, e));
         self.schedule(cpu.0)
     }
@@ -185,7 +207,10 @@ impl<S: Scheduler> Harness<S> {
         if let Some(n) = pick.next {
             let info = &self.ents[n.idx()];
             assert!(info.runnable, "picked a non-runnable entity {n:?}");
-            assert!(info.params.hard_affinity.contains(c), "picked {n:?} outside its affinity");
+            assert!(
+                info.params.hard_affinity.contains(c),
+                "picked {n:?} outside its affinity"
+            );
             assert!(
                 info.on_cpu.is_none() || info.on_cpu == Some(c),
                 "picked {n:?}, which runs on another CPU"

@@ -8,8 +8,18 @@ use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 
-create_exception!(_core, ScenarioError, PyException, "A scenario file failed to load.");
-create_exception!(_core, CoreError, PyException, "The simulation core broke an invariant.");
+create_exception!(
+    _core,
+    ScenarioError,
+    PyException,
+    "A scenario file failed to load."
+);
+create_exception!(
+    _core,
+    CoreError,
+    PyException,
+    "The simulation core broke an invariant."
+);
 
 fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
     if let Some(s) = p.downcast_ref::<&str>() {
@@ -36,7 +46,12 @@ fn check(file: &str, text: &str, overrides: Vec<(String, String)>) -> PyResult<S
 /// Runs a scenario and returns its results as JSON.
 #[pyfunction]
 #[pyo3(signature = (file, text, overrides=vec![]))]
-fn run(py: Python<'_>, file: &str, text: &str, overrides: Vec<(String, String)>) -> PyResult<String> {
+fn run(
+    py: Python<'_>,
+    file: &str,
+    text: &str,
+    overrides: Vec<(String, String)>,
+) -> PyResult<String> {
     let s = vmsched_sched::load(file, text, &overrides).map_err(scenario_err)?;
     let out = py.detach(move || {
         std::panic::catch_unwind(move || {

@@ -8,7 +8,9 @@ use serde::{Deserialize, Serialize};
 use vmsched_core::report::Results;
 use vmsched_core::scenario::{ConfigCheck, Preempt, ScenarioError};
 use vmsched_core::sim::{LevelOpts, SimBuilder, Simulation};
-use vmsched_core::{CpuId, CpuSet, CpuTopo, EntityParams, LevelClock, Policy, NS_PER_MS, NS_PER_US};
+use vmsched_core::{
+    CpuId, CpuSet, CpuTopo, EntityParams, LevelClock, Policy, NS_PER_MS, NS_PER_US,
+};
 
 use crate::guest::cfs::{Cfs, CfsParams};
 use crate::host::credit2::{Credit2, Credit2Params};
@@ -57,7 +59,11 @@ fn split_field(msg: String) -> (String, String) {
 pub type Scenario = vmsched_core::scenario::Scenario<HostSchedConfig, GuestSchedConfig>;
 
 /// Parses and validates a scenario file's text.
-pub fn load(file: &str, src: &str, overrides: &[(String, String)]) -> Result<Scenario, ScenarioError> {
+pub fn load(
+    file: &str,
+    src: &str,
+    overrides: &[(String, String)],
+) -> Result<Scenario, ScenarioError> {
     let s = Scenario::parse(file, src, overrides)?;
     check_layout(&s).map_err(|(field, message)| ScenarioError {
         file: file.to_string(),
@@ -81,14 +87,26 @@ fn check_layout(s: &Scenario) -> Result<(), (String, String)> {
                 ),
             ));
         }
-        if let Some((i, _)) = s.domains.iter().enumerate().find(|(_, d)| d.pcpus.is_some() || d.vcpu_pcpus.is_some()) {
-            return Err((format!("domain.{i}.pcpus"), "the pinned host places vCPUs itself; remove the affinity".into()));
+        if let Some((i, _)) = s
+            .domains
+            .iter()
+            .enumerate()
+            .find(|(_, d)| d.pcpus.is_some() || d.vcpu_pcpus.is_some())
+        {
+            return Err((
+                format!("domain.{i}.pcpus"),
+                "the pinned host places vCPUs itself; remove the affinity".into(),
+            ));
         }
     }
     Ok(())
 }
 
-fn make_host(cfg: &HostSchedConfig, topo: &[CpuTopo], nr_domains: u32) -> Box<dyn vmsched_core::Scheduler> {
+fn make_host(
+    cfg: &HostSchedConfig,
+    topo: &[CpuTopo],
+    nr_domains: u32,
+) -> Box<dyn vmsched_core::Scheduler> {
     match cfg {
         HostSchedConfig::Credit2(p) => Box::new(Credit2::new(p.clone(), topo, nr_domains)),
         HostSchedConfig::Pinned(_) => Box::new(Pinned::new(topo.len())),
@@ -121,13 +139,19 @@ pub fn build(s: &Scenario) -> Simulation {
     let mut next_pcpu = 0u32;
     let mut prev_cpu: Option<u32> = None;
     for (di, d) in s.domains.iter().enumerate() {
-        let gtopo: Vec<CpuTopo> =
-            (0..d.vcpus).map(|v| CpuTopo { core: v, ..Default::default() }).collect();
+        let gtopo: Vec<CpuTopo> = (0..d.vcpus)
+            .map(|v| CpuTopo {
+                core: v,
+                ..Default::default()
+            })
+            .collect();
         let guest = b.add_level(
             &d.name,
             make_guest(&d.sched, &gtopo),
             LevelOpts {
-                clock: LevelClock { steal_accounting: d.kernel.paravirt_time_accounting },
+                clock: LevelClock {
+                    steal_accounting: d.kernel.paravirt_time_accounting,
+                },
                 preempt_full: d.kernel.preempt == Preempt::Full,
                 ipi_latency: d.kernel.ipi_latency_ns,
                 ctxsw_cost: d.kernel.ctxsw_cost_ns,
@@ -148,7 +172,11 @@ pub fn build(s: &Scenario) -> Simulation {
                 (hard, initial)
             };
             prev_cpu = Some(initial);
-            let soft = d.soft_pcpus.as_ref().map(|p| CpuSet::from_ids(p.iter().copied())).unwrap_or(all_p);
+            let soft = d
+                .soft_pcpus
+                .as_ref()
+                .map(|p| CpuSet::from_ids(p.iter().copied()))
+                .unwrap_or(all_p);
             b.add_vcpu(
                 host,
                 guest,
@@ -173,7 +201,11 @@ pub fn build(s: &Scenario) -> Simulation {
             let tasks = spec.tasks.clone();
             b.add_workload(guest, spec, |i| {
                 let t = &tasks[i];
-                let aff = t.affinity.as_ref().map(|a| CpuSet::from_ids(a.iter().copied())).unwrap_or(all_v);
+                let aff = t
+                    .affinity
+                    .as_ref()
+                    .map(|a| CpuSet::from_ids(a.iter().copied()))
+                    .unwrap_or(all_v);
                 EntityParams {
                     name: t.name.clone(),
                     group: wi as u32,
@@ -197,7 +229,11 @@ pub fn build(s: &Scenario) -> Simulation {
 }
 
 /// Loads, builds and runs a scenario.
-pub fn run(file: &str, src: &str, overrides: &[(String, String)]) -> Result<Results, ScenarioError> {
+pub fn run(
+    file: &str,
+    src: &str,
+    overrides: &[(String, String)],
+) -> Result<Results, ScenarioError> {
     let s = load(file, src, overrides)?;
     let mut sim = build(&s);
     sim.run();

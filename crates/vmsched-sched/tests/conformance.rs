@@ -15,7 +15,13 @@ fn pinned_to(mut p: EntityParams, c: u32) -> EntityParams {
 /// A lone entity gets its CPU at once and keeps it.
 fn lone_entity_runs<S: Scheduler>(s: S) {
     let mut h = Harness::new(s, 1, vec![params(0, 1)]);
-    h.wake(0, WakeInfo { new: true, ..Default::default() });
+    h.wake(
+        0,
+        WakeInfo {
+            new: true,
+            ..Default::default()
+        },
+    );
     h.pump();
     assert_eq!(h.curr(0), Some(0), "a lone runnable entity must be running");
     h.run_for(NS_PER_S, NS_PER_MS);
@@ -29,14 +35,27 @@ fn n_entities_one_cpu_all_progress<S: Scheduler>(s: S, ncpus: usize) {
     let ents = (0..n).map(|i| pinned_to(params(i, ncpus), 0)).collect();
     let mut h = Harness::new(s, ncpus, ents);
     for e in 0..n as u32 {
-        h.wake(e, WakeInfo { new: true, ..Default::default() });
+        h.wake(
+            e,
+            WakeInfo {
+                new: true,
+                ..Default::default()
+            },
+        );
         h.pump();
     }
     h.run_for(3 * NS_PER_S, 100_000);
     let total: u64 = h.run_ns.iter().sum();
-    assert!(total >= 3 * NS_PER_S - NS_PER_MS, "the CPU idled with work queued: {total}");
+    assert!(
+        total >= 3 * NS_PER_S - NS_PER_MS,
+        "the CPU idled with work queued: {total}"
+    );
     for (i, r) in h.run_ns.iter().enumerate() {
-        assert!(*r > 3 * NS_PER_S / 10, "entity {i} got only {r} ns of 3 s: {:?}", h.run_ns);
+        assert!(
+            *r > 3 * NS_PER_S / 10,
+            "entity {i} got only {r} ns of 3 s: {:?}",
+            h.run_ns
+        );
     }
 }
 
@@ -46,11 +65,25 @@ fn idle_cpu_takes_waking_entity<S: Scheduler>(s: S) {
     let mut p1 = params(1, 2);
     p1.initial_cpu = CpuId(0);
     let mut h = Harness::new(s, 2, vec![params(0, 2), p1]);
-    h.wake(0, WakeInfo { new: true, ..Default::default() });
+    h.wake(
+        0,
+        WakeInfo {
+            new: true,
+            ..Default::default()
+        },
+    );
     h.pump();
     h.run_for(10 * NS_PER_MS, NS_PER_MS);
-    let c0 = (0..2).find(|c| h.curr(*c) == Some(0)).expect("entity 0 runs");
-    h.wake(1, WakeInfo { waker_cpu: Some(CpuId(c0)), ..Default::default() });
+    let c0 = (0..2)
+        .find(|c| h.curr(*c) == Some(0))
+        .expect("entity 0 runs");
+    h.wake(
+        1,
+        WakeInfo {
+            waker_cpu: Some(CpuId(c0)),
+            ..Default::default()
+        },
+    );
     h.pump();
     h.run_for(5 * NS_PER_MS, NS_PER_MS / 10);
     assert!(
@@ -63,10 +96,18 @@ fn idle_cpu_takes_waking_entity<S: Scheduler>(s: S) {
 
 /// Hard affinity holds (the harness asserts it on every pick) even under pressure.
 fn affinity_holds<S: Scheduler>(s: S) {
-    let ents = (0..4).map(|i| pinned_to(params(i, 4), (i % 2) as u32 + 2)).collect();
+    let ents = (0..4)
+        .map(|i| pinned_to(params(i, 4), (i % 2) as u32 + 2))
+        .collect();
     let mut h = Harness::new(s, 4, ents);
     for e in 0..4 {
-        h.wake(e, WakeInfo { new: true, ..Default::default() });
+        h.wake(
+            e,
+            WakeInfo {
+                new: true,
+                ..Default::default()
+            },
+        );
         h.pump();
     }
     h.run_for(NS_PER_S, 100_000);
@@ -82,7 +123,13 @@ fn work_conserving<S: Scheduler>(s: S) {
     let ents = (0..3).map(|i| params(i, 4)).collect();
     let mut h = Harness::new(s, 4, ents);
     for e in 0..3 {
-        h.wake(e, WakeInfo { new: true, ..Default::default() });
+        h.wake(
+            e,
+            WakeInfo {
+                new: true,
+                ..Default::default()
+            },
+        );
         h.pump();
     }
     h.run_for(200 * NS_PER_MS, 100_000);
@@ -130,8 +177,12 @@ fn credit2(n: usize) -> vmsched_sched::host::credit2::Credit2 {
 }
 
 fn cfs(n: usize) -> vmsched_sched::guest::cfs::Cfs {
-    let topo: Vec<vmsched_core::CpuTopo> =
-        (0..n).map(|c| vmsched_core::CpuTopo { core: c as u32, ..Default::default() }).collect();
+    let topo: Vec<vmsched_core::CpuTopo> = (0..n)
+        .map(|c| vmsched_core::CpuTopo {
+            core: c as u32,
+            ..Default::default()
+        })
+        .collect();
     vmsched_sched::guest::cfs::Cfs::new(Default::default(), &topo)
 }
 

@@ -8,7 +8,10 @@ fn scenario_dir() -> std::path::PathBuf {
 }
 
 fn run_src(src: &str, ov: &[(&str, &str)]) -> Results {
-    let ov: Vec<(String, String)> = ov.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let ov: Vec<(String, String)> = ov
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
     let s = vmsched_sched::load("test.toml", src, &ov).unwrap_or_else(|e| panic!("{e}"));
     let mut sim = vmsched_sched::build(&s);
     sim.set_debug_checks(true);
@@ -17,11 +20,17 @@ fn run_src(src: &str, ov: &[(&str, &str)]) -> Results {
 }
 
 fn ent<'a>(r: &'a Results, name: &str) -> &'a vmsched_core::report::EntityResult {
-    r.entities.iter().find(|e| e.name == name).unwrap_or_else(|| panic!("no entity {name}"))
+    r.entities
+        .iter()
+        .find(|e| e.name == name)
+        .unwrap_or_else(|| panic!("no entity {name}"))
 }
 
 fn wl<'a>(r: &'a Results, name: &str) -> &'a vmsched_core::report::WorkloadResult {
-    r.workloads.iter().find(|w| w.name == name).unwrap_or_else(|| panic!("no workload {name}"))
+    r.workloads
+        .iter()
+        .find(|w| w.name == name)
+        .unwrap_or_else(|| panic!("no workload {name}"))
 }
 
 fn counter(r: &Results, w: &str, c: &str) -> u64 {
@@ -54,7 +63,11 @@ fn every_shipped_scenario_keeps_the_invariants() {
         let r = run_src(&src, &[("run.duration_ms", "300"), ("run.warmup_ms", "0")]);
         for e in &r.entities {
             let sum = e.running_ns + e.runnable_ns + e.blocked_ns + e.offline_ns;
-            assert_eq!(sum, r.duration_ns, "{}: runstates sum to {sum}, elapsed {}", e.name, r.duration_ns);
+            assert_eq!(
+                sum, r.duration_ns,
+                "{}: runstates sum to {sum}, elapsed {}",
+                e.name, r.duration_ns
+            );
         }
         n += 1;
     }
@@ -132,7 +145,10 @@ name = "h"
     let r = run_src(src, &[]);
     let l = ent(&r, "light.v0").cpu_share;
     let h = ent(&r, "heavy.v0").cpu_share;
-    assert!((l - 1.0 / 3.0).abs() < 0.03 && (h - 2.0 / 3.0).abs() < 0.03, "shares {l:.3} / {h:.3}");
+    assert!(
+        (l - 1.0 / 3.0).abs() < 0.03 && (h - 2.0 / 3.0).abs() < 0.03,
+        "shares {l:.3} / {h:.3}"
+    );
 }
 
 #[test]
@@ -144,9 +160,16 @@ fn halted_vcpu_is_woken_by_its_guest_timer() {
     );
     let r = run_src(&src, &[]);
     let n = counter(&r, "s", "n");
-    assert!((985..=991).contains(&n), "about 1000/1.01 loops expected, got {n}");
+    assert!(
+        (985..=991).contains(&n),
+        "about 1000/1.01 loops expected, got {n}"
+    );
     let v = ent(&r, "g.v0");
-    assert!(v.blocked_ns > 900_000_000, "the vCPU should be halted most of the time: {}", v.blocked_ns);
+    assert!(
+        v.blocked_ns > 900_000_000,
+        "the vCPU should be halted most of the time: {}",
+        v.blocked_ns
+    );
     assert!(v.runs >= 980, "one host wake-up per loop: {}", v.runs);
 }
 
@@ -182,11 +205,23 @@ name = "hog"
 "#;
     let r = run_src(src, &[]);
     let h = &wl(&r, "ct").histograms[0].1;
-    assert!(h.count > 1500, "cyclictest should keep sampling: {}", h.count);
-    assert!(h.max_ns > 1_000_000, "a hog slice must show up as ms of latency: max {} ns", h.max_ns);
+    assert!(
+        h.count > 1500,
+        "cyclictest should keep sampling: {}",
+        h.count
+    );
+    assert!(
+        h.max_ns > 1_000_000,
+        "a hog slice must show up as ms of latency: max {} ns",
+        h.max_ns
+    );
     let alone = run_src(src, &[("domain.1.workload.0.copies", "0")]);
     let ha = &wl(&alone, "ct").histograms[0].1;
-    assert!(ha.max_ns < 100_000, "alone, latency is the timer slack: max {} ns", ha.max_ns);
+    assert!(
+        ha.max_ns < 100_000,
+        "alone, latency is the timer slack: max {} ns",
+        ha.max_ns
+    );
 }
 
 #[test]
@@ -194,10 +229,18 @@ fn cyclictest_latency_is_the_timer_slack_when_idle() {
     let base = format!("{PINNED_ONE}\n[[domain.workload]]\nkind = \"cyclictest\"\nname = \"ct\"\nmain_thread = false\n");
     let r = run_src(&base, &[]);
     let h = &wl(&r, "ct").histograms[0].1;
-    assert!(h.count >= 998 && h.count <= 1000, "one sample per ms, first after one interval: {}", h.count);
+    assert!(
+        h.count >= 998 && h.count <= 1000,
+        "one sample per ms, first after one interval: {}",
+        h.count
+    );
     assert_eq!(h.min_us, 50, "SCHED_OTHER: 50 us slack (ERRATA W1)");
     let rt = run_src(&base, &[("domain.0.workload.0.priority", "80")]);
-    assert_eq!(wl(&rt, "ct").histograms[0].1.max_us, 0, "FIFO threads have no slack");
+    assert_eq!(
+        wl(&rt, "ct").histograms[0].1.max_us,
+        0,
+        "FIFO threads have no slack"
+    );
 }
 
 #[test]
@@ -208,7 +251,10 @@ fn context1_runs_the_slow_pattern_without_interference() {
     let fast = counter(&r, "c", "fast");
     let slow = counter(&r, "c", "slow");
     assert!(it > 10_000, "iterations {it}");
-    assert!(slow > 0 && fast * 100 < slow, "no steal, no preemption at the write: fast {fast} slow {slow}");
+    assert!(
+        slow > 0 && fast * 100 < slow,
+        "no steal, no preemption at the write: fast {fast} slow {slow}"
+    );
 }
 
 #[test]
@@ -233,11 +279,44 @@ fn bad_files_get_one_clear_error() {
         ),
     ];
     for (src, needle, line) in cases {
-        let e = vmsched_sched::load("bad.toml", src, &[]).expect_err(src).to_string();
+        let e = vmsched_sched::load("bad.toml", src, &[])
+            .expect_err(src)
+            .to_string();
         assert!(e.starts_with("bad.toml"), "error must name the file: {e}");
         assert!(e.contains(needle), "error must mention '{needle}': {e}");
         if !line.is_empty() {
-            assert!(e.contains(&format!("bad.toml:{line}")), "error must name line {line}: {e}");
+            assert!(
+                e.contains(&format!("bad.toml:{line}")),
+                "error must name line {line}: {e}"
+            );
         }
     }
+}
+
+#[test]
+fn timer_slack_coalesces_with_the_tick() {
+    // ERRATA W1: a SCHED_OTHER sleep fires at expiry + 50 us unless another timer interrupt on
+    // the vCPU lands in [expiry, expiry + 50 us). With a busy vCPU the 4 ms tick (HZ=250) lands
+    // exactly on every fourth cyclictest expiry, which then fires without slack.
+    let src = format!(
+        "{PINNED_ONE}\n[[domain.workload]]\nkind = \"cyclictest\"\nname = \"ct\"\nmain_thread = false\n\
+         [[domain.workload]]\nkind = \"cpu_loop\"\nname = \"hog\"\n"
+    );
+    let r = run_src(&src, &[]);
+    let h = &wl(&r, "ct").histograms[0].1;
+    assert_eq!(h.min_us, 0, "expiries on a tick boundary fire at the tick");
+    let on_tick = h.buckets_us[0];
+    assert!(
+        (240..=260).contains(&on_tick),
+        "one expiry in four coincides with a tick: {on_tick}"
+    );
+    let quiet = run_src(
+        &format!("{PINNED_ONE}\n[[domain.workload]]\nkind = \"cyclictest\"\nname = \"ct\"\nmain_thread = false\n"),
+        &[],
+    );
+    assert_eq!(
+        wl(&quiet, "ct").histograms[0].1.min_us,
+        50,
+        "an idle vCPU has no tick to coalesce with"
+    );
 }

@@ -7,9 +7,10 @@
 //! parent's completed round trips per second.
 //!
 //! Costs per operation are calibration parameters (spec/workloads.md §0), defaulting to the
-//! Cortex-A55 column. The parent's read of pipe 2 tells the two patterns of seed 000 apart: it
-//! finds the data without sleeping in the "fast" pattern (the child preempted the parent at its
-//! write) and sleeps in the "slow" one.
+//! Cortex-A55 column. Sleeps tell the two patterns of seed 000 apart: a "slow" round trip has two
+//! (each side blocks in `read`), a "fast" one only one (the reader preempted the writer at its
+//! write, so the writer's next read finds the data). The counters record each side's sleeps;
+//! the report derives the number of fast and slow round trips from them.
 //!
 //! Simplification: the Run driver's passes (10 runs of 10 s with 3 s idle gaps, worst third
 //! dropped, geometric mean) are not modelled; the score is the count over the measured window.
@@ -63,8 +64,8 @@ fn d_user() -> u64 {
 
 /// Counter indices of this workload.
 pub const ITERATIONS: u16 = 0;
-pub const FAST: u16 = 1;
-pub const SLOW: u16 = 2;
+pub const PARENT_SLEEPS: u16 = 1;
+pub const CHILD_SLEEPS: u16 = 2;
 
 const P1: u16 = 0;
 const P2: u16 = 1;
@@ -81,29 +82,58 @@ impl Context1Config {
     }
 
     pub fn build(&self) -> WorkloadSpec {
-        let k = |ns| Step::Compute { dur: Dist::Fixed(ns), kernel: true };
+        let k = |ns| Step::Compute {
+            dur: Dist::Fixed(ns),
+            kernel: true,
+        };
         let write_cost = self.c_syscall_ns + self.c_pipe_rw_ns;
         let parent = vec![
             // write(p1): the copy, then the wake-up of the child (if it sleeps) inside the syscall.
             k(write_cost),
-            Step::Signal { chan: P1, sync: true, wake_cost: self.c_wakeup_ns },
+            Step::Signal {
+                chan: P1,
+                sync: true,
+                wake_cost: self.c_wakeup_ns,
+            },
             // read(p2)
             k(self.c_syscall_ns),
-            Step::Wait { chan: P2, block_cost: self.c_block_ns, fast: Some(FAST), slow: Some(SLOW) },
+            Step::Wait {
+                chan: P2,
+                block_cost: self.c_block_ns,
+                fast: None,
+                slow: Some(PARENT_SLEEPS),
+            },
             k(self.c_pipe_rw_ns),
-            Step::Compute { dur: Dist::Fixed(self.c_user_ns), kernel: false },
-            Step::Count { counter: ITERATIONS },
+            Step::Compute {
+                dur: Dist::Fixed(self.c_user_ns),
+                kernel: false,
+            },
+            Step::Count {
+                counter: ITERATIONS,
+            },
             Step::Goto { to: 0, times: None },
         ];
         let child = vec![
             // read(p1)
             k(self.c_syscall_ns),
-            Step::Wait { chan: P1, block_cost: self.c_block_ns, fast: None, slow: None },
+            Step::Wait {
+                chan: P1,
+                block_cost: self.c_block_ns,
+                fast: None,
+                slow: Some(CHILD_SLEEPS),
+            },
             k(self.c_pipe_rw_ns),
-            Step::Compute { dur: Dist::Fixed(self.c_user_ns), kernel: false },
+            Step::Compute {
+                dur: Dist::Fixed(self.c_user_ns),
+                kernel: false,
+            },
             // write(p2)
             k(write_cost),
-            Step::Signal { chan: P2, sync: true, wake_cost: self.c_wakeup_ns },
+            Step::Signal {
+                chan: P2,
+                sync: true,
+                wake_cost: self.c_wakeup_ns,
+            },
             Step::Goto { to: 0, times: None },
         ];
         let task = |name: &str, program| TaskSpec {
@@ -120,7 +150,11 @@ impl Context1Config {
             kind: WorkloadKind::Context1,
             tasks: vec![task("parent", parent), task("child", child)],
             channels: 2,
-            counters: vec!["iterations".into(), "fast".into(), "slow".into()],
+            counters: vec![
+                "iterations".into(),
+                "parent_sleeps".into(),
+                "child_sleeps".into(),
+            ],
             hists: vec![],
             gap_pairs: vec![(0, 1)],
             tokens: vec![],

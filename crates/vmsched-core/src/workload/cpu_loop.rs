@@ -35,7 +35,10 @@ impl CpuLoopConfig {
                 name: format!("{}.{k}", self.name),
                 // An hour-long compute step, repeated: the loop never blocks.
                 program: vec![
-                    Step::Compute { dur: Dist::Fixed(3600 * NS_PER_S), kernel: false },
+                    Step::Compute {
+                        dur: Dist::Fixed(3600 * NS_PER_S),
+                        kernel: false,
+                    },
                     Step::Goto { to: 0, times: None },
                 ],
                 nice: self.nice,

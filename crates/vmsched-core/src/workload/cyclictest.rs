@@ -79,9 +79,16 @@ impl CyclictestConfig {
             .map(|k| TaskSpec {
                 name: format!("{}.t{k}", self.name),
                 program: vec![
-                    Step::Periodic { interval: self.interval_us * NS_PER_US, slack, hist: k as u16 },
+                    Step::Periodic {
+                        interval: self.interval_us * NS_PER_US,
+                        slack,
+                        hist: k as u16,
+                    },
                     // clock_gettime, the histogram update and the loop: a few hundred ns.
-                    Step::Compute { dur: Dist::Fixed(500), kernel: false },
+                    Step::Compute {
+                        dur: Dist::Fixed(500),
+                        kernel: false,
+                    },
                     Step::Goto { to: 0, times: None },
                 ],
                 nice: 0,
@@ -95,8 +102,14 @@ impl CyclictestConfig {
             tasks.push(TaskSpec {
                 name: format!("{}.main", self.name),
                 program: vec![
-                    Step::Sleep { dur: Dist::Fixed(10 * NS_PER_MS), slack: self.timer_slack_ns },
-                    Step::Compute { dur: Dist::Fixed(2000), kernel: false },
+                    Step::Sleep {
+                        dur: Dist::Fixed(10 * NS_PER_MS),
+                        slack: self.timer_slack_ns,
+                    },
+                    Step::Compute {
+                        dur: Dist::Fixed(2000),
+                        kernel: false,
+                    },
                     Step::Goto { to: 0, times: None },
                 ],
                 nice: 0,

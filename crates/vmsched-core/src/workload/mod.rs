@@ -46,11 +46,20 @@ pub enum Step {
     /// spent before actually sleeping (the dequeue and `schedule()` path); the channel is checked
     /// again after it. `fast`/`slow`: counters bumped when the wait found a token at once / had
     /// to sleep.
-    Wait { chan: Chan, block_cost: Nanos, fast: Option<Counter>, slow: Option<Counter> },
+    Wait {
+        chan: Chan,
+        block_cost: Nanos,
+        fast: Option<Counter>,
+        slow: Option<Counter>,
+    },
     /// Put a token into the channel, waking the first waiter if any (a sync wake-up if `sync`,
     /// Linux `WF_SYNC`). `wake_cost`: kernel time the waker then spends (try_to_wake_up), only
     /// when somebody was woken.
-    Signal { chan: Chan, sync: bool, wake_cost: Nanos },
+    Signal {
+        chan: Chan,
+        sync: bool,
+        wake_cost: Nanos,
+    },
     /// Burn the CPU until the channel has a token, then take it (a spinning lock or IPI wait:
     /// unlike `Wait`, the vCPU stays busy).
     Spin { chan: Chan },
@@ -60,7 +69,11 @@ pub enum Step {
     /// wake-up latency (time the task runs again minus the programmed expiry) in `hist`. The
     /// first expiry is one interval after the task first runs (rt-tests ≥ v0.75, ERRATA W2).
     /// Missed periods are skipped (ERRATA W3b).
-    Periodic { interval: Nanos, slack: Nanos, hist: Hist },
+    Periodic {
+        interval: Nanos,
+        slack: Nanos,
+        hist: Hist,
+    },
     /// `sched_yield()`.
     Yield,
     /// Bump a counter.
@@ -185,10 +198,27 @@ impl WorkloadConfig {
 }
 
 impl WorkloadKind {
+    /// Figures derived from the counters, reported beside them.
+    pub fn derived(self, counters: &[u64]) -> Vec<(String, u64)> {
+        match self {
+            WorkloadKind::Context1 => {
+                let (it, sleeps) = (counters[0], counters[1] + counters[2]);
+                // A slow round trip has two sleeps, a fast one one.
+                let fast = (2 * it).saturating_sub(sleeps).min(it);
+                vec![("fast".into(), fast), ("slow".into(), it - fast)]
+            }
+            _ => vec![],
+        }
+    }
+
     /// The workload's figure from its metrics over `secs` seconds of measured time.
     pub fn figure(self, counters: &[u64], hist_mean_us: &[f64], secs: f64) -> Figure {
         match self {
-            WorkloadKind::CpuLoop => Figure { name: "cpu".into(), value: 0.0, unit: "-".into() },
+            WorkloadKind::CpuLoop => Figure {
+                name: "cpu".into(),
+                value: 0.0,
+                unit: "-".into(),
+            },
             WorkloadKind::Context1 => Figure {
                 name: "score".into(),
                 value: counters.first().copied().unwrap_or(0) as f64 / secs.max(1e-9),

@@ -116,7 +116,13 @@ fn dur(
     exp_us: Option<u64>,
     uniform_us: Option<[u64; 2]>,
 ) -> Result<Dist, (String, String)> {
-    let given = [ns.is_some(), us.is_some(), ms.is_some(), exp_us.is_some(), uniform_us.is_some()];
+    let given = [
+        ns.is_some(),
+        us.is_some(),
+        ms.is_some(),
+        exp_us.is_some(),
+        uniform_us.is_some(),
+    ];
     if given.iter().filter(|g| **g).count() != 1 {
         return Err((
             format!("steps[{i}]"),
@@ -142,9 +148,15 @@ fn dur(
 
 impl ProgramConfig {
     fn index(list: &[String], name: &str, what: &str, i: usize) -> Result<u16, (String, String)> {
-        list.iter().position(|c| c == name).map(|p| p as u16).ok_or_else(|| {
-            (format!("steps[{i}]"), format!("unknown {what} '{name}' (declared: {list:?})"))
-        })
+        list.iter()
+            .position(|c| c == name)
+            .map(|p| p as u16)
+            .ok_or_else(|| {
+                (
+                    format!("steps[{i}]"),
+                    format!("unknown {what} '{name}' (declared: {list:?})"),
+                )
+            })
     }
 
     /// Compiles the step list, or names the step that is wrong.
@@ -155,32 +167,53 @@ impl ProgramConfig {
         let mut out = Vec::with_capacity(self.steps.len());
         for (i, s) in self.steps.iter().enumerate() {
             out.push(match s {
-                StepConfig::Compute { ns, us, ms, exp_us, uniform_us, kernel } => Step::Compute {
+                StepConfig::Compute {
+                    ns,
+                    us,
+                    ms,
+                    exp_us,
+                    uniform_us,
+                    kernel,
+                } => Step::Compute {
                     dur: dur(i, *ns, *us, *ms, *exp_us, *uniform_us)?,
                     kernel: *kernel,
                 },
-                StepConfig::Sleep { ns, us, ms, exp_us, uniform_us, slack_ns } => Step::Sleep {
+                StepConfig::Sleep {
+                    ns,
+                    us,
+                    ms,
+                    exp_us,
+                    uniform_us,
+                    slack_ns,
+                } => Step::Sleep {
                     dur: dur(i, *ns, *us, *ms, *exp_us, *uniform_us)?,
                     slack: *slack_ns,
                 },
-                StepConfig::Wait { chan, block_cost_ns } => Step::Wait {
+                StepConfig::Wait {
+                    chan,
+                    block_cost_ns,
+                } => Step::Wait {
                     chan: Self::index(&self.channels, chan, "channel", i)?,
                     block_cost: *block_cost_ns,
                     fast: None,
                     slow: None,
                 },
-                StepConfig::Signal { chan, sync, wake_cost_ns } => Step::Signal {
+                StepConfig::Signal {
+                    chan,
+                    sync,
+                    wake_cost_ns,
+                } => Step::Signal {
                     chan: Self::index(&self.channels, chan, "channel", i)?,
                     sync: *sync,
                     wake_cost: *wake_cost_ns,
                 },
-                StepConfig::Spin { chan } => {
-                    Step::Spin { chan: Self::index(&self.channels, chan, "channel", i)? }
-                }
+                StepConfig::Spin { chan } => Step::Spin {
+                    chan: Self::index(&self.channels, chan, "channel", i)?,
+                },
                 StepConfig::Yield => Step::Yield,
-                StepConfig::Count { counter } => {
-                    Step::Count { counter: Self::index(&self.counters, counter, "counter", i)? }
-                }
+                StepConfig::Count { counter } => Step::Count {
+                    counter: Self::index(&self.counters, counter, "counter", i)?,
+                },
                 StepConfig::Loop { to, times } => {
                     if *to as usize >= self.steps.len() {
                         return Err((
@@ -188,7 +221,10 @@ impl ProgramConfig {
                             format!("step {to} does not exist ({} steps)", self.steps.len()),
                         ));
                     }
-                    Step::Goto { to: *to, times: *times }
+                    Step::Goto {
+                        to: *to,
+                        times: *times,
+                    }
                 }
                 StepConfig::Exit => Step::Exit,
             });
@@ -196,17 +232,30 @@ impl ProgramConfig {
         // A program must not spin forever without time passing: every loop needs a step that
         // takes time or blocks.
         let timeless = out.iter().all(|s| {
-            matches!(s, Step::Signal { .. } | Step::Count { .. } | Step::Goto { .. } | Step::Yield)
+            matches!(
+                s,
+                Step::Signal { .. } | Step::Count { .. } | Step::Goto { .. } | Step::Yield
+            )
         });
-        if timeless && out.iter().any(|s| matches!(s, Step::Goto { times: None, .. })) {
-            return Err(("steps".into(), "an endless loop needs a step that takes time".into()));
+        if timeless
+            && out
+                .iter()
+                .any(|s| matches!(s, Step::Goto { times: None, .. }))
+        {
+            return Err((
+                "steps".into(),
+                "an endless loop needs a step that takes time".into(),
+            ));
         }
         Ok(out)
     }
 
     pub fn validate(&self) -> Result<(), (String, String)> {
         if self.tokens.len() > self.channels.len() {
-            return Err(("tokens".into(), "more initial token counts than channels".into()));
+            return Err((
+                "tokens".into(),
+                "more initial token counts than channels".into(),
+            ));
         }
         if self.copies == 0 {
             return Err(("copies".into(), "must be at least 1".into()));

@@ -17,7 +17,9 @@ pub struct Pinned {
 
 impl Pinned {
     pub fn new(ncpus: usize) -> Pinned {
-        Pinned { owner: vec![None; ncpus] }
+        Pinned {
+            owner: vec![None; ncpus],
+        }
     }
 
     fn cpu_of(ctx: &SchedCtx, e: EntityId) -> CpuId {
