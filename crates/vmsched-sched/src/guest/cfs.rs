@@ -1,0 +1,1407 @@
+//! Linux CFS, the Completely Fair Scheduler, as of **Linux v5.10** (`kernel/sched/fair.c`, the
+//! feature defaults of `kernel/sched/features.h`, the weight tables of `kernel/sched/core.c`),
+//! used as a guest scheduler: it places the tasks of one guest kernel on that guest's vCPUs.
+//! Behavioural reference: `shared/spec/linux-schedulers.md` §1 with `ERRATA.md` L1, L5 and L7.
+//!
+//! # The fairness core
+//!
+//! Every task carries a `vruntime`: the CPU time it received, scaled by `1024 / weight` (nice 0
+//! weighs 1024, each nice step about ×1.25). Every vCPU has one run queue holding its runnable
+//! tasks ordered by vruntime; the running task (`curr`) is taken out of that order while it runs
+//! but still counts in `nr_running` and in the queue's load. The queue's `min_vruntime` follows
+//! the smallest vruntime present and never decreases; it is the reference point for tasks that
+//! arrive: a waking sleeper is placed at no less than `min_vruntime − sched_latency/2` (sleeper
+//! credit, `place_entity`), a new task one virtual slice after it (`START_DEBIT`). The running task
+//! is charged at each accounting point (`update_curr`) from the queue's `clock_task`; the tick
+//! preempts it once it has run its slice of the period (`check_preempt_tick`); a waking task
+//! preempts it if it is more than one wakeup granularity behind in vruntime, the granularity being
+//! converted with the *wakee's* weight (`wakeup_preempt_entity`). Buddies (`next`, `last`, `skip`)
+//! bend the leftmost pick when that is not unfair by more than one granularity.
+//!
+//! **vruntime arithmetic.** As in the kernel, vruntimes are `u64` that may wrap, and every
+//! comparison is on the signed difference (`(a − b) as i64`). `min_vruntime` starts at −2^20 ns.
+//! [`Scheduler::probe`] returns the raw value reinterpreted as `i64` (so the initial
+//! `min_vruntime` reads −1048576), which keeps differences between tasks exact.
+//!
+//! **Clocks and steal time.** Each run queue keeps `clock`, `clock_task` and `prev_steal_time_rq`
+//! and advances them at every point where Linux calls `update_rq_clock` (wake-up on the target
+//! queue, block, schedule, tick, yield, both queues of a migration). The steal reading is
+//! `now − ctx.clock_task(cpu)`, i.e. the engine's steal clock when the guest has
+//! PARAVIRT_TIME_ACCOUNTING and 0 otherwise. As in 5.10.y (ERRATA L5) steal is capped at the clock
+//! delta and the excess is carried over to later updates. Without steal accounting a vCPU's
+//! absence is charged to whatever task was current: this is seed 000's mechanism (§1.15).
+//!
+//! # Choosing a CPU (`select_task_rq_fair`, §1.16, L1, L7)
+//!
+//! Wake-ups take the fast path: `record_wakee`/`wake_wide`, then, if the waker's CPU may be used,
+//! `wake_affine` (WA_IDLE, then WA_WEIGHT with the sync adjustments of L7), then
+//! `select_idle_sibling` (target, prev, `recent_used_cpu`, an idle core if the guest has SMT
+//! siblings, an idle CPU of the LLC, an idle SMT sibling). A CPU is idle when no CFS task runs or
+//! is queued there; with `vcpu_is_preempted` on, a vCPU the host is not executing counts as busy.
+//! Co-location of pipe partners is therefore not assumed: it emerges (L1). New tasks take the fork
+//! path: `task_fork_fair` on the parent's queue, then the idlest allowed CPU. Hard affinity is
+//! honoured everywhere.
+//!
+//! # Load balancing (§1.17, the simulator-level model)
+//!
+//! One balancing domain spans all vCPUs (`span_weight = ncpus`, imbalance_pct 117,
+//! cache_nice_tries 1, at most 32 tasks a pass); loads are runnable weights.
+//! * **Newidle**, when `schedule` finds the queue empty: skipped if `avg_idle < migration_cost` or
+//!   no vCPU has ≥ 2 runnable; pulls one task, trying the destination's LLC first.
+//! * **Periodic**, from the tick of a busy vCPU every `span_weight` ms × 16 (the interval doubles
+//!   up to 2 × span while balanced): if the busiest load exceeds ours by 117 % and ours is below
+//!   the average, pulls queued tasks worth up to min(busiest − avg, avg − ours) of load (a task
+//!   fits if `weight >> nr_balance_failed` does).
+//! * **NOHZ idle balance**: the tick of a vCPU with ≥ 2 runnable balances, for each idle vCPU whose
+//!   own (unscaled) interval expired, half the busiest's runnable count (at least 1) to it.
+//!
+//! The busiest vCPU has the most runnable tasks (idle destination) or the most load (busy
+//! destination), ≥ 2 runnable and a queued task allowed on the destination. Tasks are tried coldest
+//! first (oldest `exec_start`; a migration clears it). Cache-hot: ran on the source less than
+//! `migration_cost` ago, or a next/last buddy while the destination is busy. Moves re-run the
+//! wakeup-preemption check on the destination. There is no active balance.
+//!
+//! # Other simplifications
+//!
+//! * Tasks only: no group scheduling, bandwidth control, PELT, RT/DL classes. FIFO/RR tasks are
+//!   treated as SCHED_NORMAL at their nice value; nice is clamped to −20..19.
+//! * `wake_affine_weight` compares runnable weights, so the wakee's load is *not* subtracted from
+//!   its previous CPU (PELT would still carry the sleeper's decaying load there).
+//! * SIS_PROP: the budget `nr = max(4, span·(avg_idle/512)/(avg_scan_cost+1))` is as in 5.10, and at
+//!   most `nr − 1` CPUs are tested from target+1 (L7; 5.10.13 starts the wrap at target). Scans take
+//!   no simulated time, so `avg_scan_cost` is 0 and the scan is in practice full (always for ≤ 8
+//!   vCPUs unless `avg_idle` < 4 µs). `select_idle_core` ignores the `has_idle_cores` hint.
+//! * Fork placement (`find_idlest_cpu`) is flat: a SCHED_IDLE-only vCPU, else the idle allowed vCPU
+//!   that went idle last (else the first idle one), else the least loaded, ties to the parent's.
+//!   `sched_child_runs_first` is 0. Without a waker vCPU, `initial_cpu` is the parent's vCPU.
+//! * `sched_nr_latency` is used as given; Linux recomputes it as ⌈latency / min_granularity⌉ when
+//!   `sched_latency_ns` or `sched_min_granularity_ns` is written.
+//! * `vcpu_is_preempted = true` counts every vCPU the host is not executing as preempted, halted
+//!   ones included (the engine does not say whether a vCPU is runnable or blocked); x86 Xen/KVM
+//!   guests report only runnable-but-descheduled vCPUs.
+//! * Resched requests are deduplicated by a per-queue `need_resched` flag that `schedule` clears,
+//!   as TIF_NEED_RESCHED is; a pull by newidle needs none (the running `schedule` serves it).
+
+use vmsched_core::cpuset::CpuSet;
+use vmsched_core::ids::{CpuId, EntityId};
+use vmsched_core::sched::{CpuTopo, Pick, Policy, SchedCtx, Scheduler, WakeInfo};
+use vmsched_core::time::{Nanos, NS_PER_S};
+
+// ------------------------------------------------------------------------------------------------
+// Parameters
+// ------------------------------------------------------------------------------------------------
+
+/// The kernel release whose CFS is modelled.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+pub enum CfsVersion {
+    #[default]
+    #[serde(rename = "5.10")]
+    V5_10,
+}
+
+/// CFS tunables, named after their sysctls (`/proc/sys/kernel/sched_*`) and feature flags.
+#[derive(Clone, Debug, serde::Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CfsParams {
+    pub version: CfsVersion,
+    /// CONFIG_HZ: the tick frequency of the guest kernel.
+    pub hz: u32,
+    /// 0 = none, 1 = log (default), 2 = linear: how the three latency tunables scale with the
+    /// number of vCPUs.
+    pub sched_tunable_scaling: u32,
+    /// None: 6 ms × factor. Some: the effective value (as written to the sysctl).
+    pub sched_latency_ns: Option<u64>,
+    /// None: 0.75 ms × factor.
+    pub sched_min_granularity_ns: Option<u64>,
+    /// None: 1 ms × factor.
+    pub sched_wakeup_granularity_ns: Option<u64>,
+    pub sched_nr_latency: u64,
+    pub sched_migration_cost_ns: u64,
+    pub gentle_fair_sleepers: bool,
+    pub start_debit: bool,
+    pub next_buddy: bool,
+    pub last_buddy: bool,
+    pub wakeup_preemption: bool,
+    /// Whether the guest can see that a vCPU is preempted by the host (x86 Xen/KVM); arm64 5.10
+    /// guests always report false (ERRATA L1).
+    pub vcpu_is_preempted: bool,
+}
+
+impl Default for CfsParams {
+    fn default() -> Self {
+        CfsParams {
+            version: CfsVersion::V5_10,
+            hz: 250,
+            sched_tunable_scaling: 1,
+            sched_latency_ns: None,
+            sched_min_granularity_ns: None,
+            sched_wakeup_granularity_ns: None,
+            sched_nr_latency: 8,
+            sched_migration_cost_ns: 500_000,
+            gentle_fair_sleepers: true,
+            start_debit: true,
+            next_buddy: false,
+            last_buddy: true,
+            wakeup_preemption: true,
+            vcpu_is_preempted: false,
+        }
+    }
+}
+
+impl CfsParams {
+    /// Checks the ranges Linux v5.10 accepts for each sysctl; the error names the field.
+    pub fn validate(&self) -> Result<(), String> {
+        let range = |field: &str, v: u64, lo: u64, hi: u64| match (lo..=hi).contains(&v) {
+            true => Ok(()),
+            false => Err(format!("{field}: {v} is outside {lo}..={hi}")),
+        };
+        range("hz", self.hz.into(), 1, 10_000)?;
+        range(
+            "sched_tunable_scaling",
+            self.sched_tunable_scaling.into(),
+            0,
+            2,
+        )?;
+        range(
+            "sched_nr_latency",
+            self.sched_nr_latency,
+            1,
+            u32::MAX.into(),
+        )?;
+        range(
+            "sched_migration_cost_ns",
+            self.sched_migration_cost_ns,
+            0,
+            i64::MAX as u64,
+        )?;
+        for (field, v, lo) in [
+            ("sched_latency_ns", self.sched_latency_ns, 100_000),
+            (
+                "sched_min_granularity_ns",
+                self.sched_min_granularity_ns,
+                100_000,
+            ),
+            (
+                "sched_wakeup_granularity_ns",
+                self.sched_wakeup_granularity_ns,
+                0,
+            ),
+        ] {
+            v.map_or(Ok(()), |v| range(field, v, lo, NS_PER_S))?;
+        }
+        Ok(())
+    }
+}
+
+/// The effective tunables of one guest kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Tunables {
+    latency: u64,
+    min_gran: u64,
+    wakeup_gran: u64,
+    nr_latency: u64,
+    migration_cost: u64,
+    hz: u64,
+    tick_ns: u64,
+}
+
+/// Linux v5.10: get_update_sysctl_factor
+fn tunable_factor(scaling: u32, ncpus: usize) -> u64 {
+    let n = ncpus.clamp(1, 8) as u64;
+    match scaling {
+        0 => 1,
+        2 => n,
+        _ => 1 + n.ilog2() as u64,
+    }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Weights and scaled time
+// ------------------------------------------------------------------------------------------------
+
+const NICE_0_LOAD: u64 = 1024;
+const WMULT_CONST: u64 = 0xffff_ffff;
+const WMULT_SHIFT: u32 = 32;
+const WEIGHT_IDLEPRIO: u64 = 3;
+const WMULT_IDLEPRIO: u64 = 1_431_655_765;
+
+/// Linux v5.10: sched_prio_to_weight (index = nice + 20)
+const SCHED_PRIO_TO_WEIGHT: [u32; 40] = [
+    88761, 71755, 56483, 46273, 36291, 29154, 23254, 18705, 14949, 11916, 9548, 7620, 6100, 4904,
+    3906, 3121, 2501, 1991, 1586, 1277, 1024, 820, 655, 526, 423, 335, 272, 215, 172, 137, 110, 87,
+    70, 56, 45, 36, 29, 23, 18, 15,
+];
+
+/// Linux v5.10: sched_prio_to_wmult (≈ 2^32 / weight, as tabulated)
+const SCHED_PRIO_TO_WMULT: [u32; 40] = [
+    48388, 59856, 76040, 92818, 118348, 147320, 184698, 229616, 287308, 360437, 449829, 563644,
+    704093, 875809, 1099582, 1376151, 1717300, 2157191, 2708050, 3363326, 4194304, 5237765,
+    6557202, 8165337, 10153587, 12820798, 15790321, 19976592, 24970740, 31350126, 39045157,
+    49367440, 61356676, 76695844, 95443717, 119304647, 148102320, 186737708, 238609294, 286331153,
+];
+
+/// Linux v5.10: struct load_weight
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct LoadWeight {
+    weight: u64,
+    inv_weight: u64,
+}
+
+impl LoadWeight {
+    /// Linux v5.10: set_load_weight (table values; SCHED_IDLE weighs 3)
+    fn of_task(nice: i32, policy: Policy) -> Self {
+        if policy == Policy::Idle {
+            return LoadWeight {
+                weight: WEIGHT_IDLEPRIO,
+                inv_weight: WMULT_IDLEPRIO,
+            };
+        }
+        let i = (nice.clamp(-20, 19) + 20) as usize;
+        LoadWeight {
+            weight: SCHED_PRIO_TO_WEIGHT[i] as u64,
+            inv_weight: SCHED_PRIO_TO_WMULT[i] as u64,
+        }
+    }
+
+    /// A queue's weight with its lazily computed inverse. Linux v5.10: __update_inv_weight
+    fn of_queue(weight: u64) -> Self {
+        let inv_weight = match weight {
+            0 => WMULT_CONST,
+            w if w >= WMULT_CONST => 1,
+            w => WMULT_CONST / w,
+        };
+        LoadWeight { weight, inv_weight }
+    }
+}
+
+/// `delta × weight / lw.weight` in 32-bit fixed point. Linux v5.10: __calc_delta
+fn calc_delta(delta: u64, weight: u64, lw: LoadWeight) -> u64 {
+    let mut fact = weight;
+    let mut shift = WMULT_SHIFT;
+    while fact >> 32 != 0 {
+        fact >>= 1;
+        shift -= 1;
+    }
+    fact *= lw.inv_weight;
+    while fact >> 32 != 0 {
+        fact >>= 1;
+        shift -= 1;
+    }
+    ((delta as u128 * fact as u128) >> shift) as u64
+}
+
+/// Linux v5.10: calc_delta_fair
+fn calc_delta_fair(delta: u64, lw: LoadWeight) -> u64 {
+    if lw.weight != NICE_0_LOAD {
+        calc_delta(delta, NICE_0_LOAD, lw)
+    } else {
+        delta
+    }
+}
+
+// ------------------------------------------------------------------------------------------------
+// vruntime arithmetic: u64 that may wrap, compared by signed difference
+// ------------------------------------------------------------------------------------------------
+
+const MIN_VRUNTIME_INIT: u64 = (1u64 << 20).wrapping_neg();
+
+/// Load-balancing constants of the one modelled domain (Linux v5.10: sd_init, sysctl_sched_nr_migrate).
+const LB_IMBALANCE_PCT: i64 = 117;
+const LB_BUSY_FACTOR: u64 = 16;
+const CACHE_NICE_TRIES: u32 = 1;
+const SCHED_NR_MIGRATE: u32 = 32;
+
+#[inline]
+fn vdiff(a: u64, b: u64) -> i64 {
+    a.wrapping_sub(b) as i64
+}
+
+/// Linux v5.10: entity_before
+#[inline]
+fn entity_before(a: u64, b: u64) -> bool {
+    vdiff(a, b) < 0
+}
+
+/// Linux v5.10: max_vruntime
+#[inline]
+fn max_vruntime(a: u64, b: u64) -> u64 {
+    a.wrapping_add(vdiff(b, a).max(0) as u64)
+}
+
+/// Linux v5.10: min_vruntime
+#[inline]
+fn min_vruntime(a: u64, b: u64) -> u64 {
+    a.wrapping_add(vdiff(b, a).min(0) as u64)
+}
+
+// ------------------------------------------------------------------------------------------------
+// State
+// ------------------------------------------------------------------------------------------------
+
+/// A task's scheduling entity. Linux v5.10: struct sched_entity (plus the few task_struct fields
+/// CFS reads).
+#[derive(Clone, Debug, Default)]
+struct Se {
+    vruntime: u64,
+    exec_start: u64,
+    sum_exec_runtime: u64,
+    prev_sum_exec_runtime: u64,
+    load: LoadWeight,
+    on_rq: bool,
+    /// task_cpu(p): where it is queued, runs, or last ran.
+    cpu: usize,
+    policy: Policy,
+    allowed: CpuSet,
+    wakee_flips: u32,
+    /// In jiffies.
+    wakee_flip_decay_ts: u64,
+    last_wakee: Option<usize>,
+    recent_used_cpu: usize,
+}
+
+/// One vCPU's run queue: the `cfs_rq` and the few `rq` fields CFS uses.
+#[derive(Clone, Debug, Default)]
+struct CfsRq {
+    min_vruntime: u64,
+    /// The timeline, sorted by *descending* vruntime so that the leftmost entity is the last
+    /// element; among equal vruntimes the earliest inserted is nearer the end (FIFO).
+    timeline: Vec<usize>,
+    curr: Option<usize>,
+    next: Option<usize>,
+    last: Option<usize>,
+    skip: Option<usize>,
+    nr_running: u32,
+    idle_nr_running: u32,
+    load: u64,
+    clock: u64,
+    clock_task: u64,
+    prev_steal_time_rq: u64,
+    need_resched: bool,
+    idle_stamp: Option<u64>,
+    avg_idle: u64,
+    last_balance: u64,
+    balance_interval_ms: u64,
+    nr_balance_failed: u32,
+}
+
+/// Linux CFS v5.10 over the vCPUs of one guest.
+pub struct Cfs {
+    params: CfsParams,
+    tun: Tunables,
+    topo: Vec<CpuTopo>,
+    llc_size: Vec<u32>,
+    smt: bool,
+    rqs: Vec<CfsRq>,
+    ses: Vec<Se>,
+}
+
+/// One wake-up being placed: the wakee `p`, its previous CPU, the waker's CPU (`this`) and the
+/// task running there (`waker`), WF_SYNC.
+#[derive(Clone, Copy)]
+struct Wakeup {
+    p: usize,
+    prev: usize,
+    this: usize,
+    waker: Option<usize>,
+    sync: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Balance {
+    NewIdle,
+    Periodic,
+}
+
+impl Cfs {
+    /// `cpus`: the topology of the guest's vCPUs; their number scales the latency tunables.
+    /// Panics if `params` does not pass [`CfsParams::validate`].
+    pub fn new(params: CfsParams, cpus: &[CpuTopo]) -> Cfs {
+        if let Err(e) = params.validate() {
+            panic!("Cfs::new needs validated parameters: {e}");
+        }
+        let factor = tunable_factor(params.sched_tunable_scaling, cpus.len());
+        let hz = params.hz as u64;
+        let tun = Tunables {
+            latency: params.sched_latency_ns.unwrap_or(6_000_000 * factor),
+            min_gran: params.sched_min_granularity_ns.unwrap_or(750_000 * factor),
+            wakeup_gran: params
+                .sched_wakeup_granularity_ns
+                .unwrap_or(1_000_000 * factor),
+            nr_latency: params.sched_nr_latency,
+            migration_cost: params.sched_migration_cost_ns,
+            hz,
+            tick_ns: (NS_PER_S + hz / 2) / hz,
+        };
+        let n = cpus.len();
+        let llc_size = cpus
+            .iter()
+            .map(|t| cpus.iter().filter(|u| u.llc == t.llc).count() as u32)
+            .collect();
+        let siblings =
+            |a: &CpuTopo, b: &CpuTopo| a.node == b.node && a.socket == b.socket && a.core == b.core;
+        let smt = (0..n).any(|i| (i + 1..n).any(|j| siblings(&cpus[i], &cpus[j])));
+        let rq = CfsRq {
+            min_vruntime: MIN_VRUNTIME_INIT,
+            avg_idle: 2 * tun.migration_cost,
+            balance_interval_ms: n.max(1) as u64,
+            ..Default::default()
+        };
+        Cfs {
+            params,
+            tun,
+            topo: cpus.to_vec(),
+            llc_size,
+            smt,
+            rqs: vec![rq; n],
+            ses: Vec::new(),
+        }
+    }
+
+    fn ncpus(&self) -> usize {
+        self.rqs.len()
+    }
+
+    fn share_cache(&self, a: usize, b: usize) -> bool {
+        self.topo[a].llc == self.topo[b].llc
+    }
+
+    fn smt_siblings(&self, a: usize, b: usize) -> bool {
+        let (x, y) = (&self.topo[a], &self.topo[b]);
+        x.node == y.node && x.socket == y.socket && x.core == y.core
+    }
+
+    fn jiffies(&self, now: u64) -> u64 {
+        now / self.tun.tick_ns
+    }
+
+    // --- time ------------------------------------------------------------------------------------
+
+    /// Linux v5.10: update_rq_clock + update_rq_clock_task (steal capped at the delta, the excess
+    /// carried over, as in 5.10.y).
+    fn update_rq_clock(&mut self, ctx: &SchedCtx, cpu: usize) {
+        let now = ctx.now();
+        let steal_clock = now - ctx.clock_task(CpuId(cpu as u32));
+        let rq = &mut self.rqs[cpu];
+        if now <= rq.clock {
+            return;
+        }
+        let mut delta = now - rq.clock;
+        rq.clock = now;
+        let steal = steal_clock.saturating_sub(rq.prev_steal_time_rq).min(delta);
+        rq.prev_steal_time_rq += steal;
+        delta -= steal;
+        rq.clock_task += delta;
+    }
+
+    /// Linux v5.10: update_curr
+    fn update_curr(&mut self, cpu: usize) {
+        let rq = &self.rqs[cpu];
+        let Some(c) = rq.curr else { return };
+        let now = rq.clock_task;
+        let se = &mut self.ses[c];
+        let delta = vdiff(now, se.exec_start);
+        if delta <= 0 {
+            return;
+        }
+        se.exec_start = now;
+        se.sum_exec_runtime += delta as u64;
+        se.vruntime = se
+            .vruntime
+            .wrapping_add(calc_delta_fair(delta as u64, se.load));
+        self.update_min_vruntime(cpu);
+    }
+
+    /// Linux v5.10: update_min_vruntime
+    fn update_min_vruntime(&mut self, cpu: usize) {
+        let rq = &self.rqs[cpu];
+        let curr = rq.curr.filter(|&c| self.ses[c].on_rq);
+        let mut v = rq.min_vruntime;
+        if let Some(c) = curr {
+            v = self.ses[c].vruntime;
+        }
+        if let Some(&l) = rq.timeline.last() {
+            let lv = self.ses[l].vruntime;
+            v = if curr.is_none() {
+                lv
+            } else {
+                min_vruntime(v, lv)
+            };
+        }
+        let rq = &mut self.rqs[cpu];
+        rq.min_vruntime = max_vruntime(rq.min_vruntime, v);
+    }
+
+    // --- the timeline --------------------------------------------------------------------------
+
+    /// Linux v5.10: __enqueue_entity
+    fn timeline_insert(&mut self, cpu: usize, e: usize) {
+        let v = self.ses[e].vruntime;
+        let ses = &self.ses;
+        let tl = &mut self.rqs[cpu].timeline;
+        let at = tl.partition_point(|&x| entity_before(v, ses[x].vruntime));
+        tl.insert(at, e);
+    }
+
+    /// Linux v5.10: __dequeue_entity
+    fn timeline_remove(&mut self, cpu: usize, e: usize) {
+        let tl = &mut self.rqs[cpu].timeline;
+        let at = tl
+            .iter()
+            .rposition(|&x| x == e)
+            .expect("timeline_remove: entity is queued");
+        tl.remove(at);
+    }
+
+    /// Linux v5.10: __pick_first_entity
+    fn first(&self, cpu: usize) -> Option<usize> {
+        self.rqs[cpu].timeline.last().copied()
+    }
+
+    // --- period, slice, placement ----------------------------------------------------------------
+
+    /// Linux v5.10: __sched_period
+    fn sched_period(&self, nr_running: u64) -> u64 {
+        if nr_running > self.tun.nr_latency {
+            nr_running * self.tun.min_gran
+        } else {
+            self.tun.latency
+        }
+    }
+
+    /// Linux v5.10: sched_slice
+    fn sched_slice(&self, cpu: usize, e: usize) -> u64 {
+        let se = &self.ses[e];
+        let rq = &self.rqs[cpu];
+        let extra = if se.on_rq { 0 } else { 1 };
+        let slice = self.sched_period(rq.nr_running as u64 + extra);
+        let w = rq.load + if se.on_rq { 0 } else { se.load.weight };
+        calc_delta(slice, se.load.weight, LoadWeight::of_queue(w))
+    }
+
+    /// Linux v5.10: sched_vslice
+    fn sched_vslice(&self, cpu: usize, e: usize) -> u64 {
+        calc_delta_fair(self.sched_slice(cpu, e), self.ses[e].load)
+    }
+
+    /// Linux v5.10: place_entity
+    fn place_entity(&mut self, cpu: usize, e: usize, initial: bool) {
+        let mut v = self.rqs[cpu].min_vruntime;
+        if initial && self.params.start_debit {
+            v = v.wrapping_add(self.sched_vslice(cpu, e));
+        }
+        if !initial {
+            let mut thresh = self.tun.latency;
+            if self.params.gentle_fair_sleepers {
+                thresh >>= 1;
+            }
+            v = v.wrapping_sub(thresh);
+        }
+        let se = &mut self.ses[e];
+        se.vruntime = max_vruntime(se.vruntime, v);
+    }
+
+    // --- enqueue / dequeue -----------------------------------------------------------------------
+
+    /// Linux v5.10: enqueue_entity (+ the task-level counters of enqueue_task_fair)
+    fn enqueue_entity(&mut self, cpu: usize, e: usize, wakeup: bool, migrated: bool) {
+        let renorm = !wakeup || migrated;
+        let is_curr = self.rqs[cpu].curr == Some(e);
+        if renorm && is_curr {
+            self.ses[e].vruntime = self.ses[e]
+                .vruntime
+                .wrapping_add(self.rqs[cpu].min_vruntime);
+        }
+        self.update_curr(cpu);
+        if renorm && !is_curr {
+            self.ses[e].vruntime = self.ses[e]
+                .vruntime
+                .wrapping_add(self.rqs[cpu].min_vruntime);
+        }
+        let rq = &mut self.rqs[cpu];
+        rq.load += self.ses[e].load.weight;
+        rq.nr_running += 1;
+        if self.ses[e].policy == Policy::Idle {
+            rq.idle_nr_running += 1;
+        }
+        if wakeup {
+            self.place_entity(cpu, e, false);
+        }
+        if !is_curr {
+            self.timeline_insert(cpu, e);
+        }
+        self.ses[e].on_rq = true;
+    }
+
+    /// Linux v5.10: dequeue_entity (+ dequeue_task_fair counters). `sleep`: DEQUEUE_SLEEP, the
+    /// vruntime stays absolute; otherwise it is made relative to this queue's min_vruntime.
+    fn dequeue_entity(&mut self, cpu: usize, e: usize, sleep: bool) {
+        self.update_curr(cpu);
+        self.clear_buddies(cpu, e);
+        if self.rqs[cpu].curr != Some(e) {
+            self.timeline_remove(cpu, e);
+        }
+        let se = &mut self.ses[e];
+        se.on_rq = false;
+        let rq = &mut self.rqs[cpu];
+        rq.load -= se.load.weight;
+        rq.nr_running -= 1;
+        if se.policy == Policy::Idle {
+            rq.idle_nr_running -= 1;
+        }
+        if !sleep {
+            se.vruntime = se.vruntime.wrapping_sub(rq.min_vruntime);
+        }
+        self.update_min_vruntime(cpu);
+    }
+
+    /// Linux v5.10: clear_buddies
+    fn clear_buddies(&mut self, cpu: usize, e: usize) {
+        let rq = &mut self.rqs[cpu];
+        for b in [&mut rq.next, &mut rq.last, &mut rq.skip] {
+            if *b == Some(e) {
+                *b = None;
+            }
+        }
+    }
+
+    /// Linux v5.10: set_next_buddy / set_last_buddy refuse SCHED_IDLE tasks.
+    fn buddy_ok(&self, e: usize) -> bool {
+        self.ses[e].policy != Policy::Idle
+    }
+
+    // --- preemption ------------------------------------------------------------------------------
+
+    /// Linux v5.10: resched_curr (once until the next schedule)
+    fn resched_curr(&mut self, ctx: &mut SchedCtx, cpu: usize) {
+        if !self.rqs[cpu].need_resched {
+            self.rqs[cpu].need_resched = true;
+            ctx.resched(CpuId(cpu as u32));
+        }
+    }
+
+    /// Linux v5.10: check_preempt_tick
+    fn check_preempt_tick(&mut self, ctx: &mut SchedCtx, cpu: usize, curr: usize) {
+        let ideal = self.sched_slice(cpu, curr);
+        let se = &self.ses[curr];
+        let ran = se.sum_exec_runtime - se.prev_sum_exec_runtime;
+        if ran > ideal {
+            self.resched_curr(ctx, cpu);
+            self.clear_buddies(cpu, curr);
+            return;
+        }
+        if ran < self.tun.min_gran {
+            return;
+        }
+        let Some(first) = self.first(cpu) else { return };
+        let d = vdiff(se.vruntime, self.ses[first].vruntime);
+        if d < 0 {
+            return;
+        }
+        if d as u64 > ideal {
+            self.resched_curr(ctx, cpu);
+        }
+    }
+
+    /// Linux v5.10: wakeup_gran (converted with the weight of `e`, the entity that would preempt)
+    fn wakeup_gran(&self, e: usize) -> u64 {
+        calc_delta_fair(self.tun.wakeup_gran, self.ses[e].load)
+    }
+
+    /// Should `se` preempt `curr`: −1 (no, it is not behind), 0 (behind by at most a
+    /// granularity), 1 (yes). Linux v5.10: wakeup_preempt_entity
+    fn wakeup_preempt_entity(&self, curr: usize, se: usize) -> i32 {
+        let d = vdiff(self.ses[curr].vruntime, self.ses[se].vruntime);
+        if d <= 0 {
+            return -1;
+        }
+        if d > self.wakeup_gran(se) as i64 {
+            1
+        } else {
+            0
+        }
+    }
+
+    /// `p` was just queued on `cpu`. Linux v5.10: check_preempt_curr → check_preempt_wakeup
+    fn check_preempt_curr(&mut self, ctx: &mut SchedCtx, cpu: usize, p: usize, fork: bool) {
+        let Some(curr) = self.rqs[cpu].curr else {
+            // The idle class is always preempted.
+            self.resched_curr(ctx, cpu);
+            return;
+        };
+        if curr == p {
+            return;
+        }
+        let scale = self.rqs[cpu].nr_running as u64 >= self.tun.nr_latency;
+        let mut next_marked = false;
+        if self.params.next_buddy && scale && !fork && self.buddy_ok(p) {
+            self.rqs[cpu].next = Some(p);
+            next_marked = true;
+        }
+        if self.rqs[cpu].need_resched {
+            return;
+        }
+        let curr_idle = self.ses[curr].policy == Policy::Idle;
+        let p_policy = self.ses[p].policy;
+        if !(curr_idle && p_policy != Policy::Idle) {
+            if p_policy == Policy::Batch
+                || p_policy == Policy::Idle
+                || !self.params.wakeup_preemption
+            {
+                return;
+            }
+            self.update_curr(cpu);
+            if self.wakeup_preempt_entity(curr, p) != 1 {
+                return;
+            }
+            if !next_marked && self.buddy_ok(p) {
+                self.rqs[cpu].next = Some(p);
+            }
+        }
+        self.resched_curr(ctx, cpu);
+        if !self.ses[curr].on_rq {
+            return;
+        }
+        if self.params.last_buddy && scale && self.buddy_ok(curr) {
+            self.rqs[cpu].last = Some(curr);
+        }
+    }
+
+    // --- picking ---------------------------------------------------------------------------------
+
+    /// Linux v5.10: put_prev_entity
+    fn put_prev_entity(&mut self, cpu: usize) {
+        let Some(prev) = self.rqs[cpu].curr else {
+            return;
+        };
+        if self.ses[prev].on_rq {
+            self.update_curr(cpu);
+            self.timeline_insert(cpu, prev);
+        }
+        self.rqs[cpu].curr = None;
+    }
+
+    /// Linux v5.10: pick_next_entity (the `curr == NULL` form used after put_prev)
+    fn pick_next_entity(&mut self, cpu: usize) -> Option<usize> {
+        let left = self.first(cpu)?;
+        let mut se = left;
+        let rq = &self.rqs[cpu];
+        if rq.skip == Some(se) {
+            let tl = &rq.timeline;
+            if tl.len() >= 2 {
+                let second = tl[tl.len() - 2];
+                if self.wakeup_preempt_entity(second, left) < 1 {
+                    se = second;
+                }
+            }
+        }
+        if let Some(last) = rq.last {
+            if self.wakeup_preempt_entity(last, left) < 1 {
+                se = last;
+            }
+        }
+        if let Some(next) = rq.next {
+            if self.wakeup_preempt_entity(next, left) < 1 {
+                se = next;
+            }
+        }
+        self.clear_buddies(cpu, se);
+        Some(se)
+    }
+
+    /// Linux v5.10: set_next_entity
+    fn set_next_entity(&mut self, cpu: usize, e: usize) {
+        self.timeline_remove(cpu, e);
+        let now = self.rqs[cpu].clock_task;
+        let se = &mut self.ses[e];
+        se.exec_start = now;
+        se.prev_sum_exec_runtime = se.sum_exec_runtime;
+        self.rqs[cpu].curr = Some(e);
+    }
+
+    // --- fork ------------------------------------------------------------------------------------
+
+    /// Leaves the child's vruntime relative to the parent queue's min_vruntime.
+    /// Linux v5.10: task_fork_fair
+    fn task_fork_fair(&mut self, ctx: &SchedCtx, parent_cpu: usize, e: usize) {
+        self.update_rq_clock(ctx, parent_cpu);
+        self.ses[e].vruntime = 0;
+        if let Some(curr) = self.rqs[parent_cpu].curr {
+            self.update_curr(parent_cpu);
+            self.ses[e].vruntime = self.ses[curr].vruntime;
+        }
+        self.place_entity(parent_cpu, e, true);
+        let min_v = self.rqs[parent_cpu].min_vruntime;
+        self.ses[e].vruntime = self.ses[e].vruntime.wrapping_sub(min_v);
+    }
+
+    /// Linux v5.10: wake_up_new_task
+    fn wake_up_new_task(&mut self, ctx: &mut SchedCtx, e: usize, info: WakeInfo) {
+        let parent = info.waker_cpu.map(|c| c.idx()).unwrap_or(self.ses[e].cpu);
+        self.task_fork_fair(ctx, parent, e);
+        self.ses[e].recent_used_cpu = parent;
+        let cpu = self.find_idlest_cpu(ctx, e, parent);
+        self.ses[e].cpu = cpu;
+        self.ses[e].exec_start = 0;
+        self.update_rq_clock(ctx, cpu);
+        self.enqueue_entity(cpu, e, false, false);
+        self.check_preempt_curr(ctx, cpu, e, true);
+    }
+
+    // --- CPU selection at wake-up ----------------------------------------------------------------
+
+    /// Linux v5.10: available_idle_cpu (idle_cpu && !vcpu_is_preempted)
+    fn available_idle_cpu(&self, ctx: &SchedCtx, c: usize) -> bool {
+        let rq = &self.rqs[c];
+        let preempted = self.params.vcpu_is_preempted && !ctx.cpu(CpuId(c as u32)).executing;
+        rq.nr_running == 0 && rq.curr.is_none() && !preempted
+    }
+
+    /// Linux v5.10: sched_idle_cpu (only SCHED_IDLE tasks runnable)
+    fn sched_idle_cpu(&self, c: usize) -> bool {
+        let rq = &self.rqs[c];
+        rq.nr_running > 0 && rq.nr_running == rq.idle_nr_running
+    }
+
+    fn idle_or_sched_idle(&self, ctx: &SchedCtx, c: usize) -> bool {
+        self.available_idle_cpu(ctx, c) || self.sched_idle_cpu(c)
+    }
+
+    /// Linux v5.10: record_wakee (on the waker `w`)
+    fn record_wakee(&mut self, now: u64, w: usize, p: usize) {
+        let j = self.jiffies(now);
+        let hz = self.tun.hz;
+        let se = &mut self.ses[w];
+        if j > se.wakee_flip_decay_ts + hz {
+            se.wakee_flips >>= 1;
+            se.wakee_flip_decay_ts = j;
+        }
+        if se.last_wakee != Some(p) {
+            se.last_wakee = Some(p);
+            se.wakee_flips += 1;
+        }
+    }
+
+    /// Linux v5.10: wake_wide
+    fn wake_wide(&self, w: Wakeup) -> bool {
+        let mut master = w.waker.map_or(0, |k| self.ses[k].wakee_flips);
+        let mut slave = self.ses[w.p].wakee_flips;
+        if master < slave {
+            std::mem::swap(&mut master, &mut slave);
+        }
+        let factor = self.llc_size[w.this];
+        !(slave < factor || master < slave.saturating_mul(factor))
+    }
+
+    /// Linux v5.10: wake_affine_idle
+    fn wake_affine_idle(&self, ctx: &SchedCtx, w: Wakeup) -> Option<usize> {
+        if self.available_idle_cpu(ctx, w.this) && self.share_cache(w.this, w.prev) {
+            let prev_idle = self.available_idle_cpu(ctx, w.prev);
+            return Some(if prev_idle { w.prev } else { w.this });
+        }
+        (w.sync && self.rqs[w.this].nr_running == 1).then_some(w.this)
+    }
+
+    /// Linux v5.10: wake_affine_weight, with runnable weights as loads (see the module doc).
+    /// Both capacities are 1024 and cancel out.
+    fn wake_affine_weight(&self, w: Wakeup) -> Option<usize> {
+        let mut this_eff = self.rqs[w.this].load as i64;
+        if w.sync {
+            let current = w.waker.map_or(0, |k| self.ses[k].load.weight) as i64;
+            if current > this_eff {
+                return Some(w.this);
+            }
+            this_eff -= current;
+        }
+        this_eff = (this_eff + self.ses[w.p].load.weight as i64) * 100;
+        // WA_BIAS: (imbalance_pct − 100) / 2, imbalance_pct = 110 (SMT) or 117.
+        let bias = if self.smt_siblings(w.this, w.prev) {
+            5
+        } else {
+            8
+        };
+        let prev_eff = self.rqs[w.prev].load as i64 * (100 + bias) + w.sync as i64;
+        (this_eff < prev_eff).then_some(w.this)
+    }
+
+    /// Linux v5.10: wake_affine (WA_IDLE, then WA_WEIGHT)
+    fn wake_affine(&self, ctx: &SchedCtx, w: Wakeup) -> usize {
+        self.wake_affine_idle(ctx, w)
+            .or_else(|| self.wake_affine_weight(w))
+            .unwrap_or(w.prev)
+    }
+
+    /// CPUs of `target`'s LLC allowed for `p`, in wrap order starting at `from`.
+    fn llc_wrap(&self, p: usize, target: usize, from: usize) -> impl Iterator<Item = usize> + '_ {
+        let (n, llc, allowed) = (self.ncpus(), self.topo[target].llc, self.ses[p].allowed);
+        (0..n)
+            .map(move |i| (from + i) % n)
+            .filter(move |&c| self.topo[c].llc == llc && allowed.contains(CpuId(c as u32)))
+    }
+
+    /// Linux v5.10: select_idle_core (the has_idle_cores hint is not modelled: always scans)
+    fn select_idle_core(&self, ctx: &SchedCtx, p: usize, target: usize) -> Option<usize> {
+        if !self.smt {
+            return None;
+        }
+        let mut seen = CpuSet::empty();
+        for core in self.llc_wrap(p, target, target) {
+            if seen.contains(CpuId(core as u32)) {
+                continue;
+            }
+            let mut idle = true;
+            for s in (0..self.ncpus()).filter(|&s| self.smt_siblings(core, s)) {
+                seen.insert(CpuId(s as u32));
+                idle &= self.available_idle_cpu(ctx, s);
+            }
+            if idle {
+                return Some(core);
+            }
+        }
+        None
+    }
+
+    /// Linux v5.10: select_idle_cpu with the SIS_PROP budget (ERRATA L7: at most nr − 1 CPUs
+    /// from target+1; avg_scan_cost is 0 because scans take no simulated time).
+    fn select_idle_cpu(&self, ctx: &SchedCtx, w: Wakeup, target: usize) -> Option<usize> {
+        let avg_cost = 1;
+        let span_avg = self.llc_size[target] as u64 * (self.rqs[w.this].avg_idle / 512);
+        let nr = if span_avg > 4 * avg_cost {
+            span_avg / avg_cost
+        } else {
+            4
+        };
+        self.llc_wrap(w.p, target, (target + 1) % self.ncpus())
+            .filter(|&c| c != target)
+            .take(nr as usize - 1)
+            .find(|&c| self.idle_or_sched_idle(ctx, c))
+    }
+
+    /// Linux v5.10: select_idle_smt
+    fn select_idle_smt(&self, ctx: &SchedCtx, p: usize, target: usize) -> Option<usize> {
+        let allowed = self.ses[p].allowed;
+        (0..self.ncpus()).find(|&c| {
+            self.smt_siblings(c, target)
+                && allowed.contains(CpuId(c as u32))
+                && self.idle_or_sched_idle(ctx, c)
+        })
+    }
+
+    /// Linux v5.10: select_idle_sibling
+    fn select_idle_sibling(&mut self, ctx: &SchedCtx, w: Wakeup, target: usize) -> usize {
+        let (p, prev) = (w.p, w.prev);
+        if self.idle_or_sched_idle(ctx, target) {
+            return target;
+        }
+        if prev != target && self.share_cache(prev, target) && self.idle_or_sched_idle(ctx, prev) {
+            return prev;
+        }
+        let recent = self.ses[p].recent_used_cpu;
+        if recent != prev
+            && recent != target
+            && self.share_cache(recent, target)
+            && self.idle_or_sched_idle(ctx, recent)
+            && self.ses[p].allowed.contains(CpuId(recent as u32))
+        {
+            self.ses[p].recent_used_cpu = prev;
+            return recent;
+        }
+        self.select_idle_core(ctx, p, target)
+            .or_else(|| self.select_idle_cpu(ctx, w, target))
+            .or_else(|| self.select_idle_smt(ctx, p, target))
+            .unwrap_or(target)
+    }
+
+    /// Linux v5.10: select_task_rq_fair for SD_BALANCE_WAKE (the fast path).
+    fn select_task_rq_fair(&mut self, ctx: &SchedCtx, p: usize, info: WakeInfo) -> usize {
+        let prev = self.ses[p].cpu;
+        let this = info.waker_cpu.map_or(prev, |c| c.idx());
+        let waker = info
+            .waker_cpu
+            .and_then(|c| self.rqs[c.idx()].curr)
+            .filter(|&k| k != p);
+        if let Some(k) = waker {
+            self.record_wakee(ctx.now(), k, p);
+        }
+        let w = Wakeup {
+            p,
+            prev,
+            this,
+            waker,
+            sync: info.sync,
+        };
+        let allowed = self.ses[p].allowed.contains(CpuId(this as u32));
+        let want_affine = !self.wake_wide(w) && allowed;
+        let target = if want_affine && this != prev {
+            self.wake_affine(ctx, w)
+        } else {
+            prev
+        };
+        let cpu = self.select_idle_sibling(ctx, w, target);
+        if let Some(k) = waker.filter(|_| want_affine) {
+            self.ses[k].recent_used_cpu = this;
+        }
+        self.allowed_or_fallback(p, cpu)
+    }
+
+    /// Linux v5.10: select_fallback_rq, reduced to "the next allowed CPU".
+    fn allowed_or_fallback(&self, p: usize, cpu: usize) -> usize {
+        let allowed = self.ses[p].allowed;
+        allowed
+            .test_or_cycle(CpuId(cpu as u32))
+            .expect("a task has at least one allowed vCPU")
+            .idx()
+    }
+
+    /// Fork placement, flattened (see the module doc). Linux v5.10: find_idlest_cpu
+    fn find_idlest_cpu(&self, ctx: &SchedCtx, p: usize, parent: usize) -> usize {
+        let allowed = self.ses[p].allowed;
+        let mut idlest: Option<(usize, u64)> = None;
+        let mut least: Option<(usize, u64)> = None;
+        for c in (0..self.ncpus()).filter(|&c| allowed.contains(CpuId(c as u32))) {
+            if self.sched_idle_cpu(c) {
+                return c;
+            }
+            if self.available_idle_cpu(ctx, c) {
+                let stamp = self.rqs[c].idle_stamp.unwrap_or(0);
+                if idlest.is_none_or(|(_, s)| stamp > s) {
+                    idlest = Some((c, stamp));
+                }
+            } else {
+                let load = self.rqs[c].load;
+                if least.is_none_or(|(_, l)| load < l || (load == l && c == parent)) {
+                    least = Some((c, load));
+                }
+            }
+        }
+        idlest
+            .or(least)
+            .map_or(self.allowed_or_fallback(p, parent), |(c, _)| c)
+    }
+
+    // --- load balancing (simulator-level model, §1.17) -------------------------------------------
+
+    /// Linux v5.10: task_hot
+    fn task_hot(&self, e: usize, src: usize, dst: usize) -> bool {
+        let se = &self.ses[e];
+        if se.policy == Policy::Idle {
+            return false;
+        }
+        let src_rq = &self.rqs[src];
+        if self.rqs[dst].nr_running > 0 && (src_rq.next == Some(e) || src_rq.last == Some(e)) {
+            return true;
+        }
+        if self.tun.migration_cost == 0 {
+            return false;
+        }
+        vdiff(src_rq.clock_task, se.exec_start) < self.tun.migration_cost as i64
+    }
+
+    /// The busiest CPU for `dst` (see the module doc); `llc`: restrict to `dst`'s LLC.
+    fn find_busiest(&self, dst: usize, llc: bool) -> Option<usize> {
+        let dst_idle = self.rqs[dst].nr_running == 0;
+        let mut best: Option<(usize, (u64, u64))> = None;
+        for c in 0..self.ncpus() {
+            let rq = &self.rqs[c];
+            if c == dst || rq.nr_running < 2 || (llc && !self.share_cache(c, dst)) {
+                continue;
+            }
+            let movable = |&e: &usize| self.ses[e].allowed.contains(CpuId(dst as u32));
+            if !rq.timeline.iter().any(movable) {
+                continue; // all pinned
+            }
+            let (nr, load) = (rq.nr_running as u64, rq.load);
+            let key = if dst_idle { (nr, load) } else { (load, nr) };
+            if best.is_none_or(|(_, k)| key > k) {
+                best = Some((c, key));
+            }
+        }
+        best.map(|(c, _)| c)
+    }
+
+    /// Moves queued tasks from the busiest CPU to `dst`; returns how many moved.
+    /// Linux v5.10: load_balance / detach_tasks / attach_tasks (simplified)
+    fn load_balance(&mut self, ctx: &mut SchedCtx, dst: usize, kind: Balance, llc: bool) -> u32 {
+        let Some(src) = self.find_busiest(dst, llc) else {
+            if kind == Balance::Periodic {
+                self.balanced(dst);
+            }
+            return 0;
+        };
+        let dst_idle = self.rqs[dst].nr_running == 0;
+        let (src_load, dst_load) = (self.rqs[src].load as i64, self.rqs[dst].load as i64);
+        // Imbalance in tasks for an idle destination, in load (against the domain's average)
+        // otherwise. Linux v5.10: calculate_imbalance (simplified)
+        let mut imbalance = if dst_idle {
+            (self.rqs[src].nr_running as i64 / 2).max(1)
+        } else {
+            let avg = self.rqs.iter().map(|rq| rq.load as i64).sum::<i64>() / self.ncpus() as i64;
+            if src_load * 100 <= dst_load * LB_IMBALANCE_PCT || dst_load >= avg {
+                if kind == Balance::Periodic {
+                    self.balanced(dst);
+                }
+                return 0;
+            }
+            (src_load - avg).min(avg - dst_load)
+        };
+        self.update_rq_clock(ctx, src);
+        self.update_rq_clock(ctx, dst);
+        let failed = self.rqs[dst].nr_balance_failed;
+        let mut moved = 0;
+        while moved < SCHED_NR_MIGRATE && !self.rqs[src].timeline.is_empty() {
+            if dst_idle && self.rqs[src].nr_running <= 1 {
+                break;
+            }
+            let cand = self.rqs[src]
+                .timeline
+                .iter()
+                .copied()
+                .filter(|&e| {
+                    let se = &self.ses[e];
+                    se.allowed.contains(CpuId(dst as u32))
+                        && (!self.task_hot(e, src, dst) || failed > CACHE_NICE_TRIES)
+                        && (dst_idle || (se.load.weight >> failed.min(63)) as i64 <= imbalance)
+                })
+                .min_by_key(|&e| (self.ses[e].exec_start, e));
+            let Some(e) = cand else { break };
+            self.move_queued_task(ctx, e, src, dst);
+            moved += 1;
+            imbalance -= if dst_idle {
+                1
+            } else {
+                self.ses[e].load.weight as i64
+            };
+            if kind == Balance::NewIdle || imbalance <= 0 {
+                break;
+            }
+        }
+        if kind == Balance::Periodic {
+            // Unbalanced: back to the minimal interval; count the failure.
+            let min_interval = self.ncpus() as u64;
+            let rq = &mut self.rqs[dst];
+            rq.balance_interval_ms = min_interval;
+            rq.nr_balance_failed = if moved > 0 {
+                0
+            } else {
+                rq.nr_balance_failed + 1
+            };
+        }
+        moved
+    }
+
+    fn balanced(&mut self, dst: usize) {
+        let max = 2 * self.ncpus() as u64;
+        let rq = &mut self.rqs[dst];
+        rq.nr_balance_failed = 0;
+        if rq.balance_interval_ms < max {
+            rq.balance_interval_ms *= 2;
+        }
+    }
+
+    /// Linux v5.10: detach_task + attach_task (migrate_task_rq_fair clears exec_start).
+    fn move_queued_task(&mut self, ctx: &mut SchedCtx, e: usize, src: usize, dst: usize) {
+        self.dequeue_entity(src, e, false);
+        self.ses[e].cpu = dst;
+        self.ses[e].exec_start = 0;
+        self.enqueue_entity(dst, e, false, false);
+        self.check_preempt_curr(ctx, dst, e, false);
+    }
+
+    /// Linux v5.10: newidle_balance
+    fn newidle_balance(&mut self, ctx: &mut SchedCtx, cpu: usize) -> bool {
+        self.rqs[cpu].idle_stamp = Some(self.rqs[cpu].clock);
+        let overload = self.rqs.iter().any(|rq| rq.nr_running >= 2);
+        if self.rqs[cpu].avg_idle < self.tun.migration_cost || !overload {
+            return false;
+        }
+        let pulled = self.load_balance(ctx, cpu, Balance::NewIdle, true) > 0
+            || self.load_balance(ctx, cpu, Balance::NewIdle, false) > 0;
+        if pulled {
+            self.rqs[cpu].idle_stamp = None;
+        }
+        pulled
+    }
+
+    /// Linux v5.10: get_sd_balance_interval, in ns.
+    fn balance_interval_ns(&self, cpu: usize, busy: bool) -> u64 {
+        let mut ms = self.rqs[cpu].balance_interval_ms;
+        if busy {
+            ms *= LB_BUSY_FACTOR;
+        }
+        let mut j = (ms * self.tun.hz).div_ceil(1000);
+        if busy {
+            j = j.saturating_sub(1);
+        }
+        let max = (self.tun.hz * self.ncpus() as u64 / 10).max(1);
+        j.clamp(1, max) * self.tun.tick_ns
+    }
+
+    /// Periodic balancing of `cpu` and the NOHZ idle balance it kicks.
+    /// Linux v5.10: trigger_load_balance → rebalance_domains, nohz_balancer_kick
+    fn trigger_load_balance(&mut self, ctx: &mut SchedCtx, cpu: usize) {
+        let now = self.rqs[cpu].clock;
+        if now >= self.rqs[cpu].last_balance + self.balance_interval_ns(cpu, true) {
+            self.rqs[cpu].last_balance = now;
+            self.load_balance(ctx, cpu, Balance::Periodic, false);
+        }
+        if self.rqs[cpu].nr_running < 2 {
+            return;
+        }
+        for d in 0..self.ncpus() {
+            let rq = &self.rqs[d];
+            if d == cpu || rq.nr_running > 0 || rq.curr.is_some() {
+                continue;
+            }
+            if now >= rq.last_balance + self.balance_interval_ns(d, false) {
+                self.rqs[d].last_balance = now;
+                self.load_balance(ctx, d, Balance::Periodic, false);
+            }
+        }
+    }
+}
+
+impl Scheduler for Cfs {
+    fn name(&self) -> &'static str {
+        "cfs"
+    }
+
+    /// One tick every 1/HZ (TICK_NSEC, rounded).
+    fn tick_period(&self) -> Option<Nanos> {
+        Some(self.tun.tick_ns)
+    }
+
+    /// Build time: a blocked task with vruntime 0 on its initial vCPU (or the first allowed one).
+    fn insert(&mut self, ctx: &mut SchedCtx, e: EntityId) {
+        assert_eq!(e.idx(), self.ses.len(), "insert: entities come in id order");
+        let p = &ctx.ent(e).params;
+        let allowed = p.hard_affinity.and(&CpuSet::first_n(self.ncpus()));
+        let cpu = allowed
+            .test_or_cycle(p.initial_cpu)
+            .unwrap_or_else(|| panic!("task {} has no allowed vCPU", p.name))
+            .idx();
+        self.ses.push(Se {
+            load: LoadWeight::of_task(p.nice, p.policy),
+            cpu,
+            policy: p.policy,
+            allowed,
+            recent_used_cpu: cpu,
+            ..Default::default()
+        });
+        let n = self.ses.len();
+        for rq in &mut self.rqs {
+            rq.timeline.reserve(n - rq.timeline.len());
+        }
+    }
+
+    /// Linux v5.10: try_to_wake_up (select_task_rq_fair, migrate_task_rq_fair, enqueue with
+    /// ENQUEUE_WAKEUP, check_preempt_curr, the avg_idle update), or wake_up_new_task when
+    /// `info.new`. Requests a resched of the chosen vCPU if it is idle or the wakee preempts.
+    fn wake(&mut self, ctx: &mut SchedCtx, e: EntityId, info: WakeInfo) {
+        let e = e.idx();
+        debug_assert!(!self.ses[e].on_rq, "wake of a queued task");
+        if info.new {
+            self.wake_up_new_task(ctx, e, info);
+            return;
+        }
+        let prev = self.ses[e].cpu;
+        let cpu = self.select_task_rq_fair(ctx, e, info);
+        let migrated = cpu != prev;
+        if migrated {
+            let se = &mut self.ses[e];
+            se.vruntime = se.vruntime.wrapping_sub(self.rqs[prev].min_vruntime);
+            se.exec_start = 0;
+            se.cpu = cpu;
+        }
+        self.update_rq_clock(ctx, cpu);
+        self.enqueue_entity(cpu, e, true, migrated);
+        self.check_preempt_curr(ctx, cpu, e, false);
+        let max = 2 * self.tun.migration_cost;
+        let rq = &mut self.rqs[cpu];
+        if let Some(stamp) = rq.idle_stamp.take() {
+            let sample = rq.clock - stamp;
+            let diff = sample as i64 - rq.avg_idle as i64;
+            rq.avg_idle = ((rq.avg_idle as i64 + diff / 8) as u64).min(max);
+        }
+    }
+
+    /// Linux v5.10: dequeue_task_fair with DEQUEUE_SLEEP (the vruntime stays absolute). The
+    /// engine calls `schedule` right after; nothing is requested here.
+    fn block(&mut self, ctx: &mut SchedCtx, e: EntityId) {
+        let e = e.idx();
+        let cpu = self.ses[e].cpu;
+        debug_assert_eq!(
+            self.rqs[cpu].curr,
+            Some(e),
+            "block of a task that is not current"
+        );
+        self.update_rq_clock(ctx, cpu);
+        self.dequeue_entity(cpu, e, true);
+    }
+
+    /// Linux v5.10: yield_task_fair (the early exit tests the whole queue, ERRATA L7): sets the
+    /// skip buddy for the `schedule` that follows.
+    fn yield_(&mut self, ctx: &mut SchedCtx, e: EntityId) {
+        let e = e.idx();
+        let cpu = self.ses[e].cpu;
+        if self.rqs[cpu].nr_running == 1 {
+            return;
+        }
+        self.clear_buddies(cpu, e);
+        if self.ses[e].policy != Policy::Batch {
+            self.update_rq_clock(ctx, cpu);
+            self.update_curr(cpu);
+        }
+        self.rqs[cpu].skip = Some(e);
+    }
+
+    /// Linux v5.10: pick_next_task_fair (the "simple" path: put_prev_entity, pick_next_entity,
+    /// set_next_entity), with newidle_balance when the queue is empty. No HRTICK: no slice timer.
+    /// Requests nothing: a task pulled by newidle is picked by this very call.
+    fn schedule(&mut self, ctx: &mut SchedCtx, cpu: CpuId) -> Pick {
+        let cpu = cpu.idx();
+        debug_assert_eq!(
+            ctx.cpu(CpuId(cpu as u32)).curr.map(|e| e.idx()),
+            self.rqs[cpu].curr
+        );
+        self.update_rq_clock(ctx, cpu);
+        self.rqs[cpu].need_resched = false;
+        self.put_prev_entity(cpu);
+        if self.rqs[cpu].nr_running == 0 {
+            // A task pulled here needs no resched request: this very pick serves it.
+            self.rqs[cpu].need_resched = true;
+            self.newidle_balance(ctx, cpu);
+            self.rqs[cpu].need_resched = false;
+        }
+        let next = self.pick_next_entity(cpu);
+        if let Some(n) = next {
+            self.set_next_entity(cpu, n);
+        }
+        Pick {
+            next: next.map(|n| EntityId(n as u32)),
+            slice: None,
+        }
+    }
+
+    /// Linux v5.10: scheduler_tick → task_tick_fair → entity_tick (update_curr,
+    /// check_preempt_tick when nr_running > 1), then trigger_load_balance. Requests a resched of
+    /// this vCPU when its slice is over, and of any vCPU that balancing gave a task to preempt.
+    fn tick(&mut self, ctx: &mut SchedCtx, cpu: CpuId) {
+        let cpu = cpu.idx();
+        self.update_rq_clock(ctx, cpu);
+        if let Some(curr) = self.rqs[cpu].curr.filter(|&c| self.ses[c].on_rq) {
+            self.update_curr(cpu);
+            if self.rqs[cpu].nr_running > 1 {
+                self.check_preempt_tick(ctx, cpu, curr);
+            }
+        }
+        self.trigger_load_balance(ctx, cpu);
+    }
+
+    /// The task's vruntime as of its last accounting (absolute; the raw u64 read as i64).
+    fn probe(&self, e: EntityId) -> Option<i64> {
+        self.ses.get(e.idx()).map(|se| se.vruntime as i64)
+    }
+}
+
+#[cfg(test)]
+#[path = "cfs_tests.rs"]
+mod tests;

@@ -1,0 +1,1469 @@
+//! Xen Credit2, the default host scheduler of Xen 4.12 and later, as in Xen 4.20
+//! (`xen/common/sched/credit2.c`, tags RELEASE-4.20.0 to 4.20.4 and 4.21.0).
+//!
+//! # What it models
+//!
+//! Every vCPU holds *credit*, in nanoseconds of run time at the top weight. A running vCPU burns
+//! credit at `max_weight / weight` credits per ns, where `max_weight` is the largest weight among
+//! the vCPUs assigned to its runqueue, so the heaviest vCPU burns 1 credit/ns and one with half
+//! its weight burns 2. Burning is lazy: it happens whenever the scheduler looks at a running vCPU
+//! (its CPU reschedules, a wake scores it as a preemption victim, a reset); there is no tick.
+//! The quotient's remainder is carried in `residual`, and credit never sinks below `CREDIT_MIN`.
+//!
+//! CPUs are grouped into *runqueues* by topology (per socket by default, at most 16 CPUs each; on
+//! Arm, where every CPU claims socket 0 core 0, all CPUs share one runqueue). A runqueue is a
+//! list of queued vCPUs sorted by credit, descending, FIFO among equals. A running vCPU is never
+//! on it: a preempted vCPU is re-queued only once its context is saved (delayed insertion), which
+//! is why, in 4.20.0 and 4.20.1, two busy vCPUs sharing a CPU alternate every 10 ms: when the
+//! slice of the incoming one is computed nobody seems to wait. From 4.20.2 (and in 4.21) the
+//! outgoing vCPU's credit is counted as waiting too (ERRATA X3, Xen commit ae648e9f80).
+//!
+//! A CPU that reschedules keeps its vCPU if it has run less than the ratelimit `R` since its
+//! last real switch-in (unless it yields), and otherwise picks the first queued vCPU with more
+//! credit, skipping vCPUs it may not run, vCPUs tickled for another CPU, and vCPUs of another CPU
+//! whose lead is below MIGRATE_RESIST. If the picked vCPU (or the head of the queue) has run out
+//! of credit, every vCPU assigned to the runqueue gets `CREDIT_INIT` more (twice that if the
+//! picked one sits at the floor), clipped at `CREDIT_INIT + CARRYOVER_MAX`: an *epoch* ends, and
+//! the load balancer may move vCPUs between runqueues. The slice (`csched2_runtime`) lets the
+//! picked vCPU run until its credit falls to that of the best waiter, floored at
+//! max(MIN_TIMER, R) and, only otherwise, capped at 10 ms (ERRATA X1: if / else-if).
+//!
+//! A waking vCPU goes to the runqueue of the CPU it last ran on and *tickles* one CPU of that
+//! runqueue: its own CPU if exclusively pinned and idle; else an idle CPU of a fully idle core,
+//! else any idle untickled CPU (soft affinity first, then hard); else the busy CPU whose vCPU it
+//! beats by the largest margin, where a vCPU that ran less than `R − 50 µs` since its switch-in
+//! is not preemptable at all. If nothing qualifies nothing is tickled, and nothing re-examines
+//! the waiter when the ratelimit window ends (ERRATA X2, X14): it waits for the next reschedule
+//! of some CPU of its runqueue, typically the end of a running vCPU's slice.
+//!
+//! Caps (percent of one CPU per domain) are enforced with a per-domain budget pool refilled
+//! every `cap_period_ms` by a per-domain timer. A capped vCPU grabs a quota from the pool before
+//! it runs, is *parked* when the pool is empty, and returns its leftover at switch-out. The
+//! min_time floor beats the budget, so a vCPU may overrun; the debt is repaid from the pool at
+//! its next grab (ERRATA X12).
+//!
+//! # Engine mapping
+//!
+//! Entity = vCPU; `EntityParams.group` = domain index, `weight` = domain weight, `cap_pct` =
+//! domain cap, `initial_cpu` = `processor(v)` at creation. `schedule` is `csched2_schedule`
+//! (`do_schedule`), `context_saved` is `csched2_context_saved` followed by the core's completion
+//! of a pending migration, `wake` is `csched2_unit_wake`, `yield_` is `csched2_unit_yield`, and
+//! the scheduler's timers are the domains' replenishment timers (key = domain index). Xen calls
+//! no hook when a vCPU blocks: the next `schedule` sees it not runnable, so `block` does nothing.
+//! Parking and a pending balancer migration make a vCPU not runnable in Xen's sense although the
+//! engine still sees it runnable; the scheduler keeps those two flags itself.
+//!
+//! # Simplifications (deliberate)
+//!
+//! * One cpupool holding every CPU; no tasklets (the idle vCPU is chosen only when nothing else
+//!   is runnable); no CPU hot-plug; parameters, weights, caps and affinities are fixed after
+//!   build (no `xl sched-credit2` at run time, no `sleep` hook for pause/unpause).
+//! * Every try-lock succeeds (single-threaded simulation): `csched2_res_pick` never uses its
+//!   fallback CPU and `balance_load` never gives up or retries.
+//! * A cap is applied as if set right after the domain's vCPUs were created (pool full, first
+//!   replenishment one period after build, every vCPU starting with budget 0). A cap above
+//!   100 × nr_vcpus, which `xl` rejects, is applied as given.
+//! * SMT siblings are CPUs with the same socket and core but different `thread` ids; CPUs that
+//!   share socket, core *and* thread id (Arm reports core 0 for every CPU) are not siblings.
+//! * Timer slop is the engine's concern; so are runstates and the idle loop.
+//! * Trace records (TRC_CSCHED2_*) are not emitted.
+//! * `initial_cpu` is only where the vCPU starts: at insertion `csched2_res_pick` chooses its
+//!   CPU by runqueue load, as upstream's `csched2_unit_insert` does (the fallback that would
+//!   keep `initial_cpu` is taken only when a try-lock fails, which never happens here).
+//!
+//! # Where the source is followed over the spec's wording
+//!
+//! * A queued capped vCPU that fails to grab budget is parked *and ends the candidate scan*
+//!   (upstream breaks after the first vCPU that passes the skip tests), so the CPU may pick
+//!   idle this time even with an uncapped vCPU queued behind it.
+//! * Continuing to run the current vCPU does not sample the load (`update_load(0)` is called
+//!   on the idle path only).
+//! * Equal credit never preempts (`runq_candidate` wants strictly more). With timers entered
+//!   exactly at their deadline, two equal spinners under 4.20.2+ and R = 0 therefore tie and
+//!   run 1 ms each instead of the 0.5 ms of ERRATA X3's table, which assumes a real machine
+//!   where the scheduler runs a little after the deadline.
+
+use vmsched_core::cpuset::{CpuSet, MAX_CPUS};
+use vmsched_core::ids::{CpuId, EntityId};
+use vmsched_core::sched::{CpuTopo, Pick, SchedCtx, Scheduler, WakeInfo};
+
+/// Credit a vCPU starts with and receives at each reset: 10 ms at the top weight.
+const CREDIT_INIT: i64 = 10_000_000;
+/// Floor of burning.
+const CREDIT_MIN: i64 = -CREDIT_INIT;
+/// The idle vCPU's constant credit, below any real vCPU's.
+const IDLE_CREDIT: i64 = CREDIT_MIN - 1;
+/// Shortest slice.
+const MIN_TIMER: i64 = 500_000;
+/// Longest slice (4.8+).
+const MAX_TIMER: i64 = CREDIT_INIT;
+/// Credit a vCPU may keep above `CREDIT_INIT` across a reset.
+const CARRYOVER_MAX: i64 = MIN_TIMER;
+/// Credit bonus of a vCPU pulled onto another CPU of its runqueue.
+const MIGRATE_COMPENSATION: i64 = 50_000;
+/// Slack of the preemptability test at wake time (4.10+).
+const RATELIMIT_TICKLE_TOLERANCE: i64 = 50_000;
+/// An epoch ends when the best credit is at or below this.
+const CREDIT_RESET: i64 = 0;
+/// Load samples are taken on `now >> 10` (about microseconds).
+const LOADAVG_GRANULARITY_SHIFT: u32 = 10;
+
+/// Which Xen release to reproduce.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+pub enum Credit2Version {
+    #[default]
+    #[serde(rename = "4.20.0")]
+    V4_20_0,
+    #[serde(rename = "4.20.1")]
+    V4_20_1,
+    #[serde(rename = "4.20.2")]
+    V4_20_2,
+    #[serde(rename = "4.20.3")]
+    V4_20_3,
+    #[serde(rename = "4.20.4")]
+    V4_20_4,
+    #[serde(rename = "4.21")]
+    V4_21,
+}
+
+impl Credit2Version {
+    /// Whether `csched2_runtime` counts the credit of the vCPU being switched out as waiting
+    /// (Xen commit ae648e9f80, backported to 4.20.2; ERRATA X3).
+    pub fn counts_outgoing_credit(self) -> bool {
+        !matches!(self, Credit2Version::V4_20_0 | Credit2Version::V4_20_1)
+    }
+}
+
+/// `credit2_runqueue=`: which CPUs share a runqueue.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunqueueArrangement {
+    Cpu,
+    Core,
+    #[default]
+    Socket,
+    Node,
+    All,
+}
+
+/// Credit2 boot and `xl sched-credit2 -s` parameters, named after Xen's, with 4.20 defaults.
+#[derive(Clone, Debug, PartialEq, serde::Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Credit2Params {
+    pub version: Credit2Version,
+    /// `sched_ratelimit_us`: minimum run time after a switch-in before preemption; 0 = off.
+    pub ratelimit_us: u64,
+    /// `credit2_runqueue`.
+    pub runqueue: RunqueueArrangement,
+    /// `sched_credit2_max_cpus_runqueue`.
+    pub max_cpus_runqueue: u32,
+    /// `sched_credit2_migrate_resist`: credit lead a vCPU needs to move to another CPU.
+    pub migrate_resist_us: u64,
+    /// `credit2_cap_period_ms`: budget replenishment period of capped domains.
+    pub cap_period_ms: u64,
+    /// `credit2_load_window_shift`: log2 of the load-average window in ns.
+    pub load_window_shift: u32,
+    /// `credit2_load_precision_shift`: fractional bits of load averages.
+    pub load_precision_shift: u32,
+    /// `credit2_balance_under`: log2 tolerance (in vCPUs) when not overloaded.
+    pub balance_under: i32,
+    /// `credit2_balance_over`: log2 tolerance (in vCPUs) when overloaded.
+    pub balance_over: i32,
+    /// `sched_smt_power_savings`: fill busy cores before idle ones.
+    pub smt_power_savings: bool,
+}
+
+impl Default for Credit2Params {
+    fn default() -> Self {
+        Credit2Params {
+            version: Credit2Version::V4_20_0,
+            ratelimit_us: 1000,
+            runqueue: RunqueueArrangement::Socket,
+            max_cpus_runqueue: 16,
+            migrate_resist_us: 500,
+            cap_period_ms: 10,
+            load_window_shift: 30,
+            load_precision_shift: 18,
+            balance_under: 0,
+            balance_over: -3,
+            smt_power_savings: false,
+        }
+    }
+}
+
+impl Credit2Params {
+    /// Checks every field against the range Xen accepts (or, for the load shifts, the range in
+    /// which the integer load arithmetic cannot overflow).
+    pub fn validate(&self) -> Result<(), String> {
+        let r = self.ratelimit_us;
+        if r != 0 && !(100..=500_000).contains(&r) {
+            return Err(format!(
+                "ratelimit_us: {r} must be 0 (off) or in 100..=500000 (µs)"
+            ));
+        }
+        let m = self.max_cpus_runqueue;
+        if m == 0 || m as usize > MAX_CPUS {
+            return Err(format!("max_cpus_runqueue: {m} must be in 1..={MAX_CPUS}"));
+        }
+        let m = self.migrate_resist_us;
+        if m > 1_000_000 {
+            return Err(format!(
+                "migrate_resist_us: {m} must be in 0..=1000000 (µs)"
+            ));
+        }
+        let c = self.cap_period_ms;
+        if !(1..=1_000_000).contains(&c) {
+            return Err(format!("cap_period_ms: {c} must be in 1..=1000000 (ms)"));
+        }
+        let w = self.load_window_shift;
+        if !(11..=40).contains(&w) {
+            return Err(format!("load_window_shift: {w} must be in 11..=40"));
+        }
+        let p = self.load_precision_shift;
+        if !(4..=30).contains(&p) || w - LOADAVG_GRANULARITY_SHIFT + p > 48 {
+            return Err(format!(
+                "load_precision_shift: {p} must be in 4..=30, with \
+                 load_window_shift - 10 + load_precision_shift <= 48"
+            ));
+        }
+        for (name, tol) in [
+            ("balance_under", self.balance_under),
+            ("balance_over", self.balance_over),
+        ] {
+            if !(0..=62).contains(&(p as i64 + tol as i64)) {
+                return Err(format!(
+                    "{name}: {tol} must keep load_precision_shift + {name} in 0..=62"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Per-vCPU state (Xen `struct csched2_unit`).
+#[derive(Clone, Debug)]
+struct Unit {
+    credit: i64,
+    weight: i64,
+    /// Remainder of the last credit division.
+    residual: i64,
+    /// Budget in ns; meaningful only when the domain is capped.
+    budget: i64,
+    /// When burning was last accounted.
+    start_time: i64,
+    /// Last real switch-in (the unit's runstate entry time while running).
+    switch_in: i64,
+    avgload: i64,
+    load_last_update: i64,
+    /// Assigned runqueue.
+    rq: usize,
+    /// Xen `processor(v)`.
+    processor: CpuId,
+    tickled_cpu: Option<CpuId>,
+    /// Target runqueue of a pending balancer migration (CSFLAG_runq_migrate_request).
+    migrate_rq: Option<usize>,
+    dom: usize,
+    on_runq: bool,
+    /// Running on, or being switched off, a CPU (CSFLAG_scheduled).
+    scheduled: bool,
+    delayed_runq_add: bool,
+    yield_: bool,
+    /// Hard affinity of a single CPU (CSFLAG_pinned).
+    pinned: bool,
+    /// Xen `_VPF_parked`: no budget.
+    parked: bool,
+    /// Xen `_VPF_migrating`: a balancer migration waits for the switch-out.
+    migrating: bool,
+    hard: CpuSet,
+    soft: CpuSet,
+    soft_and_hard: CpuSet,
+    /// Xen `has_soft_affinity`.
+    has_soft: bool,
+}
+
+/// Per-runqueue state (Xen `struct csched2_runqueue_data`).
+#[derive(Clone, Debug)]
+struct Runqueue {
+    /// Queued vCPUs, credit-descending.
+    runq: Vec<EntityId>,
+    /// Every vCPU assigned here, runnable or not, in assignment order.
+    svc: Vec<EntityId>,
+    refcnt: u32,
+    nr_cpus: u32,
+    active: CpuSet,
+    idle: CpuSet,
+    tickled: CpuSet,
+    smt_idle: CpuSet,
+    /// Runnable vCPUs, including running ones.
+    load: i64,
+    load_last_update: i64,
+    avgload: i64,
+    b_avgload: i64,
+    max_weight: i64,
+    pick_bias: CpuId,
+}
+
+/// Per-domain state (Xen `struct csched2_dom`).
+#[derive(Clone, Debug, Default)]
+struct Domain {
+    cap_pct: u32,
+    nr_units: u32,
+    tot_budget: i64,
+    /// The pool.
+    budget: i64,
+    /// Each vCPU's quota per grab.
+    budget_quota: i64,
+    next_repl: i64,
+    /// Parked vCPUs in parking order (Xen walks them newest first).
+    parked: Vec<EntityId>,
+}
+
+/// The Credit2 scheduler of one pool holding every CPU of the level.
+pub struct Credit2 {
+    params: Credit2Params,
+    ratelimit: i64,
+    migrate_resist: i64,
+    cap_period: i64,
+    /// Window shift on `now >> 10` samples.
+    load_window: u32,
+    load_precision: u32,
+    online: CpuSet,
+    /// For each CPU, the CPUs with a higher id (for `cpumask_cycle`).
+    above: Vec<CpuSet>,
+    /// For each CPU, its SMT siblings within its runqueue (itself included).
+    sibling_mask: Vec<CpuSet>,
+    cpu_rq: Vec<usize>,
+    rqs: Vec<Runqueue>,
+    units: Vec<Unit>,
+    doms: Vec<Domain>,
+}
+
+impl Credit2 {
+    /// Builds the runqueues for `cpus` (CPU `i` is `cpus[i]`, brought up in id order).
+    /// Panics if `params` do not pass [`Credit2Params::validate`].
+    pub fn new(params: Credit2Params, cpus: &[CpuTopo], nr_domains: u32) -> Credit2 {
+        if let Err(e) = params.validate() {
+            panic!("Credit2::new: invalid parameters: {e}");
+        }
+        let n = cpus.len();
+        assert!(
+            (1..=MAX_CPUS).contains(&n),
+            "credit2: needs 1..={MAX_CPUS} CPUs, got {n}"
+        );
+        let mut above = vec![CpuSet::empty(); n];
+        for c in 0..n {
+            above[c] = CpuSet::from_ids((c as u32 + 1)..n as u32);
+        }
+        let mut s = Credit2 {
+            ratelimit: params.ratelimit_us as i64 * 1000,
+            migrate_resist: params.migrate_resist_us as i64 * 1000,
+            cap_period: params.cap_period_ms as i64 * 1_000_000,
+            load_window: params.load_window_shift - LOADAVG_GRANULARITY_SHIFT,
+            load_precision: params.load_precision_shift,
+            params,
+            online: CpuSet::first_n(n),
+            above,
+            sibling_mask: vec![CpuSet::empty(); n],
+            cpu_rq: vec![0; n],
+            rqs: Vec::new(),
+            units: Vec::new(),
+            doms: vec![Domain::default(); nr_domains as usize],
+        };
+        let max_per_rq = {
+            let min_rqs = (n - 1) / s.params.max_cpus_runqueue as usize + 1;
+            (n / min_rqs) as u32
+        };
+        for c in 0..n {
+            let r = s.cpu_add_to_runqueue(cpus, c, max_per_rq);
+            s.init_cpu_runqueue(cpus, c, r);
+        }
+        s
+    }
+
+    /// Number of runqueues.
+    pub fn nr_runqueues(&self) -> usize {
+        self.rqs.len()
+    }
+
+    /// The runqueue of `cpu`.
+    pub fn runqueue_of(&self, cpu: CpuId) -> usize {
+        self.cpu_rq[cpu.idx()]
+    }
+
+    /// Xen `processor(v)`: where `e` last ran or is queued.
+    pub fn processor(&self, e: EntityId) -> CpuId {
+        self.units[e.idx()].processor
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Runqueue arrangement
+    // ---------------------------------------------------------------------------------------
+
+    fn topo_siblings(cpus: &[CpuTopo], c: usize) -> CpuSet {
+        let t = cpus[c];
+        let mut m = CpuSet::single(CpuId(c as u32));
+        for (d, o) in cpus.iter().enumerate() {
+            if o.socket == t.socket && o.core == t.core && o.thread != t.thread {
+                m.insert(CpuId(d as u32));
+            }
+        }
+        m
+    }
+
+    /// Xen: cpu_add_to_runqueue (with cpu_runqueue_match and cpu_runqueue_siblings_match).
+    fn cpu_add_to_runqueue(&mut self, cpus: &[CpuTopo], cpu: usize, max_per_rq: u32) -> usize {
+        let (t, sibs) = (cpus[cpu], Self::topo_siblings(cpus, cpu));
+        let mut valid: Option<usize> = None;
+        for (i, rq) in self.rqs.iter().enumerate() {
+            let peer = cpus[rq.pick_bias.idx()];
+            let matches = match self.params.runqueue {
+                RunqueueArrangement::Cpu => false,
+                RunqueueArrangement::Core => peer.socket == t.socket && peer.core == t.core,
+                RunqueueArrangement::Socket => peer.socket == t.socket,
+                RunqueueArrangement::Node => peer.node == t.node,
+                RunqueueArrangement::All => true,
+            };
+            if !matches {
+                continue;
+            }
+            if !rq.active.and(&sibs).is_empty() {
+                valid = Some(i);
+                break;
+            }
+            let room = {
+                let (mut counted, mut tot) = (CpuSet::empty(), 0);
+                for r in rq.active.iter() {
+                    let rs = Self::topo_siblings(cpus, r.idx());
+                    if rs.and(&counted).is_empty() {
+                        counted = union(counted, &rs);
+                        tot += rs.len();
+                    }
+                }
+                tot + sibs.len() <= max_per_rq as usize
+            };
+            let better = match valid {
+                None => true,
+                Some(v) => rq.refcnt < self.rqs[v].refcnt,
+            };
+            if rq.refcnt < max_per_rq && room && better {
+                valid = Some(i);
+            }
+        }
+        let r = valid.unwrap_or_else(|| {
+            self.rqs.push(Runqueue {
+                runq: Vec::new(),
+                svc: Vec::new(),
+                refcnt: 0,
+                nr_cpus: 0,
+                active: CpuSet::empty(),
+                idle: CpuSet::empty(),
+                tickled: CpuSet::empty(),
+                smt_idle: CpuSet::empty(),
+                load: 0,
+                load_last_update: 0,
+                avgload: 0,
+                b_avgload: 0,
+                max_weight: 1,
+                pick_bias: CpuId(cpu as u32),
+            });
+            self.rqs.len() - 1
+        });
+        self.rqs[r].refcnt += 1;
+        r
+    }
+
+    /// Xen: init_cpu_runqueue
+    fn init_cpu_runqueue(&mut self, cpus: &[CpuTopo], cpu: usize, r: usize) {
+        let c = CpuId(cpu as u32);
+        self.cpu_rq[cpu] = r;
+        self.sibling_mask[cpu] = CpuSet::single(c);
+        if self.rqs[r].nr_cpus > 0 {
+            for s in Self::topo_siblings(cpus, cpu).iter() {
+                if self.rqs[r].active.contains(s) {
+                    self.sibling_mask[s.idx()].insert(c);
+                    self.sibling_mask[cpu].insert(s);
+                }
+            }
+        }
+        let rq = &mut self.rqs[r];
+        rq.idle.insert(c);
+        rq.active.insert(c);
+        rq.smt_idle.insert(c);
+        rq.nr_cpus += 1;
+        if rq.nr_cpus == 1 {
+            rq.pick_bias = c;
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Small helpers
+    // ---------------------------------------------------------------------------------------
+
+    /// Xen `cpumask_cycle`: the first member of `m` after `n`, wrapping.
+    #[inline]
+    fn cycle(&self, n: CpuId, m: &CpuSet) -> Option<CpuId> {
+        m.and(&self.above[n.idx()]).first().or_else(|| m.first())
+    }
+
+    /// Xen `cpumask_test_or_cycle`.
+    #[inline]
+    fn test_or_cycle(&self, n: CpuId, m: &CpuSet) -> Option<CpuId> {
+        if m.contains(n) {
+            Some(n)
+        } else {
+            self.cycle(n, m)
+        }
+    }
+
+    #[inline]
+    fn credit_of(&self, e: Option<EntityId>) -> i64 {
+        e.map_or(IDLE_CREDIT, |e| self.units[e.idx()].credit)
+    }
+
+    #[inline]
+    fn has_cap(&self, e: EntityId) -> bool {
+        self.doms[self.units[e.idx()].dom].cap_pct != 0
+    }
+
+    /// Xen `unit_runnable`: the engine's runnability minus the scheduler's own pause flags.
+    #[inline]
+    fn runnable(&self, ctx: &SchedCtx, e: EntityId) -> bool {
+        let u = &self.units[e.idx()];
+        ctx.ent(e).runnable && !u.parked && !u.migrating
+    }
+
+    /// Xen: smt_idle_mask_set
+    fn smt_idle_mask_set(&mut self, r: usize, cpu: CpuId, idlers: &CpuSet) {
+        let sibs = self.sibling_mask[cpu.idx()];
+        if sibs.is_subset(idlers) {
+            self.rqs[r].smt_idle = union(self.rqs[r].smt_idle, &sibs);
+        }
+    }
+
+    /// Xen: smt_idle_mask_clear
+    fn smt_idle_mask_clear(&mut self, r: usize, cpu: CpuId) {
+        let sibs = self.sibling_mask[cpu.idx()];
+        if sibs.is_subset(&self.rqs[r].smt_idle) {
+            self.rqs[r].smt_idle = self.rqs[r].smt_idle.minus(&sibs);
+        }
+    }
+
+    /// Xen: tickle_cpu
+    fn tickle_cpu(&mut self, ctx: &mut SchedCtx, cpu: CpuId, r: usize) {
+        self.rqs[r].tickled.insert(cpu);
+        self.smt_idle_mask_clear(r, cpu);
+        ctx.resched(cpu);
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Runqueue assignment, load tracking, runqueue list
+    // ---------------------------------------------------------------------------------------
+
+    /// Xen: update_max_weight
+    fn update_max_weight(&mut self, r: usize, new_weight: i64, old_weight: i64) {
+        if new_weight > self.rqs[r].max_weight {
+            self.rqs[r].max_weight = new_weight;
+        } else if old_weight == self.rqs[r].max_weight {
+            let m = self.rqs[r]
+                .svc
+                .iter()
+                .map(|e| self.units[e.idx()].weight)
+                .max();
+            self.rqs[r].max_weight = m.unwrap_or(1).max(1);
+        }
+    }
+
+    /// Xen: _runq_assign
+    fn runq_assign(&mut self, e: EntityId, r: usize) {
+        let u = &mut self.units[e.idx()];
+        u.rq = r;
+        let (w, avg) = (u.weight, u.avgload);
+        self.rqs[r].svc.push(e);
+        self.update_max_weight(r, w, 0);
+        self.rqs[r].b_avgload += avg;
+    }
+
+    /// Xen: _runq_deassign
+    fn runq_deassign(&mut self, e: EntityId) {
+        let u = &self.units[e.idx()];
+        let (r, w, avg) = (u.rq, u.weight, u.avgload);
+        let pos = self.rqs[r].svc.iter().position(|x| *x == e);
+        self.rqs[r]
+            .svc
+            .remove(pos.expect("credit2: a vCPU is on its runqueue's svc list"));
+        self.update_max_weight(r, 0, w);
+        self.rqs[r].b_avgload = (self.rqs[r].b_avgload - avg).max(0);
+    }
+
+    /// Xen: update_runq_load
+    fn update_runq_load(&mut self, r: usize, change: i64, now: i64) {
+        let (w, p) = (self.load_window, self.load_precision);
+        let now = now >> LOADAVG_GRANULARITY_SHIFT;
+        let rq = &mut self.rqs[r];
+        let load = rq.load;
+        if rq.load_last_update + (1i64 << w) < now {
+            rq.avgload = load << p;
+            rq.b_avgload = load << p;
+        } else {
+            let delta = (now - rq.load_last_update).max(0);
+            rq.avgload += ((delta * (load << p)) >> w) - ((delta * rq.avgload) >> w);
+            rq.b_avgload += ((delta * (load << p)) >> w) - ((delta * rq.b_avgload) >> w);
+        }
+        rq.load += change;
+        rq.load_last_update = now;
+    }
+
+    /// Xen: update_svc_load
+    fn update_svc_load(&mut self, ctx: &SchedCtx, e: EntityId, change: i64, now: i64) {
+        let unit_load = match change {
+            -1 => 1,
+            1 => 0,
+            _ => self.runnable(ctx, e) as i64,
+        };
+        let (w, p) = (self.load_window, self.load_precision);
+        let now = now >> LOADAVG_GRANULARITY_SHIFT;
+        let u = &mut self.units[e.idx()];
+        if u.load_last_update + (1i64 << w) < now {
+            u.avgload = unit_load << p;
+        } else {
+            let delta = (now - u.load_last_update).max(0);
+            u.avgload += ((delta * (unit_load << p)) >> w) - ((delta * u.avgload) >> w);
+        }
+        u.load_last_update = now;
+    }
+
+    /// Xen: update_load
+    fn update_load(
+        &mut self,
+        ctx: &SchedCtx,
+        r: usize,
+        e: Option<EntityId>,
+        change: i64,
+        now: i64,
+    ) {
+        self.update_runq_load(r, change, now);
+        if let Some(e) = e {
+            self.update_svc_load(ctx, e, change, now);
+        }
+    }
+
+    /// Xen: runq_insert
+    fn runq_insert(&mut self, e: EntityId) {
+        let u = &self.units[e.idx()];
+        debug_assert!(
+            !u.on_runq && !u.scheduled,
+            "credit2: runq_insert of a queued or running vCPU"
+        );
+        let (r, credit) = (u.rq, u.credit);
+        let units = &self.units;
+        let pos = self.rqs[r]
+            .runq
+            .iter()
+            .position(|x| credit > units[x.idx()].credit);
+        let runq = &mut self.rqs[r].runq;
+        runq.insert(pos.unwrap_or(runq.len()), e);
+        self.units[e.idx()].on_runq = true;
+    }
+
+    /// Xen: runq_remove
+    fn runq_remove(&mut self, e: EntityId) {
+        let r = self.units[e.idx()].rq;
+        let pos = self.rqs[r].runq.iter().position(|x| *x == e);
+        self.rqs[r]
+            .runq
+            .remove(pos.expect("credit2: runq_remove of a vCPU that is not queued"));
+        self.units[e.idx()].on_runq = false;
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Credit
+    // ---------------------------------------------------------------------------------------
+
+    /// Xen: burn_credits (with t2c_update)
+    fn burn_credits(&mut self, e: EntityId, now: i64) {
+        let capped = self.has_cap(e);
+        let u = &mut self.units[e.idx()];
+        let delta = now - u.start_time;
+        if delta <= 0 {
+            return;
+        }
+        let val = delta * self.rqs[u.rq].max_weight + u.residual;
+        u.residual = val % u.weight;
+        u.credit = (u.credit - val / u.weight).max(CREDIT_MIN);
+        if capped {
+            u.budget -= delta;
+        }
+        u.start_time = now;
+    }
+
+    /// Xen: c2t
+    #[inline]
+    fn c2t(&self, r: usize, credit: i64, e: EntityId) -> i64 {
+        credit * self.units[e.idx()].weight / self.rqs[r].max_weight
+    }
+
+    /// Xen: reset_credit
+    fn reset_credit(&mut self, ctx: &mut SchedCtx, cpu: CpuId, now: i64, snext: EntityId) {
+        let r = self.cpu_rq[cpu.idx()];
+        let mut reset = CREDIT_INIT;
+        if self.units[snext.idx()].credit == CREDIT_MIN {
+            reset += CREDIT_INIT;
+        }
+        for i in 0..self.rqs[r].svc.len() {
+            let e = self.rqs[r].svc[i];
+            let svc_cpu = self.units[e.idx()].processor;
+            if ctx.cpu(svc_cpu).curr == Some(e) {
+                self.burn_credits(e, now);
+                if self.has_cap(e) && self.units[e.idx()].budget <= 0 {
+                    self.tickle_cpu(ctx, svc_cpu, r);
+                }
+            }
+            let u = &mut self.units[e.idx()];
+            u.credit = (u.credit + reset).min(CREDIT_INIT + CARRYOVER_MAX);
+            u.start_time = now;
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Budget (caps)
+    // ---------------------------------------------------------------------------------------
+
+    /// Xen: park_unit
+    fn park_unit(&mut self, ctx: &SchedCtx, e: EntityId) {
+        self.units[e.idx()].parked = true;
+        if self.units[e.idx()].on_runq {
+            self.runq_remove(e);
+            let r = self.units[e.idx()].rq;
+            self.update_load(ctx, r, Some(e), -1, ctx.now() as i64);
+        }
+        let d = self.units[e.idx()].dom;
+        self.doms[d].parked.push(e);
+    }
+
+    /// Xen: unit_grab_budget
+    fn unit_grab_budget(&mut self, ctx: &SchedCtx, e: EntityId) -> bool {
+        let d = self.units[e.idx()].dom;
+        if self.units[e.idx()].budget > 0 {
+            return true;
+        }
+        let dom = &mut self.doms[d];
+        dom.budget += self.units[e.idx()].budget;
+        if dom.budget > 0 {
+            let b = dom.budget.min(dom.budget_quota);
+            dom.budget -= b;
+            self.units[e.idx()].budget = b;
+        } else {
+            self.units[e.idx()].budget = 0;
+            self.park_unit(ctx, e);
+        }
+        self.units[e.idx()].budget > 0
+    }
+
+    /// Xen: unit_return_budget. Returns whether the domain's parked vCPUs are to be unparked.
+    fn unit_return_budget(&mut self, e: EntityId) -> bool {
+        let u = &mut self.units[e.idx()];
+        let dom = &mut self.doms[u.dom];
+        dom.budget += u.budget;
+        u.budget = 0;
+        dom.budget > 0
+    }
+
+    /// Xen: unpark_parked_units, for every vCPU parked in domain `d` (newest first).
+    fn unpark_parked_units(&mut self, ctx: &mut SchedCtx, d: usize) {
+        let now = ctx.now() as i64;
+        let mut list = std::mem::take(&mut self.doms[d].parked);
+        for &e in list.iter().rev() {
+            self.units[e.idx()].parked = false;
+            if self.units[e.idx()].scheduled {
+                self.units[e.idx()].delayed_runq_add = true;
+            } else if self.runnable(ctx, e) {
+                let r = self.units[e.idx()].rq;
+                self.update_load(ctx, r, Some(e), 1, now);
+                self.runq_insert(e);
+                self.runq_tickle(ctx, e, now);
+            }
+        }
+        list.clear();
+        debug_assert!(
+            self.doms[d].parked.is_empty(),
+            "credit2: nobody parks while unparking"
+        );
+        self.doms[d].parked = list;
+    }
+
+    /// Xen: replenish_domain_budget
+    fn replenish_domain_budget(&mut self, ctx: &mut SchedCtx, d: usize) {
+        let now = ctx.now() as i64;
+        let period = self.cap_period;
+        let dom = &mut self.doms[d];
+        loop {
+            dom.next_repl += period;
+            dom.budget += dom.tot_budget;
+            if dom.next_repl > now {
+                break;
+            }
+        }
+        let next = dom.next_repl as u64;
+        if dom.budget > 0 {
+            dom.budget = dom.budget.min(dom.tot_budget);
+            self.unpark_parked_units(ctx, d);
+        }
+        ctx.set_timer(d as u32, Some(next));
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Wake-up: tickling
+    // ---------------------------------------------------------------------------------------
+
+    /// Xen: is_preemptable
+    #[inline]
+    fn is_preemptable(&self, e: EntityId, now: i64) -> bool {
+        self.ratelimit <= RATELIMIT_TICKLE_TOLERANCE
+            || now - self.units[e.idx()].switch_in > self.ratelimit - RATELIMIT_TICKLE_TOLERANCE
+    }
+
+    /// Xen: tickle_score
+    fn tickle_score(&mut self, ctx: &SchedCtx, now: i64, new: EntityId, cpu: CpuId) -> i64 {
+        let Some(cur) = ctx.cpu(cpu).curr else {
+            return -1;
+        };
+        if !self.is_preemptable(cur, now) {
+            return -1;
+        }
+        self.burn_credits(cur, now);
+        let (n, c) = (&self.units[new.idx()], &self.units[cur.idx()]);
+        let mut score = n.credit - c.credit;
+        if n.processor != cpu {
+            score -= self.migrate_resist;
+        }
+        if score > 0 {
+            if n.soft.contains(cpu) {
+                score += CREDIT_INIT;
+            }
+            if !c.soft.contains(cpu) {
+                score += CREDIT_INIT;
+            }
+        }
+        score
+    }
+
+    /// Xen: runq_tickle
+    fn runq_tickle(&mut self, ctx: &mut SchedCtx, new: EntityId, now: i64) {
+        let u = &self.units[new.idx()];
+        let (cpu, r) = (u.processor, u.rq);
+        let rq = &self.rqs[r];
+        let tickle = |s: &mut Self, ctx: &mut SchedCtx, ipid: CpuId| {
+            s.tickle_cpu(ctx, ipid, r);
+            s.units[new.idx()].tickled_cpu = Some(ipid);
+        };
+        if u.pinned && rq.idle.contains(cpu) && !rq.tickled.contains(cpu) {
+            return tickle(self, ctx, cpu);
+        }
+        for soft_step in [true, false] {
+            if soft_step && !u.has_soft {
+                continue;
+            }
+            let balance = if soft_step { u.soft_and_hard } else { u.hard }.and(&self.online);
+            let fully_idle = if self.params.smt_power_savings {
+                rq.idle.minus(&rq.smt_idle)
+            } else {
+                rq.smt_idle
+            };
+            if let Some(i) = self.test_or_cycle(cpu, &fully_idle.and(&balance)) {
+                return tickle(self, ctx, i);
+            }
+            let idlers = rq.idle.minus(&rq.tickled).and(&balance);
+            if let Some(i) = self.test_or_cycle(cpu, &idlers) {
+                return tickle(self, ctx, i);
+            }
+        }
+        let mut busy = rq
+            .active
+            .minus(&rq.idle)
+            .minus(&rq.tickled)
+            .and(&u.hard)
+            .and(&self.online);
+        let soft = u.soft;
+        let (mut max, mut ipid) = (0i64, None);
+        if busy.contains(cpu) {
+            busy.remove(cpu);
+            let score = self.tickle_score(ctx, now, new, cpu);
+            if score > max {
+                max = score;
+                ipid = Some(cpu);
+                if soft.contains(cpu) {
+                    return tickle(self, ctx, cpu);
+                }
+            }
+        }
+        while let Some(i) = busy.first() {
+            busy.remove(i);
+            let score = self.tickle_score(ctx, now, new, i);
+            if score > max {
+                max = score;
+                ipid = Some(i);
+            }
+        }
+        if let Some(i) = ipid {
+            tickle(self, ctx, i);
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Placement and load balancing
+    // ---------------------------------------------------------------------------------------
+
+    /// Xen: csched2_res_pick (every try-lock succeeds). `own` is the vCPU's runqueue, None at
+    /// insertion.
+    fn csched2_res_pick(&mut self, e: EntityId, own: Option<usize>) -> CpuId {
+        let u = &self.units[e.idx()];
+        let hard = u.hard.and(&self.online);
+        if let Some(t) = self.units[e.idx()].migrate_rq.take() {
+            let m = hard.and(&self.rqs[t].active);
+            if !m.is_empty() {
+                let c = self
+                    .cycle(self.rqs[t].pick_bias, &m)
+                    .expect("non-empty mask");
+                self.rqs[t].pick_bias = c;
+                return c;
+            }
+        }
+        let u = &self.units[e.idx()];
+        let (mut min, mut min_rq, mut min_s, mut min_s_rq) = (i64::MAX, None, i64::MAX, None);
+        for (i, rq) in self.rqs.iter().enumerate() {
+            let m = hard.and(&rq.active);
+            if m.is_empty() {
+                continue;
+            }
+            let load = if own == Some(i) {
+                (rq.b_avgload - u.avgload).max(0)
+            } else {
+                rq.b_avgload
+            };
+            if u.has_soft && load < min_s && !m.and(&u.soft).is_empty() {
+                min_s = load;
+                min_s_rq = Some(i);
+            }
+            if load < min {
+                min = load;
+                min_rq = Some(i);
+            }
+        }
+        let min_rq = min_rq.expect("credit2: hard affinity intersects some runqueue");
+        let mask = match min_s_rq {
+            Some(s) if u.has_soft => hard.and(&u.soft).and(&self.rqs[s].active),
+            _ => hard.and(&self.rqs[min_rq].active),
+        };
+        // As upstream: the cursor is the hard-affinity minimum's, even for a soft pick.
+        let c = self
+            .cycle(self.rqs[min_rq].pick_bias, &mask)
+            .expect("non-empty mask");
+        self.rqs[min_rq].pick_bias = c;
+        c
+    }
+
+    /// Xen: migrate
+    fn migrate(&mut self, ctx: &mut SchedCtx, e: EntityId, trq: usize, now: i64) {
+        if self.units[e.idx()].scheduled {
+            let u = &mut self.units[e.idx()];
+            u.migrate_rq = Some(trq);
+            u.migrating = true;
+            let (cpu, r) = (u.processor, u.rq);
+            self.tickle_cpu(ctx, cpu, r);
+            return;
+        }
+        let on_runq = self.units[e.idx()].on_runq;
+        if on_runq {
+            self.runq_remove(e);
+            let r = self.units[e.idx()].rq;
+            self.update_load(ctx, r, None, -1, now);
+        }
+        self.runq_deassign(e);
+        let m = self.units[e.idx()]
+            .hard
+            .and(&self.online)
+            .and(&self.rqs[trq].active);
+        let c = self
+            .cycle(self.rqs[trq].pick_bias, &m)
+            .expect("credit2: migration target fits affinity");
+        self.units[e.idx()].processor = c;
+        self.rqs[trq].pick_bias = c;
+        self.runq_assign(e, trq);
+        if on_runq {
+            self.update_load(ctx, trq, None, 1, now);
+            self.runq_insert(e);
+            self.runq_tickle(ctx, e, now);
+        }
+    }
+
+    /// Xen: unit_is_migrateable
+    fn unit_is_migrateable(&self, e: EntityId, r: usize) -> bool {
+        let u = &self.units[e.idx()];
+        u.migrate_rq.is_none() && !u.hard.and(&self.online).and(&self.rqs[r].active).is_empty()
+    }
+
+    /// Xen: balance_load (every try-lock succeeds)
+    fn balance_load(&mut self, ctx: &mut SchedCtx, cpu: CpuId, now: i64) {
+        let l = self.cpu_rq[cpu.idx()];
+        self.update_runq_load(l, 0, now);
+        let (mut load_delta, mut max_delta_rq) = (0i64, None);
+        for o in 0..self.rqs.len() {
+            if o == l {
+                continue;
+            }
+            self.update_runq_load(o, 0, now);
+            let delta = (self.rqs[l].b_avgload - self.rqs[o].b_avgload).abs();
+            if delta > load_delta {
+                load_delta = delta;
+                max_delta_rq = Some(o);
+            }
+        }
+        let Some(o) = max_delta_rq else { return };
+        // As upstream: the overload test looks at the last runqueue of the list (ERRATA X12).
+        let x = self.rqs.len() - 1;
+        let load_max = self.rqs[l].b_avgload.max(self.rqs[x].b_avgload);
+        let cpus_max = self.rqs[l].nr_cpus.max(self.rqs[x].nr_cpus) as i64;
+        let p = self.load_precision as i32;
+        let tol = if load_max < cpus_max << p {
+            self.params.balance_under
+        } else {
+            self.params.balance_over
+        };
+        if load_delta < 1i64 << (p + tol) {
+            return;
+        }
+        let (lb, ob) = (self.rqs[l].b_avgload, self.rqs[o].b_avgload);
+        let mut best: (i64, Option<EntityId>, Option<EntityId>) = (load_delta, None, None);
+        let mut consider = |units: &[Unit], push: Option<EntityId>, pull: Option<EntityId>| {
+            let (mut l_load, mut o_load) = (lb, ob);
+            if let Some(p) = push {
+                l_load -= units[p.idx()].avgload;
+                o_load += units[p.idx()].avgload;
+            }
+            if let Some(p) = pull {
+                l_load += units[p.idx()].avgload;
+                o_load -= units[p.idx()].avgload;
+            }
+            let delta = (l_load - o_load).abs();
+            if delta < best.0 {
+                best = (delta, push, pull);
+            }
+        };
+        let mut inner_load_updated = false;
+        for i in 0..self.rqs[l].svc.len() {
+            let push = self.rqs[l].svc[i];
+            self.update_svc_load(ctx, push, 0, now);
+            if !self.unit_is_migrateable(push, o) {
+                continue;
+            }
+            for j in 0..self.rqs[o].svc.len() {
+                let pull = self.rqs[o].svc[j];
+                if !inner_load_updated {
+                    self.update_svc_load(ctx, pull, 0, now);
+                }
+                if self.unit_is_migrateable(pull, l) {
+                    consider(&self.units, Some(push), Some(pull));
+                }
+            }
+            inner_load_updated = true;
+            consider(&self.units, Some(push), None);
+        }
+        for j in 0..self.rqs[o].svc.len() {
+            let pull = self.rqs[o].svc[j];
+            if self.unit_is_migrateable(pull, l) {
+                consider(&self.units, None, Some(pull));
+            }
+        }
+        let (_, push, pull) = best;
+        if let Some(e) = push {
+            self.migrate(ctx, e, o, now);
+        }
+        if let Some(e) = pull {
+            self.migrate(ctx, e, l, now);
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Scheduling decision
+    // ---------------------------------------------------------------------------------------
+
+    /// Xen: runq_candidate
+    fn runq_candidate(
+        &mut self,
+        ctx: &SchedCtx,
+        r: usize,
+        scurr: Option<EntityId>,
+        cpu: CpuId,
+        now: i64,
+    ) -> Option<EntityId> {
+        let mut yield_ = false;
+        let mut snext = None;
+        if let Some(c) = scurr {
+            yield_ = std::mem::take(&mut self.units[c.idx()].yield_);
+            let runnable = self.runnable(ctx, c);
+            let u = &self.units[c.idx()];
+            if !yield_ && self.ratelimit > 0 && runnable && now - u.switch_in < self.ratelimit {
+                return scurr;
+            }
+            let mut soft_aff_preempt = false;
+            if u.has_soft && !u.soft_and_hard.contains(cpu) {
+                let rq = &self.rqs[r];
+                let m = u
+                    .soft_and_hard
+                    .and(&rq.idle)
+                    .minus(&rq.tickled)
+                    .and(&self.online);
+                soft_aff_preempt = !m.is_empty();
+            }
+            if runnable && !soft_aff_preempt {
+                snext = scurr;
+            }
+        }
+        let mut i = 0;
+        while i < self.rqs[r].runq.len() {
+            let w = self.rqs[r].runq[i];
+            i += 1;
+            let u = &self.units[w.idx()];
+            if !self.runnable(ctx, w) || !u.hard.contains(cpu) {
+                continue;
+            }
+            if matches!(u.tickled_cpu, Some(t) if t != cpu && self.rqs[r].tickled.contains(t)) {
+                continue;
+            }
+            if u.processor != cpu && self.credit_of(snext) + self.migrate_resist > u.credit {
+                continue;
+            }
+            if (yield_ || u.credit > self.credit_of(snext))
+                && (!self.has_cap(w) || self.unit_grab_budget(ctx, w))
+            {
+                snext = Some(w);
+            }
+            break;
+        }
+        snext
+    }
+
+    /// Xen: csched2_runtime. `inflight` is the outgoing vCPU's credit when it counts (X3).
+    fn csched2_runtime(
+        &self,
+        cpu: CpuId,
+        scurr: Option<EntityId>,
+        snext: EntityId,
+        now: i64,
+        inflight: i64,
+    ) -> i64 {
+        let r = self.cpu_rq[cpu.idx()];
+        let u = &self.units[snext.idx()];
+        let mut min_time = MIN_TIMER;
+        if self.ratelimit > 0 {
+            let rl = if scurr == Some(snext) {
+                u.switch_in + self.ratelimit - now
+            } else {
+                self.ratelimit
+            };
+            min_time = min_time.max(rl);
+        }
+        let mut rt_credit = u.credit;
+        let mut waiting = match self.rqs[r].runq.first() {
+            Some(h) if self.units[h.idx()].credit > 0 => self.units[h.idx()].credit,
+            _ => 0,
+        };
+        waiting = waiting.max(inflight);
+        if waiting > 0 {
+            rt_credit = u.credit - waiting;
+        }
+        let mut time = if rt_credit > 0 {
+            self.c2t(r, rt_credit, snext)
+        } else {
+            0
+        };
+        if self.has_cap(snext) {
+            time = time.min(u.budget);
+        }
+        // ERRATA X1: the floor first, and the 10 ms cap only otherwise.
+        if time < min_time {
+            min_time
+        } else if time > MAX_TIMER {
+            MAX_TIMER
+        } else {
+            time
+        }
+    }
+}
+
+impl Scheduler for Credit2 {
+    fn name(&self) -> &'static str {
+        "credit2"
+    }
+
+    /// One budget-replenishment timer per domain (key = domain index).
+    fn nr_timers(&self) -> u32 {
+        self.doms.len() as u32
+    }
+
+    /// Xen: csched2_alloc_udata + csched2_unit_insert (+ csched2_aff_cntl, and the cap of the
+    /// domain applied through csched2_dom_cntl). Picks the vCPU's CPU by load and assigns it to
+    /// that CPU's runqueue; the vCPU starts blocked.
+    fn insert(&mut self, ctx: &mut SchedCtx, e: EntityId) {
+        assert_eq!(
+            e.idx(),
+            self.units.len(),
+            "credit2: entities are inserted in id order"
+        );
+        let p = &ctx.ent(e).params;
+        let now = ctx.now() as i64;
+        let d = p.group as usize;
+        assert!(
+            d < self.doms.len(),
+            "credit2: vCPU {} names domain {d} of {}",
+            p.name,
+            self.doms.len()
+        );
+        assert!(
+            (1..=65535).contains(&p.weight),
+            "credit2: weight of {} must be in 1..=65535",
+            p.name
+        );
+        let hard = p.hard_affinity.and(&self.online);
+        assert!(
+            !hard.is_empty(),
+            "credit2: hard affinity of {} holds no CPU",
+            p.name
+        );
+        let soft = p.soft_affinity;
+        let soft_and_hard = soft.and(&hard);
+        let has_soft =
+            !soft_and_hard.is_empty() && !hard.is_subset(&soft) && !self.online.is_subset(&soft);
+        self.units.push(Unit {
+            credit: CREDIT_INIT,
+            weight: p.weight as i64,
+            residual: 0,
+            budget: 0,
+            start_time: now,
+            switch_in: now,
+            avgload: 1i64 << (self.load_precision - 1),
+            load_last_update: now >> LOADAVG_GRANULARITY_SHIFT,
+            rq: 0,
+            processor: p.initial_cpu,
+            tickled_cpu: None,
+            migrate_rq: None,
+            dom: d,
+            on_runq: false,
+            scheduled: false,
+            delayed_runq_add: false,
+            yield_: false,
+            pinned: hard.len() == 1,
+            parked: false,
+            migrating: false,
+            hard,
+            soft,
+            soft_and_hard,
+            has_soft,
+        });
+        let cpu = self.csched2_res_pick(e, None);
+        self.units[e.idx()].processor = cpu;
+        self.runq_assign(e, self.cpu_rq[cpu.idx()]);
+
+        let cap = p.cap_pct;
+        let dom = &mut self.doms[d];
+        dom.nr_units += 1;
+        assert!(
+            dom.nr_units == 1 || dom.cap_pct == cap,
+            "credit2: every vCPU of domain {d} must carry the same cap"
+        );
+        dom.cap_pct = cap;
+        if cap != 0 {
+            dom.tot_budget = self.cap_period * cap as i64 / 100;
+            dom.budget_quota = (dom.tot_budget / dom.nr_units as i64).max(MIN_TIMER);
+            dom.budget = dom.tot_budget;
+            dom.next_repl = now + self.cap_period;
+            ctx.set_timer(d as u32, Some(dom.next_repl as u64));
+        }
+        // Preallocate so that hooks never grow a vector.
+        let n = self.units.len();
+        for rq in &mut self.rqs {
+            rq.runq.reserve(n.saturating_sub(rq.runq.len()));
+            rq.svc.reserve(n.saturating_sub(rq.svc.len()));
+        }
+        let dn = self.doms[d].nr_units as usize;
+        self.doms[d].parked.reserve(dn);
+    }
+
+    /// Xen: csched2_unit_wake. Queues `e` on the runqueue of `processor(e)` and tickles.
+    /// A parked vCPU is not runnable for Xen, which calls no hook; it is queued when unparked.
+    fn wake(&mut self, ctx: &mut SchedCtx, e: EntityId, _info: WakeInfo) {
+        let u = &self.units[e.idx()];
+        if ctx.cpu(u.processor).curr == Some(e) || u.on_runq || !self.runnable(ctx, e) {
+            return;
+        }
+        if u.scheduled {
+            self.units[e.idx()].delayed_runq_add = true;
+            return;
+        }
+        let now = ctx.now() as i64;
+        let r = u.rq;
+        self.update_load(ctx, r, Some(e), 1, now);
+        self.runq_insert(e);
+        self.runq_tickle(ctx, e, now);
+    }
+
+    /// Xen calls no scheduler hook when a vCPU blocks (SCHEDOP_block, WFI): the `schedule`
+    /// that follows sees it not runnable, switches it out, and `context_saved` drops its load.
+    fn block(&mut self, _ctx: &mut SchedCtx, _e: EntityId) {}
+
+    /// Xen: csched2_unit_yield. The flag is consumed by the next `runq_candidate`, where it
+    /// bypasses the ratelimit and the credit comparison (not migration resistance).
+    fn yield_(&mut self, _ctx: &mut SchedCtx, e: EntityId) {
+        self.units[e.idx()].yield_ = true;
+    }
+
+    /// Xen: csched2_schedule (with runq_candidate and csched2_runtime). Called whenever `cpu`
+    /// reschedules (its slice timer, a tickle, or its vCPU blocked or yielded). Burns the current
+    /// vCPU, picks the next one, may end the epoch (credit reset, then load balancing, which may
+    /// tickle other CPUs), and returns the slice; idle gets no timer. A preempted vCPU is not
+    /// queued here but in `context_saved`.
+    fn schedule(&mut self, ctx: &mut SchedCtx, cpu: CpuId) -> Pick {
+        let now = ctx.now() as i64;
+        let r = self.cpu_rq[cpu.idx()];
+        let scurr = ctx.cpu(cpu).curr;
+
+        if self.rqs[r].tickled.contains(cpu) {
+            self.rqs[r].tickled.remove(cpu);
+            let idlers = self.rqs[r].idle.minus(&self.rqs[r].tickled);
+            self.smt_idle_mask_set(r, cpu, &idlers);
+        }
+        if let Some(c) = scurr {
+            self.burn_credits(c, now);
+            if self.has_cap(c) && self.units[c.idx()].budget <= 0 {
+                self.unit_grab_budget(ctx, c);
+            }
+        }
+
+        let snext = self.runq_candidate(ctx, r, scurr, cpu, now);
+
+        if let Some(c) = scurr {
+            if snext != scurr && self.runnable(ctx, c) {
+                self.units[c.idx()].delayed_runq_add = true;
+            }
+        }
+
+        let Some(n) = snext else {
+            if !self.rqs[r].idle.contains(cpu) {
+                self.rqs[r].idle.insert(cpu);
+                let idlers = self.rqs[r].idle.minus(&self.rqs[r].tickled);
+                self.smt_idle_mask_set(r, cpu, &idlers);
+            }
+            self.update_load(ctx, r, None, 0, now);
+            return Pick {
+                next: None,
+                slice: None,
+            };
+        };
+
+        if snext != scurr {
+            self.runq_remove(n);
+            self.units[n.idx()].scheduled = true;
+        }
+        if self.rqs[r].idle.contains(cpu) {
+            self.rqs[r].idle.remove(cpu);
+            self.smt_idle_mask_clear(r, cpu);
+        }
+        let head = self.rqs[r].runq.first().copied();
+        let top = self.units[n.idx()]
+            .credit
+            .max(head.map_or(i64::MIN, |h| self.units[h.idx()].credit));
+        if top <= CREDIT_RESET {
+            self.reset_credit(ctx, cpu, now, n);
+            self.balance_load(ctx, cpu, now);
+        }
+        // ERRATA X3, sampled after a possible reset as upstream does.
+        let mut inflight = 0;
+        if let Some(c) = scurr {
+            if self.params.version.counts_outgoing_credit() && self.units[c.idx()].delayed_runq_add
+            {
+                inflight = self.units[c.idx()].credit;
+            }
+        }
+        let u = &mut self.units[n.idx()];
+        u.start_time = now;
+        u.tickled_cpu = None;
+        if u.processor != cpu {
+            u.credit += MIGRATE_COMPENSATION;
+            u.processor = cpu;
+        }
+        if snext != scurr {
+            u.switch_in = now;
+        }
+        let slice = self.csched2_runtime(cpu, scurr, n, now, inflight);
+        Pick {
+            next: snext,
+            slice: Some(slice as u64),
+        }
+    }
+
+    /// Xen: csched2_context_saved, then the core's sched_unit_migrate_finish for a balancer
+    /// migration (csched2_res_pick, csched2_unit_migrate, and the wake on the new CPU). Called
+    /// right after `schedule` switched `e` out (the CPU's `curr` is already the new pick):
+    /// returns leftover budget (maybe unparking), re-queues a still runnable `e` and tickles.
+    fn context_saved(&mut self, ctx: &mut SchedCtx, e: EntityId) {
+        let now = ctx.now() as i64;
+        self.units[e.idx()].scheduled = false;
+        let mut unpark = false;
+        if self.has_cap(e) && self.units[e.idx()].budget > 0 {
+            unpark = self.unit_return_budget(e);
+        }
+        let r = self.units[e.idx()].rq;
+        if std::mem::take(&mut self.units[e.idx()].delayed_runq_add) && self.runnable(ctx, e) {
+            self.runq_insert(e);
+            self.runq_tickle(ctx, e, now);
+        } else {
+            self.update_load(ctx, r, Some(e), -1, now);
+        }
+        if unpark {
+            self.unpark_parked_units(ctx, self.units[e.idx()].dom);
+        }
+        if self.units[e.idx()].migrating {
+            let new_cpu = self.csched2_res_pick(e, Some(r));
+            let trq = self.cpu_rq[new_cpu.idx()];
+            if trq != self.units[e.idx()].rq {
+                self.migrate(ctx, e, trq, now);
+            } else {
+                self.units[e.idx()].processor = new_cpu;
+            }
+            self.units[e.idx()].migrating = false;
+            self.wake(ctx, e, WakeInfo::default());
+        }
+    }
+
+    /// Xen: replenish_domain_budget, the timer of domain `key`, armed at build for capped
+    /// domains and re-armed every `cap_period_ms`. May unpark vCPUs and tickle CPUs.
+    fn on_timer(&mut self, ctx: &mut SchedCtx, key: u32) {
+        let d = key as usize;
+        assert!(
+            d < self.doms.len(),
+            "credit2: timer key {key} names no domain"
+        );
+        if self.doms[d].cap_pct != 0 {
+            self.replenish_domain_budget(ctx, d);
+        }
+    }
+
+    /// The vCPU's credit.
+    fn probe(&self, e: EntityId) -> Option<i64> {
+        self.units.get(e.idx()).map(|u| u.credit)
+    }
+}
+
+/// `a ∪ b`.
+fn union(mut a: CpuSet, b: &CpuSet) -> CpuSet {
+    let mut b = *b;
+    while let Some(c) = b.first() {
+        b.remove(c);
+        a.insert(c);
+    }
+    a
+}
+
+#[cfg(test)]
+#[path = "credit2_tests.rs"]
+mod tests;
