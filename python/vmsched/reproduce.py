@@ -93,7 +93,7 @@ def main(name: str, quick: bool = False, jobs: int | None = None, out: str = "ou
             for r in sub.iter_rows(named=True):
                 t.add_row(f"{r['ratelimit_ms']} ms", f"{r['score_lps']:,.0f}",
                           f"{100 * r['score_lps'] / top:.1f}%", f"{r['fast_pct']:.1f}",
-                          f"{r.get('gap_over_gran_pct', float('nan')):.1f}",
+                          "-" if r.get("gap_over_gran_pct") is None else f"{r['gap_over_gran_pct']:.1f}",
                           f"{r['vcpu0_share_pct']:.1f}%", str(r["vcpu0_preemptions"]),
                           f"{r['vcpu0_worst_wait_ms']:.2f} ms")
             console.print(t)

@@ -44,6 +44,11 @@ pub struct Context1Config {
     /// User-space work per loop (the check and the increment).
     #[serde(default = "d_user")]
     pub c_user_ns: u64,
+    /// Spread of every cost: each execution draws uniformly within ± this percentage (cache
+    /// misses, interrupts). 0 (the default) makes every round trip cost exactly the same, which
+    /// can phase-lock with a host's exactly periodic slices.
+    #[serde(default)]
+    pub jitter_pct: u32,
 }
 
 fn d_syscall() -> u64 {
@@ -72,6 +77,9 @@ const P2: u16 = 1;
 
 impl Context1Config {
     pub fn validate(&self) -> Result<(), (String, String)> {
+        if self.jitter_pct > 100 {
+            return Err(("jitter_pct".into(), "must be 0..=100".into()));
+        }
         if self.c_syscall_ns + self.c_pipe_rw_ns + self.c_user_ns == 0 {
             return Err((
                 "c_syscall_ns".into(),
@@ -82,8 +90,16 @@ impl Context1Config {
     }
 
     pub fn build(&self) -> WorkloadSpec {
+        let j = self.jitter_pct.min(100) as u64;
+        let dist = move |ns: u64| {
+            if j == 0 {
+                Dist::Fixed(ns)
+            } else {
+                Dist::Uniform(ns - ns * j / 100, ns + ns * j / 100)
+            }
+        };
         let k = |ns| Step::Compute {
-            dur: Dist::Fixed(ns),
+            dur: dist(ns),
             kernel: true,
         };
         let write_cost = self.c_syscall_ns + self.c_pipe_rw_ns;
@@ -105,7 +121,7 @@ impl Context1Config {
             },
             k(self.c_pipe_rw_ns),
             Step::Compute {
-                dur: Dist::Fixed(self.c_user_ns),
+                dur: dist(self.c_user_ns),
                 kernel: false,
             },
             Step::Count {
@@ -124,7 +140,7 @@ impl Context1Config {
             },
             k(self.c_pipe_rw_ns),
             Step::Compute {
-                dur: Dist::Fixed(self.c_user_ns),
+                dur: dist(self.c_user_ns),
                 kernel: false,
             },
             // write(p2)
