@@ -67,6 +67,6 @@ def test_n_copy_pairs_co_locate():
 @pytest.mark.slow
 def test_full_length_ordering():
     rows = {r: point("4.20.2", r, duration_ms=10000) for r in (1, 5, 20, 128)}
-    assert rows[20]["score_lps"] > 1.05 * max(rows[1]["score_lps"], rows[5]["score_lps"])
+    assert rows[20]["score_lps"] > 1.03 * max(rows[1]["score_lps"], rows[5]["score_lps"])
     # 20 and 128 ms: the model finds them equal within 2 % (the document: 20 ms best).
     assert abs(rows[20]["score_lps"] / rows[128]["score_lps"] - 1) < 0.02
