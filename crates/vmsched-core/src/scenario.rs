@@ -96,6 +96,24 @@ pub struct MachineConfig {
     /// Cost of a vCPU context switch (default 0; Xen adds none to accounting).
     #[serde(default)]
     pub ctxsw_cost_ns: u64,
+    /// Xen's `vwfi=` on Arm: "trap" (default: WFI blocks the vCPU, WFE yields it) or "native".
+    #[serde(default)]
+    pub vwfi: Vwfi,
+    /// Round trip of a trapped WFE (guest exit, yield, re-entry).
+    #[serde(default = "d_wfe_trap")]
+    pub wfe_trap_ns: u64,
+}
+
+fn d_wfe_trap() -> u64 {
+    2000
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Vwfi {
+    #[default]
+    Trap,
+    Native,
 }
 
 fn one() -> u32 {

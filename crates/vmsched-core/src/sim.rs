@@ -47,6 +47,12 @@ pub struct LevelOpts {
     /// Cost of switching entities on a CPU of this level, paid by the incoming entity before it
     /// makes progress (tasks only).
     pub ctxsw_cost: Nanos,
+    /// Guest levels on Arm: WFI and WFE are not trapped (Xen `vwfi=native`): an idle vCPU keeps
+    /// its pCPU instead of blocking, and a WFE spin does not yield.
+    pub vwfi_native: bool,
+    /// Round trip of a trapped WFE (guest → hypervisor yield → guest); a `Spin` step with `wfe`
+    /// yields the vCPU to the host after every such interval (ERRATA X4). 0: WFE is not trapped.
+    pub wfe_trap: Nanos,
 }
 
 struct Level {
@@ -131,6 +137,8 @@ struct Task {
     overhead: Nanos,
     kernel: bool,
     spinning: Option<Chan>,
+    /// The current spin waits with WFE, trapping to the host.
+    spin_wfe: bool,
     run_since: Option<SimTime>,
     done_slot: SlotId,
     timer_slot: SlotId,
@@ -375,6 +383,7 @@ impl SimBuilder {
                 overhead: 0,
                 kernel: false,
                 spinning: None,
+                spin_wfe: false,
                 run_since: None,
                 done_slot,
                 timer_slot,
@@ -430,7 +439,8 @@ impl SimBuilder {
                 });
             }
         }
-        if sample_every > 0 {
+        if let Some(samples) = duration.checked_div(sample_every) {
+            let cap = samples as usize + 1;
             for (w, wl) in sim.wls.iter().enumerate() {
                 for &(a, b) in &wl.spec.gap_pairs {
                     sim.series.push(Series {
@@ -441,8 +451,8 @@ impl SimBuilder {
                             wl.spec.tasks[a].name,
                             wl.spec.tasks[b].name
                         ),
-                        t_ns: Vec::with_capacity((duration / sample_every) as usize + 1),
-                        values: Vec::with_capacity((duration / sample_every) as usize + 1),
+                        t_ns: Vec::with_capacity(cap),
+                        values: Vec::with_capacity(cap),
                     });
                     sim.series_src.push((w, a, b));
                 }
@@ -841,6 +851,10 @@ impl Simulation {
             if cs.pending_resched || !cs.pending_timers.is_empty() {
                 return;
             }
+            if self.levels[cs.level.idx()].opts.vwfi_native {
+                // WFI is not trapped: the vCPU idles on its pCPU.
+                return;
+            }
             if self.ents[b.idx()].state == RunState::Running {
                 self.block_entity(b);
             }
@@ -946,6 +960,10 @@ impl Simulation {
     }
 
     fn compute_done(&mut self, t: usize) {
+        if self.tasks[t].spinning.is_some() {
+            self.wfe_trap(t);
+            return;
+        }
         let task = &mut self.tasks[t];
         task.overhead = 0;
         task.remaining = 0;
@@ -963,6 +981,29 @@ impl Simulation {
             }
         }
         self.advance(t);
+    }
+
+    /// A WFE-spinning task's wait traps to the host: its vCPU yields, then spins on.
+    fn wfe_trap(&mut self, t: usize) {
+        let c = self
+            .task_cpu(t)
+            .expect("invariant: a spinning task is on a CPU");
+        let chunk = self.levels[self.cpus[c.idx()].level.idx()].opts.wfe_trap;
+        let task = &mut self.tasks[t];
+        task.remaining = chunk;
+        task.run_since = Some(self.now);
+        if let Some(b) = self.cpus[c.idx()].backing {
+            let (l, e) = (self.ents[b.idx()].level, self.ents[b.idx()].local);
+            let pc = self
+                .cpu_of_ent(b)
+                .expect("invariant: an executing vCPU runs");
+            self.with_sched(l, |s, ctx| s.yield_(ctx, e));
+            self.do_schedule(pc);
+        }
+        if self.tasks[t].run_since.is_some() {
+            let at = self.now + self.tasks[t].overhead + chunk;
+            self.q.arm(self.tasks[t].done_slot, at);
+        }
     }
 
     fn draw(&mut self, t: usize, d: Dist) -> Nanos {
@@ -1057,7 +1098,7 @@ impl Simulation {
                         return;
                     }
                 }
-                Step::Spin { chan } => {
+                Step::Spin { chan, wfe } => {
                     let ch = &mut self.wls[wl].chans[chan as usize];
                     self.tasks[t].pc += 1;
                     if ch.tokens > 0 {
@@ -1065,8 +1106,11 @@ impl Simulation {
                         continue;
                     }
                     ch.spinners.push(t);
+                    let trap = self.levels[self.cpus[c.idx()].level.idx()].opts.wfe_trap;
+                    let wfe = wfe && trap > 0 && self.cpus[c.idx()].backing.is_some();
                     self.tasks[t].spinning = Some(chan);
-                    self.begin_compute(t, NEVER, false);
+                    self.tasks[t].spin_wfe = wfe;
+                    self.begin_compute(t, if wfe { trap } else { NEVER }, false);
                     return;
                 }
                 Step::Sleep { dur, slack } => {

@@ -134,7 +134,7 @@ impl<S: Scheduler> Harness<S> {
             let d = next - self.now;
             self.advance(d);
             if let Some(p) = tick {
-                if self.now % p == 0 {
+                if self.now.is_multiple_of(p) {
                     for c in 0..self.cpus.len() {
                         if self.cpus[c].curr.is_some() {
                             self.tick(c as u32);

@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 use vmsched_core::report::Results;
-use vmsched_core::scenario::{ConfigCheck, Preempt, ScenarioError};
+use vmsched_core::scenario::{Arch, ConfigCheck, Preempt, ScenarioError, Vwfi};
 use vmsched_core::sim::{LevelOpts, SimBuilder, Simulation};
 use vmsched_core::{
     CpuId, CpuSet, CpuTopo, EntityParams, LevelClock, Policy, NS_PER_MS, NS_PER_US,
@@ -131,8 +131,17 @@ pub fn build(s: &Scenario) -> Simulation {
             preempt_full: true,
             ipi_latency: s.machine.ipi_latency_ns,
             ctxsw_cost: s.machine.ctxsw_cost_ns,
+            vwfi_native: false,
+            wfe_trap: 0,
         },
     );
+    let native = s.machine.vwfi == Vwfi::Native;
+    // WFE traps only on Arm (x86 PAUSE-loop exits are not modelled yet).
+    let wfe_trap = if s.machine.arch == Arch::Arm64 && !native {
+        s.machine.wfe_trap_ns
+    } else {
+        0
+    };
     b.add_pcpus(host, &ptopo);
     let pinned = matches!(s.host, HostSchedConfig::Pinned(_));
     let all_p = CpuSet::first_n(s.machine.pcpus as usize);
@@ -155,6 +164,8 @@ pub fn build(s: &Scenario) -> Simulation {
                 preempt_full: d.kernel.preempt == Preempt::Full,
                 ipi_latency: d.kernel.ipi_latency_ns,
                 ctxsw_cost: d.kernel.ctxsw_cost_ns,
+                vwfi_native: native,
+                wfe_trap,
             },
         );
         for v in 0..d.vcpus {

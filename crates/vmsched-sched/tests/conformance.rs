@@ -190,7 +190,6 @@ host_conformance!(credit2_host, credit2);
 guest_conformance!(cfs_guest, cfs);
 
 mod pinned_host {
-    use super::*;
     #[test]
     fn lone_entity_runs() {
         super::lone_entity_runs(vmsched_sched::host::pinned::Pinned::new(1));

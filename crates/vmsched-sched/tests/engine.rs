@@ -332,3 +332,97 @@ fn timer_slack_coalesces_with_the_tick() {
         "an idle vCPU has no tick to coalesce with"
     );
 }
+
+const ARM_SHARED: &str = r#"
+[run]
+duration_ms = 500
+[machine]
+pcpus = 1
+arch = "arm64"
+[host]
+scheduler = "credit2"
+[[domain]]
+name = "g"
+vcpus = 1
+[domain.sched]
+scheduler = "cfs"
+[[domain.workload]]
+kind = "program"
+name = "p"
+channels = ["never"]
+steps = [{ op = "spin", chan = "never", wfe = true }]
+[[domain]]
+name = "hog"
+vcpus = 1
+[domain.sched]
+scheduler = "cfs"
+[[domain.workload]]
+kind = "cpu_loop"
+name = "h"
+"#;
+
+#[test]
+fn a_spin_keeps_its_vcpu_busy_a_wait_lets_it_halt() {
+    let spin = run_src(
+        ARM_SHARED,
+        &[
+            ("domain.1.workload.0.copies", "0"),
+            ("machine.vwfi", "\"native\""),
+        ],
+    );
+    assert!(
+        ent(&spin, "g.v0").cpu_share > 0.99,
+        "a spinning task keeps its vCPU running"
+    );
+    let wait = run_src(
+        ARM_SHARED,
+        &[
+            ("domain.1.workload.0.copies", "0"),
+            (
+                "domain.0.workload.0.steps",
+                "[{ op = \"wait\", chan = \"never\" }]",
+            ),
+        ],
+    );
+    assert!(
+        ent(&wait, "g.v0").blocked_ns > 499_000_000,
+        "a blocked task lets its vCPU halt"
+    );
+}
+
+#[test]
+fn a_trapped_wfe_spin_yields_its_vcpu() {
+    // ERRATA X4: on Arm a trapped WFE is a yield, which in Credit2 bypasses the ratelimit, so a
+    // WFE spinner hands its pCPU to the competing vCPU; with vwfi=native it keeps its share.
+    let trap = run_src(ARM_SHARED, &[]);
+    let native = run_src(ARM_SHARED, &[("machine.vwfi", "\"native\"")]);
+    let (st, sn) = (ent(&trap, "g.v0").cpu_share, ent(&native, "g.v0").cpu_share);
+    assert!(
+        st < 0.1,
+        "the yielding spinner should get little of the pCPU: {st:.3}"
+    );
+    assert!(
+        (sn - 0.5).abs() < 0.05,
+        "a native WFE spinner competes as a CPU hog: {sn:.3}"
+    );
+    assert!(ent(&trap, "hog.v0").cpu_share > 0.9);
+}
+
+#[test]
+fn vwfi_native_idle_vcpu_does_not_block() {
+    let src = format!(
+        "[run]\nduration_ms = 100\n[machine]\npcpus = 1\narch = \"arm64\"\n[host]\nscheduler = \"credit2\"\n\
+         [[domain]]\nname = \"g\"\nvcpus = 1\n[domain.sched]\nscheduler = \"cfs\"\n[[domain.workload]]\nkind = \"program\"\n\
+         name = \"s\"\nsteps = [{{ op = \"compute\", us = 10 }}, {{ op = \"sleep\", ms = 1 }}, {{ op = \"loop\", to = 0 }}]\n"
+    );
+    let trap = run_src(&src, &[]);
+    assert!(
+        ent(&trap, "g.v0").blocked_ns > 90_000_000,
+        "WFI blocks the idle vCPU"
+    );
+    let native = run_src(&src, &[("machine.vwfi", "\"native\"")]);
+    assert!(
+        ent(&native, "g.v0").cpu_share > 0.99,
+        "with vwfi=native the idle vCPU keeps its pCPU"
+    );
+}

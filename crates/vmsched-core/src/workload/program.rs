@@ -92,6 +92,9 @@ pub enum StepConfig {
     },
     Spin {
         chan: String,
+        /// Wait with WFE (arm64): a trapped WFE yields the vCPU to the host.
+        #[serde(default)]
+        wfe: bool,
     },
     Yield,
     Count {
@@ -207,8 +210,9 @@ impl ProgramConfig {
                     sync: *sync,
                     wake_cost: *wake_cost_ns,
                 },
-                StepConfig::Spin { chan } => Step::Spin {
+                StepConfig::Spin { chan, wfe } => Step::Spin {
                     chan: Self::index(&self.channels, chan, "channel", i)?,
+                    wfe: *wfe,
                 },
                 StepConfig::Yield => Step::Yield,
                 StepConfig::Count { counter } => Step::Count {
