@@ -83,3 +83,10 @@ def test_sweep_resumes_without_rerunning(tmp_path):
     assert df2.sort(df2.columns).equals(df.sort(df.columns))
     for p in points[1:]:
         assert p.stat().st_mtime_ns == stamp[p], "a finished point was run again"
+
+
+def test_a_core_panic_becomes_a_python_exception():
+    from vmsched import _core
+
+    with pytest.raises(vmsched.CoreError, match="invariant: broken on purpose"):
+        _core._panic_for_tests("broken on purpose")

@@ -63,10 +63,18 @@ fn run(
     out.map_err(|p| CoreError::new_err(panic_message(p)))
 }
 
+/// Raises what a broken invariant in the core raises (for testing the error mapping).
+#[pyfunction]
+fn _panic_for_tests(msg: String) -> PyResult<()> {
+    std::panic::catch_unwind(move || -> () { panic!("invariant: {msg}") })
+        .map_err(|p| CoreError::new_err(panic_message(p)))
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     m.add("CoreError", m.py().get_type::<CoreError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
