@@ -70,3 +70,69 @@ proptest! {
         prop_assert_eq!(a, b);
     }
 }
+
+/// A random small scenario, possibly invalid (weights, affinities, ratelimits out of range).
+fn any_scenario() -> impl Strategy<Value = String> {
+    let domain = (
+        1u32..5,                                                        // vcpus
+        prop_oneof![4 => 1u32..65536, 1 => 0u32..70000],                // weight
+        proptest::option::of(proptest::collection::vec(0u32..6, 1..3)), // pcpus
+        0u32..4,                                                        // workload kind
+        proptest::option::of(proptest::collection::vec(0u32..5, 1..3)), // task affinity
+        any::<bool>(),                                                  // steal accounting
+    );
+    (
+        1u32..5,
+        prop_oneof![Just("credit2"), Just("pinned")],
+        prop_oneof![3 => Just(0u64), 3 => Just(1000), 3 => Just(20000), 1 => Just(50), 1 => Just(600000)],
+        proptest::collection::vec(domain, 1..4),
+    )
+        .prop_map(|(pcpus, host, rl, domains)| {
+            let mut s = format!("[run]\nduration_ms = 60\n[machine]\npcpus = {pcpus}\narch = \"arm64\"\n[host]\nscheduler = \"{host}\"\n");
+            if host == "credit2" {
+                s += &format!("ratelimit_us = {rl}\n");
+            }
+            for (i, (v, w, p, k, aff, pvta)) in domains.into_iter().enumerate() {
+                s += &format!("[[domain]]\nname = \"d{i}\"\nvcpus = {v}\nweight = {w}\n");
+                if let Some(p) = p {
+                    // Mostly valid pCPU ids; now and then one past the last.
+                    let p: Vec<u32> = p.iter().map(|c| c % (pcpus + 1)).collect();
+                    s += &format!("pcpus = {p:?}\n");
+                }
+                s += &format!("[domain.kernel]\nparavirt_time_accounting = {pvta}\n[domain.sched]\nscheduler = \"cfs\"\n[[domain.workload]]\n");
+                s += match k {
+                    0 => "kind = \"context1\"\nname = \"w\"\n",
+                    1 => "kind = \"cyclictest\"\nname = \"w\"\n",
+                    2 => "kind = \"cpu_loop\"\nname = \"w\"\ncopies = 3\n",
+                    _ => "kind = \"program\"\nname = \"w\"\ncopies = 2\nchannels = [\"c\"]\nsteps = [{ op = \"compute\", exp_us = 200 }, { op = \"signal\", chan = \"c\" }, { op = \"spin\", chan = \"c\", wfe = true }, { op = \"sleep\", us = 300 }, { op = \"loop\", to = 0 }]\n",
+                };
+                if let Some(a) = aff {
+                    let a: Vec<u32> = a.iter().map(|c| c % (v + 1)).collect();
+                    s += &format!("affinity = {a:?}\n");
+                }
+            }
+            s
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// Any scenario either fails to load with an error naming the file, or runs to the end
+    /// keeping every invariant: never a panic.
+    #[test]
+    fn any_scenario_errs_cleanly_or_runs(src in any_scenario()) {
+        match vmsched_sched::load("fuzz.toml", &src, &[]) {
+            Err(e) => prop_assert!(e.to_string().starts_with("fuzz.toml"), "{}", e),
+            Ok(s) => {
+                let mut sim = vmsched_sched::build(&s);
+                sim.set_debug_checks(true);
+                sim.run();
+                let r = sim.results();
+                for e in &r.entities {
+                    prop_assert_eq!(e.running_ns + e.runnable_ns + e.blocked_ns + e.offline_ns, r.duration_ns);
+                }
+            }
+        }
+    }
+}
