@@ -30,6 +30,8 @@ pub struct EntityResult {
     pub wait_p99_ns: u64,
     pub wait_max_ns: u64,
     pub final_state: RunState,
+    /// If runnable at the end: how long it has been waiting (a lost wake-up shows here).
+    pub open_wait_ns: Nanos,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -78,6 +80,7 @@ pub(crate) fn collect(sim: &Simulation) -> Results {
                 wait_p99_ns: w.p99_ns,
                 wait_max_ns: w.max_ns,
                 final_state: r.state,
+                open_wait_ns: r.open_wait,
             }
         })
         .collect();

@@ -1418,6 +1418,8 @@ pub(crate) mod view {
         pub is_vcpu: bool,
         pub group: u32,
         pub state: RunState,
+        /// How long it has been waiting for a CPU, if it is runnable now.
+        pub open_wait: Nanos,
         pub stats: &'a EntStats,
     }
 
@@ -1439,6 +1441,11 @@ pub(crate) mod view {
                     is_vcpu: matches!(e.kind, EntKind::Vcpu(_)),
                     group: p.group,
                     state: e.state,
+                    open_wait: if e.state == RunState::Runnable {
+                        self.now - e.since
+                    } else {
+                        0
+                    },
                     stats: &e.stats,
                 }
             })

@@ -60,8 +60,22 @@ fn every_shipped_scenario_keeps_the_invariants() {
             continue;
         }
         let src = std::fs::read_to_string(&p).unwrap();
-        let r = run_src(&src, &[("run.duration_ms", "300"), ("run.warmup_ms", "0")]);
+        let r = run_src(&src, &[("run.duration_ms", "1500"), ("run.warmup_ms", "0")]);
         for e in &r.entities {
+            // No lost wake-up: nothing waits for a CPU longer than the longest slice (128 ms
+            // here; 500 ms is the bound).
+            assert!(
+                e.wait_max_ns < 500_000_000,
+                "{}: waited {} ns",
+                e.name,
+                e.wait_max_ns
+            );
+            assert!(
+                e.open_wait_ns < 500_000_000,
+                "{}: still waiting after {} ns",
+                e.name,
+                e.open_wait_ns
+            );
             let sum = e.running_ns + e.runnable_ns + e.blocked_ns + e.offline_ns;
             assert_eq!(
                 sum, r.duration_ns,
