@@ -83,6 +83,14 @@ fn every_shipped_scenario_keeps_the_invariants() {
                 e.name, r.duration_ns
             );
         }
+        // No lost wake-up at the workload level: every Context1 pair keeps looping.
+        for w in r
+            .workloads
+            .iter()
+            .filter(|w| w.counters.iter().any(|(k, _)| k == "iterations"))
+        {
+            assert!(w.counters[0].1 > 0, "{}: no round trip completed", w.name);
+        }
         n += 1;
     }
     assert!(n >= 3, "expected the shipped scenarios, found {n}");
