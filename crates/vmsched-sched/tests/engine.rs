@@ -432,10 +432,10 @@ fn a_trapped_wfe_spin_yields_its_vcpu() {
 
 #[test]
 fn vwfi_native_idle_vcpu_does_not_block() {
-    let src = format!(
+    let src = String::from(
         "[run]\nduration_ms = 100\n[machine]\npcpus = 1\narch = \"arm64\"\n[host]\nscheduler = \"credit2\"\n\
          [[domain]]\nname = \"g\"\nvcpus = 1\n[domain.sched]\nscheduler = \"cfs\"\n[[domain.workload]]\nkind = \"program\"\n\
-         name = \"s\"\nsteps = [{{ op = \"compute\", us = 10 }}, {{ op = \"sleep\", ms = 1 }}, {{ op = \"loop\", to = 0 }}]\n"
+         name = \"s\"\nsteps = [{ op = \"compute\", us = 10 }, { op = \"sleep\", ms = 1 }, { op = \"loop\", to = 0 }]\n"
     );
     let trap = run_src(&src, &[]);
     assert!(
