@@ -82,10 +82,22 @@
 //!   exactly at their deadline, two equal spinners under 4.20.2+ and R = 0 therefore tie and
 //!   run 1 ms each instead of the 0.5 ms of ERRATA X3's table, which assumes a real machine
 //!   where the scheduler runs a little after the deadline.
+//!
+//! # Source layout
+//!
+//! This file holds the parameters, the state, the hooks and the scheduling decision (credit,
+//! tickling, candidate, slice). Beside it, in `credit2/`: `runqueue.rs` (arrangement by
+//! topology, SMT idleness, assignment and the sorted runqueue), `balance.rs` (load tracking,
+//! placement, migration, balancing) and `caps.rs` (budgets, parking, replenishment). The unit
+//! tests are in `credit2_tests/`, one file per topic.
 
 use vmsched_core::cpuset::{CpuSet, MAX_CPUS};
 use vmsched_core::ids::{CpuId, EntityId};
 use vmsched_core::sched::{CpuTopo, Pick, SchedCtx, Scheduler, WakeInfo};
+
+mod balance;
+mod caps;
+mod runqueue;
 
 /// Credit a vCPU starts with and receives at each reset: 10 ms at the top weight.
 const CREDIT_INIT: i64 = 10_000_000;
@@ -396,133 +408,12 @@ impl Credit2 {
     }
 
     // ---------------------------------------------------------------------------------------
-    // Runqueue arrangement
-    // ---------------------------------------------------------------------------------------
-
-    fn topo_siblings(cpus: &[CpuTopo], c: usize) -> CpuSet {
-        let t = cpus[c];
-        let mut m = CpuSet::single(CpuId(c as u32));
-        for (d, o) in cpus.iter().enumerate() {
-            if o.socket == t.socket && o.core == t.core && o.thread != t.thread {
-                m.insert(CpuId(d as u32));
-            }
-        }
-        m
-    }
-
-    /// Xen: cpu_add_to_runqueue (with cpu_runqueue_match and cpu_runqueue_siblings_match).
-    fn cpu_add_to_runqueue(&mut self, cpus: &[CpuTopo], cpu: usize, max_per_rq: u32) -> usize {
-        let (t, sibs) = (cpus[cpu], Self::topo_siblings(cpus, cpu));
-        let mut valid: Option<usize> = None;
-        for (i, rq) in self.rqs.iter().enumerate() {
-            let peer = cpus[rq.pick_bias.idx()];
-            let matches = match self.params.runqueue {
-                RunqueueArrangement::Cpu => false,
-                RunqueueArrangement::Core => peer.socket == t.socket && peer.core == t.core,
-                RunqueueArrangement::Socket => peer.socket == t.socket,
-                RunqueueArrangement::Node => peer.node == t.node,
-                RunqueueArrangement::All => true,
-            };
-            if !matches {
-                continue;
-            }
-            if !rq.active.and(&sibs).is_empty() {
-                valid = Some(i);
-                break;
-            }
-            let room = {
-                let (mut counted, mut tot) = (CpuSet::empty(), 0);
-                for r in rq.active.iter() {
-                    let rs = Self::topo_siblings(cpus, r.idx());
-                    if rs.and(&counted).is_empty() {
-                        counted = union(counted, &rs);
-                        tot += rs.len();
-                    }
-                }
-                tot + sibs.len() <= max_per_rq as usize
-            };
-            let better = match valid {
-                None => true,
-                Some(v) => rq.refcnt < self.rqs[v].refcnt,
-            };
-            if rq.refcnt < max_per_rq && room && better {
-                valid = Some(i);
-            }
-        }
-        let r = valid.unwrap_or_else(|| {
-            self.rqs.push(Runqueue {
-                runq: Vec::new(),
-                svc: Vec::new(),
-                refcnt: 0,
-                nr_cpus: 0,
-                active: CpuSet::empty(),
-                idle: CpuSet::empty(),
-                tickled: CpuSet::empty(),
-                smt_idle: CpuSet::empty(),
-                load: 0,
-                load_last_update: 0,
-                avgload: 0,
-                b_avgload: 0,
-                max_weight: 1,
-                pick_bias: CpuId(cpu as u32),
-            });
-            self.rqs.len() - 1
-        });
-        self.rqs[r].refcnt += 1;
-        r
-    }
-
-    /// Xen: init_cpu_runqueue
-    fn init_cpu_runqueue(&mut self, cpus: &[CpuTopo], cpu: usize, r: usize) {
-        let c = CpuId(cpu as u32);
-        self.cpu_rq[cpu] = r;
-        self.sibling_mask[cpu] = CpuSet::single(c);
-        if self.rqs[r].nr_cpus > 0 {
-            for s in Self::topo_siblings(cpus, cpu).iter() {
-                if self.rqs[r].active.contains(s) {
-                    self.sibling_mask[s.idx()].insert(c);
-                    self.sibling_mask[cpu].insert(s);
-                }
-            }
-        }
-        let rq = &mut self.rqs[r];
-        rq.idle.insert(c);
-        rq.active.insert(c);
-        rq.smt_idle.insert(c);
-        rq.nr_cpus += 1;
-        if rq.nr_cpus == 1 {
-            rq.pick_bias = c;
-        }
-    }
-
-    // ---------------------------------------------------------------------------------------
     // Small helpers
     // ---------------------------------------------------------------------------------------
-
-    /// Xen `cpumask_cycle`: the first member of `m` after `n`, wrapping.
-    #[inline]
-    fn cycle(&self, n: CpuId, m: &CpuSet) -> Option<CpuId> {
-        m.and(&self.above[n.idx()]).first().or_else(|| m.first())
-    }
-
-    /// Xen `cpumask_test_or_cycle`.
-    #[inline]
-    fn test_or_cycle(&self, n: CpuId, m: &CpuSet) -> Option<CpuId> {
-        if m.contains(n) {
-            Some(n)
-        } else {
-            self.cycle(n, m)
-        }
-    }
 
     #[inline]
     fn credit_of(&self, e: Option<EntityId>) -> i64 {
         e.map_or(IDLE_CREDIT, |e| self.units[e.idx()].credit)
-    }
-
-    #[inline]
-    fn has_cap(&self, e: EntityId) -> bool {
-        self.doms[self.units[e.idx()].dom].cap_pct != 0
     }
 
     /// Xen `unit_runnable`: the engine's runnability minus the scheduler's own pause flags.
@@ -532,147 +423,11 @@ impl Credit2 {
         ctx.ent(e).runnable && !u.parked && !u.migrating
     }
 
-    /// Xen: smt_idle_mask_set
-    fn smt_idle_mask_set(&mut self, r: usize, cpu: CpuId, idlers: &CpuSet) {
-        let sibs = self.sibling_mask[cpu.idx()];
-        if sibs.is_subset(idlers) {
-            self.rqs[r].smt_idle = union(self.rqs[r].smt_idle, &sibs);
-        }
-    }
-
-    /// Xen: smt_idle_mask_clear
-    fn smt_idle_mask_clear(&mut self, r: usize, cpu: CpuId) {
-        let sibs = self.sibling_mask[cpu.idx()];
-        if sibs.is_subset(&self.rqs[r].smt_idle) {
-            self.rqs[r].smt_idle = self.rqs[r].smt_idle.minus(&sibs);
-        }
-    }
-
     /// Xen: tickle_cpu
     fn tickle_cpu(&mut self, ctx: &mut SchedCtx, cpu: CpuId, r: usize) {
         self.rqs[r].tickled.insert(cpu);
         self.smt_idle_mask_clear(r, cpu);
         ctx.resched(cpu);
-    }
-
-    // ---------------------------------------------------------------------------------------
-    // Runqueue assignment, load tracking, runqueue list
-    // ---------------------------------------------------------------------------------------
-
-    /// Xen: update_max_weight
-    fn update_max_weight(&mut self, r: usize, new_weight: i64, old_weight: i64) {
-        if new_weight > self.rqs[r].max_weight {
-            self.rqs[r].max_weight = new_weight;
-        } else if old_weight == self.rqs[r].max_weight {
-            let m = self.rqs[r]
-                .svc
-                .iter()
-                .map(|e| self.units[e.idx()].weight)
-                .max();
-            self.rqs[r].max_weight = m.unwrap_or(1).max(1);
-        }
-    }
-
-    /// Xen: _runq_assign
-    fn runq_assign(&mut self, e: EntityId, r: usize) {
-        let u = &mut self.units[e.idx()];
-        u.rq = r;
-        let (w, avg) = (u.weight, u.avgload);
-        self.rqs[r].svc.push(e);
-        self.update_max_weight(r, w, 0);
-        self.rqs[r].b_avgload += avg;
-    }
-
-    /// Xen: _runq_deassign
-    fn runq_deassign(&mut self, e: EntityId) {
-        let u = &self.units[e.idx()];
-        let (r, w, avg) = (u.rq, u.weight, u.avgload);
-        let pos = self.rqs[r].svc.iter().position(|x| *x == e);
-        self.rqs[r]
-            .svc
-            .remove(pos.expect("credit2: a vCPU is on its runqueue's svc list"));
-        self.update_max_weight(r, 0, w);
-        self.rqs[r].b_avgload = (self.rqs[r].b_avgload - avg).max(0);
-    }
-
-    /// Xen: update_runq_load
-    fn update_runq_load(&mut self, r: usize, change: i64, now: i64) {
-        let (w, p) = (self.load_window, self.load_precision);
-        let now = now >> LOADAVG_GRANULARITY_SHIFT;
-        let rq = &mut self.rqs[r];
-        let load = rq.load;
-        if rq.load_last_update + (1i64 << w) < now {
-            rq.avgload = load << p;
-            rq.b_avgload = load << p;
-        } else {
-            let delta = (now - rq.load_last_update).max(0);
-            rq.avgload += ((delta * (load << p)) >> w) - ((delta * rq.avgload) >> w);
-            rq.b_avgload += ((delta * (load << p)) >> w) - ((delta * rq.b_avgload) >> w);
-        }
-        rq.load += change;
-        rq.load_last_update = now;
-    }
-
-    /// Xen: update_svc_load
-    fn update_svc_load(&mut self, ctx: &SchedCtx, e: EntityId, change: i64, now: i64) {
-        let unit_load = match change {
-            -1 => 1,
-            1 => 0,
-            _ => self.runnable(ctx, e) as i64,
-        };
-        let (w, p) = (self.load_window, self.load_precision);
-        let now = now >> LOADAVG_GRANULARITY_SHIFT;
-        let u = &mut self.units[e.idx()];
-        if u.load_last_update + (1i64 << w) < now {
-            u.avgload = unit_load << p;
-        } else {
-            let delta = (now - u.load_last_update).max(0);
-            u.avgload += ((delta * (unit_load << p)) >> w) - ((delta * u.avgload) >> w);
-        }
-        u.load_last_update = now;
-    }
-
-    /// Xen: update_load
-    fn update_load(
-        &mut self,
-        ctx: &SchedCtx,
-        r: usize,
-        e: Option<EntityId>,
-        change: i64,
-        now: i64,
-    ) {
-        self.update_runq_load(r, change, now);
-        if let Some(e) = e {
-            self.update_svc_load(ctx, e, change, now);
-        }
-    }
-
-    /// Xen: runq_insert
-    fn runq_insert(&mut self, e: EntityId) {
-        let u = &self.units[e.idx()];
-        debug_assert!(
-            !u.on_runq && !u.scheduled,
-            "credit2: runq_insert of a queued or running vCPU"
-        );
-        let (r, credit) = (u.rq, u.credit);
-        let units = &self.units;
-        let pos = self.rqs[r]
-            .runq
-            .iter()
-            .position(|x| credit > units[x.idx()].credit);
-        let runq = &mut self.rqs[r].runq;
-        runq.insert(pos.unwrap_or(runq.len()), e);
-        self.units[e.idx()].on_runq = true;
-    }
-
-    /// Xen: runq_remove
-    fn runq_remove(&mut self, e: EntityId) {
-        let r = self.units[e.idx()].rq;
-        let pos = self.rqs[r].runq.iter().position(|x| *x == e);
-        self.rqs[r]
-            .runq
-            .remove(pos.expect("credit2: runq_remove of a vCPU that is not queued"));
-        self.units[e.idx()].on_runq = false;
     }
 
     // ---------------------------------------------------------------------------------------
@@ -722,93 +477,6 @@ impl Credit2 {
             u.credit = (u.credit + reset).min(CREDIT_INIT + CARRYOVER_MAX);
             u.start_time = now;
         }
-    }
-
-    // ---------------------------------------------------------------------------------------
-    // Budget (caps)
-    // ---------------------------------------------------------------------------------------
-
-    /// Xen: park_unit
-    fn park_unit(&mut self, ctx: &SchedCtx, e: EntityId) {
-        self.units[e.idx()].parked = true;
-        if self.units[e.idx()].on_runq {
-            self.runq_remove(e);
-            let r = self.units[e.idx()].rq;
-            self.update_load(ctx, r, Some(e), -1, ctx.now() as i64);
-        }
-        let d = self.units[e.idx()].dom;
-        self.doms[d].parked.push(e);
-    }
-
-    /// Xen: unit_grab_budget
-    fn unit_grab_budget(&mut self, ctx: &SchedCtx, e: EntityId) -> bool {
-        let d = self.units[e.idx()].dom;
-        if self.units[e.idx()].budget > 0 {
-            return true;
-        }
-        let dom = &mut self.doms[d];
-        dom.budget += self.units[e.idx()].budget;
-        if dom.budget > 0 {
-            let b = dom.budget.min(dom.budget_quota);
-            dom.budget -= b;
-            self.units[e.idx()].budget = b;
-        } else {
-            self.units[e.idx()].budget = 0;
-            self.park_unit(ctx, e);
-        }
-        self.units[e.idx()].budget > 0
-    }
-
-    /// Xen: unit_return_budget. Returns whether the domain's parked vCPUs are to be unparked.
-    fn unit_return_budget(&mut self, e: EntityId) -> bool {
-        let u = &mut self.units[e.idx()];
-        let dom = &mut self.doms[u.dom];
-        dom.budget += u.budget;
-        u.budget = 0;
-        dom.budget > 0
-    }
-
-    /// Xen: unpark_parked_units, for every vCPU parked in domain `d` (newest first).
-    fn unpark_parked_units(&mut self, ctx: &mut SchedCtx, d: usize) {
-        let now = ctx.now() as i64;
-        let mut list = std::mem::take(&mut self.doms[d].parked);
-        for &e in list.iter().rev() {
-            self.units[e.idx()].parked = false;
-            if self.units[e.idx()].scheduled {
-                self.units[e.idx()].delayed_runq_add = true;
-            } else if self.runnable(ctx, e) {
-                let r = self.units[e.idx()].rq;
-                self.update_load(ctx, r, Some(e), 1, now);
-                self.runq_insert(e);
-                self.runq_tickle(ctx, e, now);
-            }
-        }
-        list.clear();
-        debug_assert!(
-            self.doms[d].parked.is_empty(),
-            "credit2: nobody parks while unparking"
-        );
-        self.doms[d].parked = list;
-    }
-
-    /// Xen: replenish_domain_budget
-    fn replenish_domain_budget(&mut self, ctx: &mut SchedCtx, d: usize) {
-        let now = ctx.now() as i64;
-        let period = self.cap_period;
-        let dom = &mut self.doms[d];
-        loop {
-            dom.next_repl += period;
-            dom.budget += dom.tot_budget;
-            if dom.next_repl > now {
-                break;
-            }
-        }
-        let next = dom.next_repl as u64;
-        if dom.budget > 0 {
-            dom.budget = dom.budget.min(dom.tot_budget);
-            self.unpark_parked_units(ctx, d);
-        }
-        ctx.set_timer(d as u32, Some(next));
     }
 
     // ---------------------------------------------------------------------------------------
@@ -906,180 +574,6 @@ impl Credit2 {
         }
         if let Some(i) = ipid {
             tickle(self, ctx, i);
-        }
-    }
-
-    // ---------------------------------------------------------------------------------------
-    // Placement and load balancing
-    // ---------------------------------------------------------------------------------------
-
-    /// Xen: csched2_res_pick (every try-lock succeeds). `own` is the vCPU's runqueue, None at
-    /// insertion.
-    fn csched2_res_pick(&mut self, e: EntityId, own: Option<usize>) -> CpuId {
-        let u = &self.units[e.idx()];
-        let hard = u.hard.and(&self.online);
-        if let Some(t) = self.units[e.idx()].migrate_rq.take() {
-            let m = hard.and(&self.rqs[t].active);
-            if !m.is_empty() {
-                let c = self
-                    .cycle(self.rqs[t].pick_bias, &m)
-                    .expect("non-empty mask");
-                self.rqs[t].pick_bias = c;
-                return c;
-            }
-        }
-        let u = &self.units[e.idx()];
-        let (mut min, mut min_rq, mut min_s, mut min_s_rq) = (i64::MAX, None, i64::MAX, None);
-        for (i, rq) in self.rqs.iter().enumerate() {
-            let m = hard.and(&rq.active);
-            if m.is_empty() {
-                continue;
-            }
-            let load = if own == Some(i) {
-                (rq.b_avgload - u.avgload).max(0)
-            } else {
-                rq.b_avgload
-            };
-            if u.has_soft && load < min_s && !m.and(&u.soft).is_empty() {
-                min_s = load;
-                min_s_rq = Some(i);
-            }
-            if load < min {
-                min = load;
-                min_rq = Some(i);
-            }
-        }
-        let min_rq = min_rq.expect("credit2: hard affinity intersects some runqueue");
-        let mask = match min_s_rq {
-            Some(s) if u.has_soft => hard.and(&u.soft).and(&self.rqs[s].active),
-            _ => hard.and(&self.rqs[min_rq].active),
-        };
-        // As upstream: the cursor is the hard-affinity minimum's, even for a soft pick.
-        let c = self
-            .cycle(self.rqs[min_rq].pick_bias, &mask)
-            .expect("non-empty mask");
-        self.rqs[min_rq].pick_bias = c;
-        c
-    }
-
-    /// Xen: migrate
-    fn migrate(&mut self, ctx: &mut SchedCtx, e: EntityId, trq: usize, now: i64) {
-        if self.units[e.idx()].scheduled {
-            let u = &mut self.units[e.idx()];
-            u.migrate_rq = Some(trq);
-            u.migrating = true;
-            let (cpu, r) = (u.processor, u.rq);
-            self.tickle_cpu(ctx, cpu, r);
-            return;
-        }
-        let on_runq = self.units[e.idx()].on_runq;
-        if on_runq {
-            self.runq_remove(e);
-            let r = self.units[e.idx()].rq;
-            self.update_load(ctx, r, None, -1, now);
-        }
-        self.runq_deassign(e);
-        let m = self.units[e.idx()]
-            .hard
-            .and(&self.online)
-            .and(&self.rqs[trq].active);
-        let c = self
-            .cycle(self.rqs[trq].pick_bias, &m)
-            .expect("credit2: migration target fits affinity");
-        self.units[e.idx()].processor = c;
-        self.rqs[trq].pick_bias = c;
-        self.runq_assign(e, trq);
-        if on_runq {
-            self.update_load(ctx, trq, None, 1, now);
-            self.runq_insert(e);
-            self.runq_tickle(ctx, e, now);
-        }
-    }
-
-    /// Xen: unit_is_migrateable
-    fn unit_is_migrateable(&self, e: EntityId, r: usize) -> bool {
-        let u = &self.units[e.idx()];
-        u.migrate_rq.is_none() && !u.hard.and(&self.online).and(&self.rqs[r].active).is_empty()
-    }
-
-    /// Xen: balance_load (every try-lock succeeds)
-    fn balance_load(&mut self, ctx: &mut SchedCtx, cpu: CpuId, now: i64) {
-        let l = self.cpu_rq[cpu.idx()];
-        self.update_runq_load(l, 0, now);
-        let (mut load_delta, mut max_delta_rq) = (0i64, None);
-        for o in 0..self.rqs.len() {
-            if o == l {
-                continue;
-            }
-            self.update_runq_load(o, 0, now);
-            let delta = (self.rqs[l].b_avgload - self.rqs[o].b_avgload).abs();
-            if delta > load_delta {
-                load_delta = delta;
-                max_delta_rq = Some(o);
-            }
-        }
-        let Some(o) = max_delta_rq else { return };
-        // As upstream: the overload test looks at the last runqueue of the list (ERRATA X12).
-        let x = self.rqs.len() - 1;
-        let load_max = self.rqs[l].b_avgload.max(self.rqs[x].b_avgload);
-        let cpus_max = self.rqs[l].nr_cpus.max(self.rqs[x].nr_cpus) as i64;
-        let p = self.load_precision as i32;
-        let tol = if load_max < cpus_max << p {
-            self.params.balance_under
-        } else {
-            self.params.balance_over
-        };
-        if load_delta < 1i64 << (p + tol) {
-            return;
-        }
-        let (lb, ob) = (self.rqs[l].b_avgload, self.rqs[o].b_avgload);
-        let mut best: (i64, Option<EntityId>, Option<EntityId>) = (load_delta, None, None);
-        let mut consider = |units: &[Unit], push: Option<EntityId>, pull: Option<EntityId>| {
-            let (mut l_load, mut o_load) = (lb, ob);
-            if let Some(p) = push {
-                l_load -= units[p.idx()].avgload;
-                o_load += units[p.idx()].avgload;
-            }
-            if let Some(p) = pull {
-                l_load += units[p.idx()].avgload;
-                o_load -= units[p.idx()].avgload;
-            }
-            let delta = (l_load - o_load).abs();
-            if delta < best.0 {
-                best = (delta, push, pull);
-            }
-        };
-        let mut inner_load_updated = false;
-        for i in 0..self.rqs[l].svc.len() {
-            let push = self.rqs[l].svc[i];
-            self.update_svc_load(ctx, push, 0, now);
-            if !self.unit_is_migrateable(push, o) {
-                continue;
-            }
-            for j in 0..self.rqs[o].svc.len() {
-                let pull = self.rqs[o].svc[j];
-                if !inner_load_updated {
-                    self.update_svc_load(ctx, pull, 0, now);
-                }
-                if self.unit_is_migrateable(pull, l) {
-                    consider(&self.units, Some(push), Some(pull));
-                }
-            }
-            inner_load_updated = true;
-            consider(&self.units, Some(push), None);
-        }
-        for j in 0..self.rqs[o].svc.len() {
-            let pull = self.rqs[o].svc[j];
-            if self.unit_is_migrateable(pull, l) {
-                consider(&self.units, None, Some(pull));
-            }
-        }
-        let (_, push, pull) = best;
-        if let Some(e) = push {
-            self.migrate(ctx, e, o, now);
-        }
-        if let Some(e) = pull {
-            self.migrate(ctx, e, l, now);
         }
     }
 
@@ -1454,16 +948,6 @@ impl Scheduler for Credit2 {
     }
 }
 
-/// `a ∪ b`.
-fn union(mut a: CpuSet, b: &CpuSet) -> CpuSet {
-    let mut b = *b;
-    while let Some(c) = b.first() {
-        b.remove(c);
-        a.insert(c);
-    }
-    a
-}
-
 #[cfg(test)]
-#[path = "credit2_tests.rs"]
+#[path = "credit2_tests/mod.rs"]
 mod tests;
