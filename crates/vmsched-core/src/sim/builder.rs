@@ -1,0 +1,250 @@
+//! Assembling a simulation: levels, CPUs, vCPUs, workloads and their timer slots, in the order
+//! they are added.
+
+use super::*;
+
+/// Assembles a simulation. Levels, CPUs and entities are numbered in the order they are added.
+pub struct SimBuilder {
+    sim: Simulation,
+    seed: u64,
+}
+
+impl SimBuilder {
+    pub fn new(seed: u64) -> SimBuilder {
+        let mut q = EventQueue::new();
+        let sample_slot = q.add_slot();
+        SimBuilder {
+            sim: Simulation {
+                now: 0,
+                q,
+                slot_kind: vec![SlotKind::Sample],
+                levels: Vec::new(),
+                cpus: Vec::new(),
+                ents: Vec::new(),
+                tasks: Vec::new(),
+                wls: Vec::new(),
+                actions: VecDeque::with_capacity(64),
+                events: 0,
+                end: 0,
+                warmup: 0,
+                sample_every: 0,
+                sample_slot,
+                series: Vec::new(),
+                series_src: Vec::new(),
+                debug_checks: false,
+            },
+            seed,
+        }
+    }
+
+    fn slot(&mut self, k: SlotKind) -> SlotId {
+        let s = self.sim.q.add_slot();
+        self.sim.slot_kind.push(k);
+        debug_assert_eq!(self.sim.slot_kind.len(), self.sim.q_slots());
+        s
+    }
+
+    pub fn add_level(&mut self, name: &str, sched: Box<dyn Scheduler>, opts: LevelOpts) -> LevelId {
+        let l = LevelId(self.sim.levels.len() as u32);
+        let n = sched.nr_timers();
+        let tick_period = sched.tick_period();
+        let timer_slots = (0..n)
+            .map(|k| self.slot(SlotKind::LevelTimer(l, k)))
+            .collect();
+        self.sim.levels.push(Level {
+            name: name.to_string(),
+            sched,
+            opts,
+            cpu_info: Vec::new(),
+            ent_info: Vec::new(),
+            req: Vec::with_capacity(16),
+            cpu_g: Vec::new(),
+            ent_g: Vec::new(),
+            timer_slots,
+            tick_period,
+        });
+        l
+    }
+
+    fn add_cpu(&mut self, level: LevelId, topo: CpuTopo, backing: Option<GEnt>) -> GCpu {
+        let g = GCpu(self.sim.cpus.len() as u32);
+        let lv = &mut self.sim.levels[level.idx()];
+        let local = CpuId(lv.cpu_info.len() as u32);
+        lv.cpu_info.push(CpuInfo {
+            curr: None,
+            executing: backing.is_none(),
+            steal_ns: 0,
+            topo,
+        });
+        lv.cpu_g.push(g);
+        let sched_slot = self.slot(SlotKind::SchedTimer(g));
+        let resched_slot = self.slot(SlotKind::Resched(g));
+        let tick_slot = self.slot(SlotKind::Tick(g));
+        self.sim.cpus.push(CpuState {
+            level,
+            local,
+            backing,
+            executing: backing.is_none(),
+            sched_slot,
+            resched_slot,
+            tick_slot,
+            pending_resched: false,
+            pending_tick: false,
+            need_resched: false,
+            pending_timers: Vec::with_capacity(8),
+            armed_timers: Vec::with_capacity(8),
+        });
+        g
+    }
+
+    fn add_entity(&mut self, level: LevelId, params: EntityParams, kind: EntKind) -> GEnt {
+        let g = GEnt(self.sim.ents.len() as u32);
+        let lv = &mut self.sim.levels[level.idx()];
+        let local = EntityId(lv.ent_info.len() as u32);
+        lv.ent_info.push(EntityInfo {
+            runnable: false,
+            on_cpu: None,
+            params,
+        });
+        lv.ent_g.push(g);
+        self.sim.ents.push(EntState {
+            level,
+            local,
+            kind,
+            state: RunState::Blocked,
+            since: 0,
+            last_cpu: None,
+            steal: 0,
+            stats: EntStats {
+                time: [0; 4],
+                runs: 0,
+                preemptions: 0,
+                migrations: 0,
+                wait: LatHist::with_precision(0, 2),
+            },
+        });
+        g
+    }
+
+    /// Adds the physical CPUs of the host level.
+    pub fn add_pcpus(&mut self, level: LevelId, topo: &[CpuTopo]) {
+        for t in topo {
+            self.add_cpu(level, *t, None);
+        }
+    }
+
+    /// Adds a vCPU: an entity of `host` and a CPU of `guest`.
+    pub fn add_vcpu(&mut self, host: LevelId, guest: LevelId, params: EntityParams, topo: CpuTopo) {
+        let cpu = GCpu(self.sim.cpus.len() as u32);
+        let e = self.add_entity(host, params, EntKind::Vcpu(cpu));
+        let c = self.add_cpu(guest, topo, Some(e));
+        debug_assert_eq!(c, cpu);
+    }
+
+    /// Adds a workload's tasks to a guest level. `params(i)` gives the entity parameters of the
+    /// workload's task `i`.
+    pub fn add_workload(
+        &mut self,
+        level: LevelId,
+        spec: WorkloadSpec,
+        params: impl Fn(usize) -> EntityParams,
+    ) {
+        let wl = self.sim.wls.len();
+        let mut tasks = Vec::new();
+        for (i, ts) in spec.tasks.iter().enumerate() {
+            let t = self.sim.tasks.len();
+            let ent = self.add_entity(level, params(i), EntKind::Task(t));
+            let done_slot = self.slot(SlotKind::TaskDone(t));
+            let timer_slot = self.slot(SlotKind::TaskTimer(t));
+            let start_slot = self.slot(SlotKind::TaskStart(t));
+            let name = format!("{}/{}", self.sim.levels[level.idx()].name, ts.name);
+            self.sim.tasks.push(Task {
+                ent,
+                wl,
+                program: ts.program.clone().into_boxed_slice(),
+                pc: 0,
+                loops: vec![0; ts.program.len()].into_boxed_slice(),
+                phase: Phase::New,
+                remaining: 0,
+                overhead: 0,
+                kernel: false,
+                spinning: None,
+                spin_wfe: false,
+                run_since: None,
+                done_slot,
+                timer_slot,
+                timer_cpu: GCpu(0),
+                block_paid: false,
+                timer_soft: 0,
+                periodic_next: None,
+                latency_pending: None,
+                rng: Stream::new(self.seed, &name),
+            });
+            self.sim.q.arm(start_slot, ts.start);
+            tasks.push(t);
+        }
+        let chans = (0..spec.channels)
+            .map(|c| Channel {
+                tokens: spec.tokens.get(c as usize).copied().unwrap_or(0),
+                waiters: VecDeque::with_capacity(tasks.len()),
+                spinners: Vec::with_capacity(tasks.len()),
+            })
+            .collect();
+        let counters = vec![0; spec.counters.len()];
+        let hists = spec
+            .hists
+            .iter()
+            .map(|_| LatHist::new(spec.hist_buckets))
+            .collect();
+        self.sim.wls.push(WorkloadState {
+            spec,
+            level,
+            tasks,
+            chans,
+            counters,
+            hists,
+        });
+    }
+
+    /// Finishes the build: calls every scheduler's `insert` and arms the run's end.
+    pub fn build(mut self, duration: Nanos, warmup: Nanos, sample_every: Nanos) -> Simulation {
+        let end = self.slot(SlotKind::End);
+        self.sim.q.arm(end, duration);
+        if warmup > 0 {
+            let w = self.slot(SlotKind::Warmup);
+            self.sim.q.arm(w, warmup);
+        }
+        let mut sim = self.sim;
+        sim.end = duration;
+        sim.warmup = warmup;
+        sim.sample_every = sample_every;
+        for l in 0..sim.levels.len() {
+            for e in 0..sim.levels[l].ent_info.len() {
+                sim.with_sched(LevelId(l as u32), |s, ctx| {
+                    s.insert(ctx, EntityId(e as u32))
+                });
+            }
+        }
+        if let Some(samples) = duration.checked_div(sample_every) {
+            let cap = samples as usize + 1;
+            for (w, wl) in sim.wls.iter().enumerate() {
+                for &(a, b) in &wl.spec.gap_pairs {
+                    sim.series.push(Series {
+                        name: format!(
+                            "{}/{}: probe({}) - probe({})",
+                            sim.levels[wl.level.idx()].name,
+                            wl.spec.name,
+                            wl.spec.tasks[a].name,
+                            wl.spec.tasks[b].name
+                        ),
+                        t_ns: Vec::with_capacity(cap),
+                        values: Vec::with_capacity(cap),
+                    });
+                    sim.series_src.push((w, a, b));
+                }
+            }
+            sim.q.arm(sim.sample_slot, sample_every);
+        }
+        sim
+    }
+}

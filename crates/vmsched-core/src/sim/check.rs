@@ -1,0 +1,181 @@
+//! Metrics collection, windows, the engine's invariants, and read access for the report.
+
+use super::*;
+
+impl Simulation {
+    // ---- metrics ---------------------------------------------------------------------------
+
+    pub(super) fn sample(&mut self) {
+        for i in 0..self.series_src.len() {
+            let (w, a, b) = self.series_src[i];
+            let wl = &self.wls[w];
+            let (ta, tb) = (wl.tasks[a], wl.tasks[b]);
+            let (ea, eb) = (
+                self.ents[self.tasks[ta].ent.idx()].local,
+                self.ents[self.tasks[tb].ent.idx()].local,
+            );
+            let s = &self.levels[wl.level.idx()].sched;
+            if let (Some(pa), Some(pb)) = (s.probe(ea), s.probe(eb)) {
+                self.series[i].t_ns.push(self.now);
+                self.series[i].values.push(pa - pb);
+            }
+        }
+    }
+
+    pub(super) fn reset_metrics(&mut self) {
+        self.close_intervals();
+        for e in &mut self.ents {
+            e.stats.time = [0; 4];
+            e.stats.runs = 0;
+            e.stats.preemptions = 0;
+            e.stats.migrations = 0;
+            e.stats.wait.reset();
+        }
+        for w in &mut self.wls {
+            w.counters.iter_mut().for_each(|c| *c = 0);
+            w.hists.iter_mut().for_each(|h| h.reset());
+        }
+    }
+
+    /// Closes every entity's open runstate interval at `now` (windowed figures, DESIGN §6).
+    pub fn close_intervals(&mut self) {
+        for g in 0..self.ents.len() {
+            let s = self.ents[g].state;
+            self.set_runstate(GEnt(g as u32), s);
+        }
+    }
+
+    /// Checks the engine's invariants; an error names the broken one.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        for (l, lv) in self.levels.iter().enumerate() {
+            for (c, ci) in lv.cpu_info.iter().enumerate() {
+                if let Some(e) = ci.curr {
+                    let ei = &lv.ent_info[e.idx()];
+                    if ei.on_cpu != Some(CpuId(c as u32)) {
+                        return Err(format!(
+                            "level {l}: CPU {c} runs {} which is on {:?}",
+                            ei.params.name, ei.on_cpu
+                        ));
+                    }
+                    if !ei.params.hard_affinity.contains(CpuId(c as u32)) {
+                        return Err(format!(
+                            "level {l}: {} on CPU {c} outside its affinity",
+                            ei.params.name
+                        ));
+                    }
+                }
+            }
+            for (e, ei) in lv.ent_info.iter().enumerate() {
+                if let Some(c) = ei.on_cpu {
+                    if lv.cpu_info[c.idx()].curr != Some(EntityId(e as u32)) {
+                        return Err(format!(
+                            "level {l}: {} thinks it is on CPU {c:?}",
+                            ei.params.name
+                        ));
+                    }
+                    if !ei.runnable {
+                        return Err(format!(
+                            "level {l}: {} runs but is not runnable",
+                            ei.params.name
+                        ));
+                    }
+                }
+                let g = lv.ent_g[e];
+                let st = self.ents[g.idx()].state;
+                let want = match (ei.on_cpu.is_some(), ei.runnable) {
+                    (true, _) => RunState::Running,
+                    (false, true) => RunState::Runnable,
+                    (false, false) => RunState::Blocked,
+                };
+                if st != want && st != RunState::Offline {
+                    return Err(format!(
+                        "level {l}: {} is {st:?}, should be {want:?}",
+                        ei.params.name
+                    ));
+                }
+            }
+        }
+        for (i, cs) in self.cpus.iter().enumerate() {
+            let want = match cs.backing {
+                None => true,
+                Some(b) => {
+                    self.ents[b.idx()].state == RunState::Running
+                        && self
+                            .cpu_of_ent(b)
+                            .is_some_and(|p| self.cpus[p.idx()].executing)
+                }
+            };
+            if cs.executing != want {
+                return Err(format!(
+                    "CPU {i}: executing={} but should be {want}",
+                    cs.executing
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    // ---- results -----------------------------------------------------------------------------
+
+    pub fn results(&self) -> crate::report::Results {
+        crate::report::collect(self)
+    }
+}
+
+/// Read access for the report module.
+pub(crate) mod view {
+    use super::*;
+
+    pub struct EntRow<'a> {
+        pub level: &'a str,
+        pub name: &'a str,
+        pub is_vcpu: bool,
+        pub group: u32,
+        pub state: RunState,
+        /// How long it has been waiting for a CPU, if it is runnable now.
+        pub open_wait: Nanos,
+        pub stats: &'a EntStats,
+    }
+
+    pub struct WlRow<'a> {
+        pub level: &'a str,
+        pub spec: &'a WorkloadSpec,
+        pub counters: &'a [u64],
+        pub hists: &'a [LatHist],
+    }
+
+    impl Simulation {
+        pub(crate) fn ent_rows(&self) -> impl Iterator<Item = EntRow<'_>> {
+            self.ents.iter().map(move |e| {
+                let lv = &self.levels[e.level.idx()];
+                let p = &lv.ent_info[e.local.idx()].params;
+                EntRow {
+                    level: &lv.name,
+                    name: &p.name,
+                    is_vcpu: matches!(e.kind, EntKind::Vcpu(_)),
+                    group: p.group,
+                    state: e.state,
+                    open_wait: if e.state == RunState::Runnable {
+                        self.now - e.since
+                    } else {
+                        0
+                    },
+                    stats: &e.stats,
+                }
+            })
+        }
+
+        pub(crate) fn wl_rows(&self) -> impl Iterator<Item = WlRow<'_>> {
+            self.wls.iter().map(move |w| WlRow {
+                level: &self.levels[w.level.idx()].name,
+                spec: &w.spec,
+                counters: &w.counters,
+                hists: &w.hists,
+            })
+        }
+
+        pub(crate) fn series(&self) -> &[Series] {
+            &self.series
+        }
+    }
+}

@@ -1,0 +1,390 @@
+//! Tasks: interpreting their step programs, their progress while their CPU executes, sleep
+//! timers with slack, channels, spinning and trapped WFE.
+
+use super::*;
+
+impl Simulation {
+    // ---- tasks ---------------------------------------------------------------------------
+
+    pub(super) fn task_cpu(&self, t: usize) -> Option<GCpu> {
+        self.cpu_of_ent(self.tasks[t].ent)
+    }
+
+    pub(super) fn start_progress(&mut self, t: usize) {
+        let now = self.now;
+        let task = &mut self.tasks[t];
+        task.run_since = Some(now);
+        match task.phase {
+            Phase::Computing => {
+                let at = now
+                    .saturating_add(task.overhead)
+                    .saturating_add(task.remaining)
+                    .min(NEVER);
+                self.q.arm(task.done_slot, at);
+            }
+            Phase::Ready => self.actions.push_back(Action::Advance(t)),
+            _ => {}
+        }
+    }
+
+    pub(super) fn stop_progress(&mut self, t: usize) {
+        let now = self.now;
+        let task = &mut self.tasks[t];
+        if let Some(s) = task.run_since.take() {
+            let mut el = now - s;
+            let o = el.min(task.overhead);
+            task.overhead -= o;
+            el -= o;
+            if task.phase == Phase::Computing {
+                task.remaining = task.remaining.saturating_sub(el);
+            }
+            self.q.cancel(task.done_slot);
+        }
+    }
+
+    pub(super) fn begin_compute(&mut self, t: usize, d: Nanos, kernel: bool) {
+        let now = self.now;
+        let task = &mut self.tasks[t];
+        task.phase = Phase::Computing;
+        task.remaining = d;
+        task.kernel = kernel;
+        if task.run_since.is_some() {
+            task.run_since = Some(now);
+            let at = now
+                .saturating_add(task.overhead)
+                .saturating_add(d)
+                .min(NEVER);
+            self.q.arm(task.done_slot, at);
+        }
+    }
+
+    pub(super) fn compute_done(&mut self, t: usize) {
+        if self.tasks[t].spinning.is_some() {
+            self.wfe_trap(t);
+            return;
+        }
+        let task = &mut self.tasks[t];
+        task.overhead = 0;
+        task.remaining = 0;
+        task.run_since = Some(self.now);
+        task.phase = Phase::Ready;
+        let kernel = std::mem::replace(&mut task.kernel, false);
+        let c = self
+            .task_cpu(t)
+            .expect("invariant: a computing task is on a CPU");
+        if kernel && self.cpus[c.idx()].need_resched {
+            // The syscall exits: the deferred reschedule happens now.
+            self.do_schedule(c);
+            if self.task_cpu(t) != Some(c) {
+                return;
+            }
+        }
+        self.advance(t);
+    }
+
+    /// A WFE-spinning task's wait traps to the host: its vCPU yields, then spins on.
+    pub(super) fn wfe_trap(&mut self, t: usize) {
+        let c = self
+            .task_cpu(t)
+            .expect("invariant: a spinning task is on a CPU");
+        let chunk = self.levels[self.cpus[c.idx()].level.idx()].opts.wfe_trap;
+        let task = &mut self.tasks[t];
+        task.remaining = chunk;
+        task.run_since = Some(self.now);
+        if let Some(b) = self.cpus[c.idx()].backing {
+            let (l, e) = (self.ents[b.idx()].level, self.ents[b.idx()].local);
+            let pc = self
+                .cpu_of_ent(b)
+                .expect("invariant: an executing vCPU runs");
+            self.with_sched(l, |s, ctx| s.yield_(ctx, e));
+            self.do_schedule(pc);
+        }
+        if self.tasks[t].run_since.is_some() {
+            let at = self.now + self.tasks[t].overhead + chunk;
+            self.q.arm(self.tasks[t].done_slot, at);
+        }
+    }
+
+    pub(super) fn draw(&mut self, t: usize, d: Dist) -> Nanos {
+        match d {
+            Dist::Fixed(v) => v,
+            Dist::Uniform(a, b) => self.tasks[t].rng.range(a, b),
+            Dist::Exp(m) => self.tasks[t].rng.exp(m as f64),
+        }
+    }
+
+    /// Interprets task `t`'s program from its `pc` until a step takes time or blocks.
+    pub(super) fn advance(&mut self, t: usize) {
+        let Some(c) = self.task_cpu(t) else { return };
+        if !self.cpus[c.idx()].executing || self.tasks[t].phase != Phase::Ready {
+            return;
+        }
+        let measuring = self.now >= self.warmup;
+        if let Some((h, expiry)) = self.tasks[t].latency_pending.take() {
+            if measuring {
+                let wl = self.tasks[t].wl;
+                self.wls[wl].hists[h as usize].record(self.now - expiry);
+            }
+        }
+        if self.tasks[t].overhead > 0 {
+            // Pay the context switch before the step (kernel time).
+            self.begin_compute(t, 0, true);
+            return;
+        }
+        let wl = self.tasks[t].wl;
+        for _ in 0..100_000 {
+            let pc = self.tasks[t].pc;
+            let step = self.tasks[t].program[pc].clone();
+            match step {
+                Step::Compute { dur, kernel } => {
+                    self.tasks[t].pc += 1;
+                    let d = self.draw(t, dur);
+                    if !kernel && self.cpus[c.idx()].need_resched {
+                        // Return to user space with a reschedule pending.
+                        self.tasks[t].phase = Phase::Computing;
+                        self.tasks[t].remaining = d;
+                        self.tasks[t].kernel = false;
+                        self.do_schedule(c);
+                        if self.task_cpu(t) == Some(c) && self.cpus[c.idx()].executing {
+                            self.start_progress(t);
+                        }
+                        return;
+                    }
+                    self.begin_compute(t, d, kernel);
+                    return;
+                }
+                Step::Wait {
+                    chan,
+                    block_cost,
+                    fast,
+                    slow,
+                } => {
+                    let ch = &mut self.wls[wl].chans[chan as usize];
+                    if ch.tokens > 0 {
+                        ch.tokens -= 1;
+                        self.tasks[t].block_paid = false;
+                        self.tasks[t].pc += 1;
+                        if let (Some(k), true) = (fast, measuring) {
+                            self.wls[wl].counters[k as usize] += 1;
+                        }
+                        continue;
+                    }
+                    if block_cost > 0 && !self.tasks[t].block_paid {
+                        self.tasks[t].block_paid = true;
+                        self.begin_compute(t, block_cost, true);
+                        return;
+                    }
+                    self.tasks[t].block_paid = false;
+                    self.tasks[t].pc += 1;
+                    if let (Some(k), true) = (slow, measuring) {
+                        self.wls[wl].counters[k as usize] += 1;
+                    }
+                    self.wls[wl].chans[chan as usize].waiters.push_back(t);
+                    self.tasks[t].phase = Phase::Blocked;
+                    let g = self.tasks[t].ent;
+                    self.block_entity(g);
+                    return;
+                }
+                Step::Signal {
+                    chan,
+                    sync,
+                    wake_cost,
+                } => {
+                    self.tasks[t].pc += 1;
+                    let woke = self.signal(wl, chan, Some(c), sync);
+                    if woke && wake_cost > 0 {
+                        self.begin_compute(t, wake_cost, true);
+                        return;
+                    }
+                }
+                Step::Spin { chan, wfe } => {
+                    let ch = &mut self.wls[wl].chans[chan as usize];
+                    self.tasks[t].pc += 1;
+                    if ch.tokens > 0 {
+                        ch.tokens -= 1;
+                        continue;
+                    }
+                    ch.spinners.push(t);
+                    let trap = self.levels[self.cpus[c.idx()].level.idx()].opts.wfe_trap;
+                    let wfe = wfe && trap > 0 && self.cpus[c.idx()].backing.is_some();
+                    self.tasks[t].spinning = Some(chan);
+                    self.tasks[t].spin_wfe = wfe;
+                    self.begin_compute(t, if wfe { trap } else { NEVER }, false);
+                    return;
+                }
+                Step::Sleep { dur, slack } => {
+                    self.tasks[t].pc += 1;
+                    let d = self.draw(t, dur);
+                    self.sleep_until(t, c, self.now + d, slack);
+                    return;
+                }
+                Step::Periodic {
+                    interval,
+                    slack,
+                    hist,
+                } => {
+                    self.tasks[t].pc += 1;
+                    let next = match self.tasks[t].periodic_next {
+                        None => self.now + interval,
+                        Some(mut n) => {
+                            n += interval;
+                            while n <= self.now {
+                                n += interval;
+                            }
+                            n
+                        }
+                    };
+                    self.tasks[t].periodic_next = Some(next);
+                    self.tasks[t].latency_pending = Some((hist, next));
+                    self.sleep_until(t, c, next, slack);
+                    return;
+                }
+                Step::Yield => {
+                    self.tasks[t].pc += 1;
+                    let (l, e) = (
+                        self.ents[self.tasks[t].ent.idx()].level,
+                        self.ents[self.tasks[t].ent.idx()].local,
+                    );
+                    self.with_sched(l, |s, ctx| s.yield_(ctx, e));
+                    self.do_schedule(c);
+                    if self.task_cpu(t) != Some(c) {
+                        return;
+                    }
+                }
+                Step::Count { counter } => {
+                    self.tasks[t].pc += 1;
+                    if measuring {
+                        self.wls[wl].counters[counter as usize] += 1;
+                    }
+                }
+                Step::Goto { to, times } => match times {
+                    None => self.tasks[t].pc = to as usize,
+                    Some(n) => {
+                        let k = &mut self.tasks[t].loops[pc];
+                        if *k < n {
+                            *k += 1;
+                            self.tasks[t].pc = to as usize;
+                        } else {
+                            *k = 0;
+                            self.tasks[t].pc += 1;
+                        }
+                    }
+                },
+                Step::Exit => {
+                    self.tasks[t].phase = Phase::Exited;
+                    let g = self.tasks[t].ent;
+                    self.block_entity(g);
+                    return;
+                }
+            }
+            if self.tasks[t].pc >= self.tasks[t].program.len() {
+                self.tasks[t].phase = Phase::Exited;
+                let g = self.tasks[t].ent;
+                self.block_entity(g);
+                return;
+            }
+        }
+        panic!(
+            "invariant: task {} ran 100000 steps without time passing",
+            self.levels[self.ents[self.tasks[t].ent.idx()].level.idx()].ent_info
+                [self.ents[self.tasks[t].ent.idx()].local.idx()]
+            .params
+            .name
+        );
+    }
+
+    /// Arms task `t`'s sleep timer on CPU `c`: soft deadline `expiry`, hard deadline
+    /// `expiry + slack` (Linux hrtimer slack, ERRATA W1), then blocks the task.
+    pub(super) fn sleep_until(&mut self, t: usize, c: GCpu, expiry: SimTime, slack: Nanos) {
+        let task = &mut self.tasks[t];
+        task.timer_cpu = c;
+        task.timer_soft = expiry;
+        task.phase = Phase::Sleeping;
+        self.q.arm(task.timer_slot, expiry + slack);
+        self.cpus[c.idx()].armed_timers.push(t);
+        let g = task.ent;
+        self.block_entity(g);
+    }
+
+    /// Task `t`'s sleep timer reached its hard deadline. Delivered on the CPU it was armed on;
+    /// waits for that vCPU.
+    pub(super) fn task_timer(&mut self, t: usize) {
+        let c = self.tasks[t].timer_cpu;
+        if self.tasks[t].phase != Phase::Sleeping {
+            return;
+        }
+        if !self.cpus[c.idx()].executing {
+            if !self.cpus[c.idx()].pending_timers.contains(&t) {
+                self.cpus[c.idx()].pending_timers.push(t);
+            }
+            self.kick_backing(c);
+            return;
+        }
+        self.timer_interrupt(c);
+    }
+
+    /// A timer interrupt is handled on CPU `c` now: every sleep timer armed there whose soft
+    /// deadline has passed expires, in the order they were armed (hrtimer slack coalescing).
+    pub(super) fn timer_interrupt(&mut self, c: GCpu) {
+        let mut i = 0;
+        while i < self.cpus[c.idx()].armed_timers.len() {
+            let t = self.cpus[c.idx()].armed_timers[i];
+            if self.tasks[t].timer_soft > self.now {
+                i += 1;
+                continue;
+            }
+            self.cpus[c.idx()].armed_timers.remove(i);
+            self.cpus[c.idx()].pending_timers.retain(|x| *x != t);
+            self.q.cancel(self.tasks[t].timer_slot);
+            if self.tasks[t].phase != Phase::Sleeping {
+                continue;
+            }
+            self.tasks[t].phase = Phase::Ready;
+            let waker = self.cpus[c.idx()].local;
+            let g = self.tasks[t].ent;
+            self.wake_entity(
+                g,
+                WakeInfo {
+                    waker_cpu: Some(waker),
+                    sync: false,
+                    new: false,
+                },
+            );
+        }
+    }
+
+    /// Puts a token into a channel; returns whether a sleeping waiter was woken.
+    pub(super) fn signal(&mut self, wl: usize, chan: Chan, from: Option<GCpu>, sync: bool) -> bool {
+        let ch = &mut self.wls[wl].chans[chan as usize];
+        if let Some(w) = ch.waiters.pop_front() {
+            self.tasks[w].phase = Phase::Ready;
+            let waker = from.map(|c| self.cpus[c.idx()].local);
+            let g = self.tasks[w].ent;
+            self.wake_entity(
+                g,
+                WakeInfo {
+                    waker_cpu: waker,
+                    sync,
+                    new: false,
+                },
+            );
+            return true;
+        }
+        if let Some(s) = ch.spinners.pop() {
+            // The spinner sees the token: its spin ends (now, if it is running).
+            let running = self.tasks[s].run_since.is_some();
+            self.stop_progress(s);
+            let task = &mut self.tasks[s];
+            task.spinning = None;
+            task.phase = Phase::Ready;
+            task.remaining = 0;
+            if running {
+                task.run_since = Some(self.now);
+                self.actions.push_back(Action::Advance(s));
+            }
+            return false;
+        }
+        ch.tokens += 1;
+        false
+    }
+}
