@@ -134,7 +134,7 @@ impl Simulation {
         let wl = self.tasks[t].wl;
         for _ in 0..100_000 {
             let pc = self.tasks[t].pc;
-            let step = self.tasks[t].program[pc].clone();
+            let step = self.tasks[t].program[pc];
             match step {
                 Step::Compute { dur, kernel } => {
                     self.tasks[t].pc += 1;

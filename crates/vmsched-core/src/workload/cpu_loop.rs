@@ -12,7 +12,7 @@ use crate::time::NS_PER_S;
 pub struct CpuLoopConfig {
     pub name: String,
     /// Number of looping tasks.
-    #[serde(default = "one")]
+    #[serde(default = "super::one")]
     pub copies: u32,
     #[serde(default)]
     pub nice: i32,
@@ -22,10 +22,6 @@ pub struct CpuLoopConfig {
     /// Pin copy k to vCPU k (modulo the affinity list or the vCPU count).
     #[serde(default)]
     pub pin_each: bool,
-}
-
-fn one() -> u32 {
-    1
 }
 
 impl CpuLoopConfig {

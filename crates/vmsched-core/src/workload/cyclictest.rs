@@ -18,7 +18,7 @@ use crate::time::{NS_PER_MS, NS_PER_US};
 pub struct CyclictestConfig {
     pub name: String,
     /// `-t N`
-    #[serde(default = "one")]
+    #[serde(default = "super::one")]
     pub threads: u32,
     /// `-i US`
     #[serde(default = "d_interval")]
@@ -39,9 +39,6 @@ pub struct CyclictestConfig {
     pub affinity: Option<Vec<u32>>,
 }
 
-fn one() -> u32 {
-    1
-}
 fn yes() -> bool {
     true
 }

@@ -37,7 +37,7 @@ pub type Counter = u16;
 pub type Hist = u16;
 
 /// One instruction of a task program.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Step {
     /// Use the CPU for a while. `kernel`: inside a system call, so under a non-preemptible guest
     /// kernel a reschedule waits for the step's end (the syscall exit).
@@ -83,6 +83,11 @@ pub enum Step {
     Goto { to: u16, times: Option<u32> },
     /// End the task.
     Exit,
+}
+
+/// Serde default for counts (`copies`, `threads`).
+pub(crate) fn one() -> u32 {
+    1
 }
 
 /// One task of a workload.

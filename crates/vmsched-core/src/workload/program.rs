@@ -30,7 +30,7 @@ use crate::time::{NS_PER_MS, NS_PER_US};
 #[serde(deny_unknown_fields)]
 pub struct ProgramConfig {
     pub name: String,
-    #[serde(default = "one")]
+    #[serde(default = "super::one")]
     pub copies: u32,
     #[serde(default)]
     pub nice: i32,
@@ -51,10 +51,6 @@ pub struct ProgramConfig {
     #[serde(default)]
     pub start_us: u64,
     pub steps: Vec<StepConfig>,
-}
-
-fn one() -> u32 {
-    1
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
