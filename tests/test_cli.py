@@ -38,3 +38,16 @@ def test_list_names_shipped_scenarios():
     p = vmsched("list")
     assert p.returncode == 0
     assert "seed000_context1_ratelimit" in p.stdout
+
+
+def test_version_strings_survive_set():
+    p = vmsched("check", "seed000_context1_ratelimit", "--set", "domain.0.sched.version=5.10",
+                "--set", "host.version=4.20.2")
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_sweep_keeps_versions_as_text():
+    from vmsched.cli import _split_grid
+
+    grid, fixed = _split_grid(["host.version=4.20.0,4.20.2", "x=1,0.5", "run.seed=3"])
+    assert grid == {"host.version": ["4.20.0", "4.20.2"], "x": [1, 0.5]} and fixed == ["run.seed=3"]

@@ -73,12 +73,16 @@ def _split_grid(items: list[str]) -> tuple[dict, list[str]]:
 
 
 def _auto(v: str):
-    for conv in (int, float):
-        try:
-            return conv(v)
-        except ValueError:
-            pass
-    return v
+    try:
+        return int(v)
+    except ValueError:
+        pass
+    try:
+        f = float(v)
+        # "5.10" is a version, not 5.1: keep text whose float form reads differently.
+        return f if repr(f) == v else v
+    except ValueError:
+        return v
 
 
 def cmd_run(a) -> int:

@@ -289,10 +289,15 @@ fn refine_line(src: &str, line: Option<usize>, msg: &str) -> Option<usize> {
     Some(line)
 }
 
-/// Parses a `--set` value: a TOML value if it parses as one, else a string.
+/// Parses a `--set` value: a TOML value if it parses as one, else a string. A number that would
+/// lose digits as a float (`5.10`) stays a string.
 fn parse_value(v: &str) -> toml::Value {
     let doc = format!("v = {v}");
     match toml::from_str::<toml::Table>(&doc) {
+        // "5.10" is a version, not the float 5.1: keep text whose float form reads differently.
+        Ok(t) if matches!(t.get("v"), Some(toml::Value::Float(f)) if f.to_string() != v.trim()) => {
+            toml::Value::String(v.into())
+        }
         Ok(mut t) => t.remove("v").unwrap_or(toml::Value::String(v.into())),
         Err(_) => toml::Value::String(v.into()),
     }
@@ -499,5 +504,36 @@ impl<G> DomainConfig<G> {
             return per[v as usize].clone();
         }
         self.pcpus.clone().unwrap_or_else(|| (0..pcpus).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn set_values_keep_versions_as_text() {
+        assert_eq!(parse_value("5.10"), toml::Value::String("5.10".into()));
+        assert_eq!(parse_value("4.20.2"), toml::Value::String("4.20.2".into()));
+        assert_eq!(parse_value("0.5"), toml::Value::Float(0.5));
+        assert_eq!(parse_value("20000"), toml::Value::Integer(20000));
+        assert_eq!(parse_value("true"), toml::Value::Boolean(true));
+        assert_eq!(
+            parse_value("[0, 1]"),
+            toml::Value::Array(vec![0.into(), 1.into()])
+        );
+        assert_eq!(parse_value("native"), toml::Value::String("native".into()));
+    }
+
+    #[test]
+    fn set_path_walks_tables_and_arrays() {
+        let mut doc: toml::Value = toml::from_str("[a]\nb = 1\n[[d]]\nw = 2\n").unwrap();
+        set_path(&mut doc, "a.b", 5.into()).unwrap();
+        set_path(&mut doc, "d.0.w", 7.into()).unwrap();
+        assert_eq!(doc["a"]["b"].as_integer(), Some(5));
+        assert_eq!(doc["d"][0]["w"].as_integer(), Some(7));
+        assert!(set_path(&mut doc, "d.3.w", 1.into())
+            .unwrap_err()
+            .contains("out of range"));
     }
 }
