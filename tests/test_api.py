@@ -90,3 +90,20 @@ def test_a_core_panic_becomes_a_python_exception():
 
     with pytest.raises(vmsched.CoreError, match="invariant: broken on purpose"):
         _core._panic_for_tests("broken on purpose")
+
+
+def test_progress_is_reported_and_results_do_not_depend_on_it():
+    seen = []
+    a = vmsched.run("seed000_ncopy", set=SMALL, progress=seen.append)
+    assert len(seen) == 100 and seen[-1] == 1.0 and seen == sorted(seen)
+    b = vmsched.run("seed000_ncopy", set=SMALL)
+    assert json.dumps(a.raw) == json.dumps(b.raw)
+
+
+def test_progress_callback_can_stop_a_run():
+    def stop(f):
+        if f > 0.5:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        vmsched.run("seed000_ncopy", set=SMALL, progress=stop)

@@ -155,11 +155,13 @@ def _atomic_write(path: Path, text: str) -> None:
 
 
 def run(scenario: str | os.PathLike, set=None, seed: int | None = None,
-        out: str | os.PathLike | None = None) -> Result:
-    """Runs a scenario file (or a shipped scenario's name) with `--set`-style overrides."""
+        out: str | os.PathLike | None = None, progress=None) -> Result:
+    """Runs a scenario file (or a shipped scenario's name) with `--set`-style overrides.
+
+    `progress`, if given, is called with the fraction of simulated time done (0..1]."""
     p = scenario_path(scenario)
     ov = _overrides(set, seed)
-    raw = json.loads(_core.run(str(p), p.read_text(), ov))
+    raw = json.loads(_core.run(str(p), p.read_text(), ov, progress))
     r = Result(scenario=str(p), overrides=ov, raw=raw)
     if out is not None:
         r.write(out)

@@ -86,7 +86,13 @@ def _auto(v: str):
 
 
 def cmd_run(a) -> int:
-    r = vmsched.run(a.scenario, set=a.set, seed=a.seed, out=a.output)
+    from rich.progress import BarColumn, Progress, TimeElapsedColumn, TimeRemainingColumn
+
+    with Progress("[progress.description]{task.description}", BarColumn(), TimeElapsedColumn(),
+                  TimeRemainingColumn(), console=console, transient=True) as bar:
+        task = bar.add_task(f"simulating {Path(str(a.scenario)).stem}", total=1.0)
+        r = vmsched.run(a.scenario, set=a.set, seed=a.seed, out=a.output,
+                        progress=lambda f: bar.update(task, completed=f))
     print_result(r)
     if a.cyclictest:
         from vmsched.formats import cyclictest_histogram

@@ -17,6 +17,9 @@ pub struct EntityResult {
     pub kind: &'static str,
     pub group: u32,
     pub running_ns: Nanos,
+    /// CPU time really executed: for a task, only while its vCPU ran it (running_ns also counts
+    /// the time its vCPU was descheduled, as the guest sees it).
+    pub executed_ns: Nanos,
     pub runnable_ns: Nanos,
     pub blocked_ns: Nanos,
     pub offline_ns: Nanos,
@@ -68,6 +71,7 @@ pub(crate) fn collect(sim: &Simulation) -> Results {
                 kind: if r.is_vcpu { "vcpu" } else { "task" },
                 group: r.group,
                 running_ns: t[RunState::Running as usize],
+                executed_ns: r.executed,
                 runnable_ns: t[RunState::Runnable as usize],
                 blocked_ns: t[RunState::Blocked as usize],
                 offline_ns: t[RunState::Offline as usize],
@@ -94,7 +98,7 @@ pub(crate) fn collect(sim: &Simulation) -> Results {
                 level: w.level.to_string(),
                 name: w.spec.name.clone(),
                 kind: w.spec.kind,
-                figure: w.spec.kind.figure(w.counters, &means, secs),
+                figure: w.spec.kind.figure(w.counters, &means, secs, w.executed_ns),
                 counters: w
                     .spec
                     .counters

@@ -140,6 +140,10 @@ struct Task {
     /// The current spin waits with WFE, trapping to the host.
     spin_wfe: bool,
     run_since: Option<SimTime>,
+    /// CPU time the task really executed (its CPU chain ran it), up to `run_since`.
+    executed: Nanos,
+    /// `executed` at the end of the warm-up.
+    executed_base: Nanos,
     done_slot: SlotId,
     timer_slot: SlotId,
     timer_cpu: GCpu,

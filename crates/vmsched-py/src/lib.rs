@@ -43,24 +43,35 @@ fn check(file: &str, text: &str, overrides: Vec<(String, String)>) -> PyResult<S
     serde_json::to_string(&s).map_err(|e| CoreError::new_err(e.to_string()))
 }
 
-/// Runs a scenario and returns its results as JSON.
+/// Runs a scenario and returns its results as JSON. `progress`, if given, is called with the
+/// fraction of simulated time done, about a hundred times over the run; if it raises, the run
+/// stops and the exception propagates.
 #[pyfunction]
-#[pyo3(signature = (file, text, overrides=vec![]))]
+#[pyo3(signature = (file, text, overrides=vec![], progress=None))]
 fn run(
     py: Python<'_>,
     file: &str,
     text: &str,
     overrides: Vec<(String, String)>,
+    progress: Option<Py<PyAny>>,
 ) -> PyResult<String> {
     let s = vmsched_sched::load(file, text, &overrides).map_err(scenario_err)?;
-    let out = py.detach(move || {
-        std::panic::catch_unwind(move || {
-            let mut sim = vmsched_sched::build(&s);
-            sim.run();
-            serde_json::to_string(&sim.results()).expect("results serialise")
+    let mut sim = std::panic::catch_unwind(|| vmsched_sched::build(&s))
+        .map_err(|p| CoreError::new_err(panic_message(p)))?;
+    let end = sim.end();
+    let steps: u64 = if progress.is_some() { 100 } else { 1 };
+    for k in 1..=steps {
+        let until = end / steps * k + if k == steps { end % steps } else { 0 };
+        py.detach(|| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| sim.run_until(until)))
         })
-    });
-    out.map_err(|p| CoreError::new_err(panic_message(p)))
+        .map_err(|p| CoreError::new_err(panic_message(p)))?;
+        if let Some(cb) = &progress {
+            cb.call1(py, (k as f64 / steps as f64,))?;
+        }
+    }
+    sim.close_intervals();
+    serde_json::to_string(&sim.results()).map_err(|e| CoreError::new_err(e.to_string()))
 }
 
 /// Raises what a broken invariant in the core raises (for testing the error mapping).

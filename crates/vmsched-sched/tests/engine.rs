@@ -448,3 +448,53 @@ fn vwfi_native_idle_vcpu_does_not_block() {
         "with vwfi=native the idle vCPU keeps its pCPU"
     );
 }
+
+#[test]
+fn executed_time_is_what_the_vcpu_really_ran() {
+    // Two single-vCPU guests with a CPU loop each share one pCPU: each task's guest sees it
+    // running all the time, but it executes only while its vCPU runs (workloads.md §1.4:
+    // charged against real run time).
+    let src = r#"
+[run]
+duration_ms = 2000
+warmup_ms = 500
+[machine]
+pcpus = 1
+[host]
+scheduler = "credit2"
+[[domain]]
+name = "a"
+vcpus = 1
+[domain.sched]
+scheduler = "cfs"
+[[domain.workload]]
+kind = "cpu_loop"
+name = "la"
+[[domain]]
+name = "b"
+vcpus = 1
+[domain.sched]
+scheduler = "cfs"
+[[domain.workload]]
+kind = "cpu_loop"
+name = "lb"
+"#;
+    let r = run_src(src, &[]);
+    for (task, vcpu, w) in [("la.0", "a.v0", "la"), ("lb.0", "b.v0", "lb")] {
+        let t = ent(&r, task);
+        let v = ent(&r, vcpu);
+        assert_eq!(
+            t.running_ns, r.measured_ns,
+            "the guest sees its task always running"
+        );
+        assert_eq!(
+            t.executed_ns, v.running_ns,
+            "the task executes exactly while its vCPU runs"
+        );
+        assert!(
+            (wl(&r, w).figure.value - 0.5).abs() < 0.03,
+            "{}",
+            wl(&r, w).figure.value
+        );
+    }
+}

@@ -171,6 +171,8 @@ impl SimBuilder {
                 spinning: None,
                 spin_wfe: false,
                 run_since: None,
+                executed: 0,
+                executed_base: 0,
                 done_slot,
                 timer_slot,
                 timer_cpu: GCpu(0),

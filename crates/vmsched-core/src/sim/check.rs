@@ -31,10 +31,19 @@ impl Simulation {
             e.stats.migrations = 0;
             e.stats.wait.reset();
         }
+        for t in 0..self.tasks.len() {
+            self.tasks[t].executed_base = self.executed_ns(t);
+        }
         for w in &mut self.wls {
             w.counters.iter_mut().for_each(|c| *c = 0);
             w.hists.iter_mut().for_each(|h| h.reset());
         }
+    }
+
+    /// CPU time task `t` really executed so far (its open interval included), since the start.
+    pub(super) fn executed_ns(&self, t: usize) -> Nanos {
+        let task = &self.tasks[t];
+        task.executed + task.run_since.map_or(0, |s| self.now - s)
     }
 
     /// Closes every entity's open runstate interval at `now` (windowed figures, DESIGN §6).
@@ -134,6 +143,9 @@ pub(crate) mod view {
         pub state: RunState,
         /// How long it has been waiting for a CPU, if it is runnable now.
         pub open_wait: Nanos,
+        /// CPU time it really executed: for a task, while every CPU under it ran it (its
+        /// running time also counts time its vCPU was descheduled); for a vCPU, its running time.
+        pub executed: Nanos,
         pub stats: &'a EntStats,
     }
 
@@ -141,6 +153,8 @@ pub(crate) mod view {
         pub level: &'a str,
         pub spec: &'a WorkloadSpec,
         pub counters: &'a [u64],
+        /// CPU time its tasks really executed.
+        pub executed_ns: Nanos,
         pub hists: &'a [LatHist],
     }
 
@@ -160,6 +174,10 @@ pub(crate) mod view {
                     } else {
                         0
                     },
+                    executed: match e.kind {
+                        EntKind::Task(t) => self.executed_ns(t) - self.tasks[t].executed_base,
+                        EntKind::Vcpu(_) => e.stats.time[RunState::Running as usize],
+                    },
                     stats: &e.stats,
                 }
             })
@@ -170,6 +188,11 @@ pub(crate) mod view {
                 level: &self.levels[w.level.idx()].name,
                 spec: &w.spec,
                 counters: &w.counters,
+                executed_ns: w
+                    .tasks
+                    .iter()
+                    .map(|t| self.executed_ns(*t) - self.tasks[*t].executed_base)
+                    .sum(),
                 hists: &w.hists,
             })
         }

@@ -32,6 +32,7 @@ impl Simulation {
         let task = &mut self.tasks[t];
         if let Some(s) = task.run_since.take() {
             let mut el = now - s;
+            task.executed += el;
             let o = el.min(task.overhead);
             task.overhead -= o;
             el -= o;
@@ -48,7 +49,8 @@ impl Simulation {
         task.phase = Phase::Computing;
         task.remaining = d;
         task.kernel = kernel;
-        if task.run_since.is_some() {
+        if let Some(s) = task.run_since {
+            task.executed += now - s;
             task.run_since = Some(now);
             let at = now
                 .saturating_add(task.overhead)
@@ -66,6 +68,7 @@ impl Simulation {
         let task = &mut self.tasks[t];
         task.overhead = 0;
         task.remaining = 0;
+        task.executed += self.now - task.run_since.expect("a finishing task was progressing");
         task.run_since = Some(self.now);
         task.phase = Phase::Ready;
         let kernel = std::mem::replace(&mut task.kernel, false);
@@ -90,6 +93,7 @@ impl Simulation {
         let chunk = self.levels[self.cpus[c.idx()].level.idx()].opts.wfe_trap;
         let task = &mut self.tasks[t];
         task.remaining = chunk;
+        task.executed += self.now - task.run_since.expect("a spinning task was progressing");
         task.run_since = Some(self.now);
         if let Some(b) = self.cpus[c.idx()].backing {
             let (l, e) = (self.ents[b.idx()].level, self.ents[b.idx()].local);

@@ -218,12 +218,19 @@ impl WorkloadKind {
     }
 
     /// The workload's figure from its metrics over `secs` seconds of measured time.
-    pub fn figure(self, counters: &[u64], hist_mean_us: &[f64], secs: f64) -> Figure {
+    /// `executed_ns`: the CPU time the workload's tasks really executed.
+    pub fn figure(
+        self,
+        counters: &[u64],
+        hist_mean_us: &[f64],
+        secs: f64,
+        executed_ns: u64,
+    ) -> Figure {
         match self {
             WorkloadKind::CpuLoop => Figure {
                 name: "cpu".into(),
-                value: 0.0,
-                unit: "-".into(),
+                value: executed_ns as f64 / 1e9 / secs.max(1e-9),
+                unit: "cpus".into(),
             },
             WorkloadKind::Context1 => Figure {
                 name: "score".into(),
