@@ -160,17 +160,13 @@ impl Simulation {
                 Step::Wait {
                     chan,
                     block_cost,
-                    fast,
-                    slow,
+                    slept,
                 } => {
                     let ch = &mut self.wls[wl].chans[chan as usize];
                     if ch.tokens > 0 {
                         ch.tokens -= 1;
                         self.tasks[t].block_paid = false;
                         self.tasks[t].pc += 1;
-                        if let (Some(k), true) = (fast, measuring) {
-                            self.wls[wl].counters[k as usize] += 1;
-                        }
                         continue;
                     }
                     if block_cost > 0 && !self.tasks[t].block_paid {
@@ -180,7 +176,7 @@ impl Simulation {
                     }
                     self.tasks[t].block_paid = false;
                     self.tasks[t].pc += 1;
-                    if let (Some(k), true) = (slow, measuring) {
+                    if let (Some(k), true) = (slept, measuring) {
                         self.wls[wl].counters[k as usize] += 1;
                     }
                     self.wls[wl].chans[chan as usize].waiters.push_back(t);

@@ -116,8 +116,7 @@ impl Context1Config {
             Step::Wait {
                 chan: P2,
                 block_cost: self.c_block_ns,
-                fast: None,
-                slow: Some(PARENT_SLEEPS),
+                slept: Some(PARENT_SLEEPS),
             },
             k(self.c_pipe_rw_ns),
             Step::Compute {
@@ -135,8 +134,7 @@ impl Context1Config {
             Step::Wait {
                 chan: P1,
                 block_cost: self.c_block_ns,
-                fast: None,
-                slow: Some(CHILD_SLEEPS),
+                slept: Some(CHILD_SLEEPS),
             },
             k(self.c_pipe_rw_ns),
             Step::Compute {

@@ -44,13 +44,11 @@ pub enum Step {
     Compute { dur: Dist, kernel: bool },
     /// Take a token from the channel, blocking until one is there. `block_cost`: kernel time
     /// spent before actually sleeping (the dequeue and `schedule()` path); the channel is checked
-    /// again after it. `fast`/`slow`: counters bumped when the wait found a token at once / had
-    /// to sleep.
+    /// again after it. `slept`: a counter bumped each time the wait had to sleep.
     Wait {
         chan: Chan,
         block_cost: Nanos,
-        fast: Option<Counter>,
-        slow: Option<Counter>,
+        slept: Option<Counter>,
     },
     /// Put a token into the channel, waking the first waiter if any (a sync wake-up if `sync`,
     /// Linux `WF_SYNC`). `wake_cost`: kernel time the waker then spends (try_to_wake_up), only

@@ -194,8 +194,7 @@ impl ProgramConfig {
                 } => Step::Wait {
                     chan: Self::index(&self.channels, chan, "channel", i)?,
                     block_cost: *block_cost_ns,
-                    fast: None,
-                    slow: None,
+                    slept: None,
                 },
                 StepConfig::Signal {
                     chan,
