@@ -42,7 +42,9 @@ pub struct LevelOpts {
     pub clock: LevelClock,
     /// Kernel preemption model: true = `CONFIG_PREEMPT` (reschedule at once, even in a syscall).
     pub preempt_full: bool,
-    /// Delay of a reschedule request sent to a CPU of this level (an IPI).
+    /// Delay of a reschedule request sent by code running on one CPU to another CPU of this
+    /// level (an IPI). Requests for the local CPU, and those raised outside any CPU (task
+    /// creation, timers), are immediate.
     pub ipi_latency: Nanos,
     /// Cost of switching entities on a CPU of this level, paid by the incoming entity before it
     /// makes progress (tasks only).
@@ -219,6 +221,8 @@ pub struct Simulation {
     series: Vec<Series>,
     series_src: Vec<(usize, usize, usize)>,
     debug_checks: bool,
+    /// The CPU whose code the engine is running (a task's steps, its tick), if any.
+    local_cpu: Option<GCpu>,
 }
 
 mod builder;
@@ -282,7 +286,8 @@ impl Simulation {
                 Request::Resched(c) => {
                     let g = self.levels[l.idx()].cpu_g[c.idx()];
                     let lat = self.levels[l.idx()].opts.ipi_latency;
-                    if lat == 0 {
+                    // An IPI only when code running on one CPU asks another to reschedule.
+                    if lat == 0 || self.local_cpu.is_none_or(|l| l == g) {
                         self.actions.push_back(Action::Resched(g));
                     } else {
                         let s = self.cpus[g.idx()].resched_slot;
@@ -638,11 +643,22 @@ impl Simulation {
         if self.levels[l.idx()].cpu_info[lc.idx()].curr.is_none() {
             return;
         }
-        self.with_sched(l, |s, ctx| s.tick(ctx, lc));
-        self.arm_tick(c);
-        if !self.cpus[c.idx()].armed_timers.is_empty() {
-            self.timer_interrupt(c);
-        }
+        self.on_cpu(c, |sim| {
+            sim.with_sched(l, |s, ctx| s.tick(ctx, lc));
+            sim.arm_tick(c);
+            if !sim.cpus[c.idx()].armed_timers.is_empty() {
+                sim.timer_interrupt(c);
+            }
+        });
+    }
+
+    /// Runs `f` as code executing on CPU `c`: reschedule requests for `c` made meanwhile are
+    /// local and pay no IPI latency.
+    fn on_cpu<R>(&mut self, c: GCpu, f: impl FnOnce(&mut Self) -> R) -> R {
+        let prev = self.local_cpu.replace(c);
+        let r = f(self);
+        self.local_cpu = prev;
+        r
     }
 
     /// `g`, current on its CPU, stops being runnable; its CPU reschedules at once.

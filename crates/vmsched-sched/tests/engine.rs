@@ -498,3 +498,20 @@ name = "lb"
         );
     }
 }
+
+#[test]
+fn ipi_latency_applies_to_remote_reschedules_only() {
+    let base = "[run]\nduration_ms = 200\n[machine]\npcpus = 2\n[host]\nscheduler = \"pinned\"\n\
+                [[domain]]\nname = \"g\"\nvcpus = 2\n[domain.sched]\nscheduler = \"cfs\"\n\
+                [[domain.workload]]\nkind = \"context1\"\nname = \"c\"\n";
+    let lat = [("domain.0.kernel.ipi_latency_ns", "100000")];
+    // The pinned pair wakes its partner on its own vCPU: local, no IPI.
+    let pinned = format!("{base}affinity = [0]\n");
+    let a = counter(&run_src(&pinned, &[]), "c", "iterations");
+    let b = counter(&run_src(&pinned, &lat), "c", "iterations");
+    assert_eq!(a, b, "local wake-ups must not pay the IPI latency");
+    // An unpinned pair wakes across vCPUs: every round trip pays it.
+    let c = counter(&run_src(base, &[]), "c", "iterations");
+    let d = counter(&run_src(base, &lat), "c", "iterations");
+    assert!(d * 5 < c, "remote wake-ups pay 100 us each: {d} vs {c}");
+}

@@ -32,6 +32,7 @@ impl SimBuilder {
                 series: Vec::new(),
                 series_src: Vec::new(),
                 debug_checks: false,
+                local_cpu: None,
             },
             seed,
         }

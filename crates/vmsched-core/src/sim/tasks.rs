@@ -123,6 +123,10 @@ impl Simulation {
         if !self.cpus[c.idx()].executing || self.tasks[t].phase != Phase::Ready {
             return;
         }
+        self.on_cpu(c, |sim| sim.interpret(t, c));
+    }
+
+    fn interpret(&mut self, t: usize, c: GCpu) {
         let measuring = self.now >= self.warmup;
         if let Some((h, expiry)) = self.tasks[t].latency_pending.take() {
             if measuring {
@@ -320,7 +324,7 @@ impl Simulation {
             self.kick_backing(c);
             return;
         }
-        self.timer_interrupt(c);
+        self.on_cpu(c, |sim| sim.timer_interrupt(c));
     }
 
     /// A timer interrupt is handled on CPU `c` now: every sleep timer armed there whose soft
