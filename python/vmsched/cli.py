@@ -121,7 +121,8 @@ def cmd_sweep(a) -> int:
     for c in summary.columns:
         t.add_column(c)
     for row in summary.iter_rows():
-        t.add_row(*[f"{v:.1f}" if isinstance(v, float) else str(v) for v in row])
+        t.add_row(*["-" if v is None else f"{v:.1f}" if isinstance(v, float) else str(v)
+                    for v in row])
     console.print(t)
     console.print(f"table and plot written to {a.output}/ (sweep.csv, sweep.parquet, sweep.png)")
     return 0
