@@ -232,10 +232,6 @@ mod tasks;
 pub use builder::SimBuilder;
 
 impl Simulation {
-    fn q_slots(&self) -> usize {
-        self.slot_kind.len()
-    }
-
     pub fn now(&self) -> SimTime {
         self.now
     }
@@ -343,13 +339,7 @@ impl Simulation {
     fn handle(&mut self, slot: SlotId) {
         match self.slot_kind[slot.0 as usize] {
             SlotKind::SchedTimer(c) | SlotKind::Resched(c) => self.deliver_resched(c),
-            SlotKind::Tick(c) => {
-                if self.cpus[c.idx()].executing {
-                    self.do_tick(c);
-                } else {
-                    self.cpus[c.idx()].pending_tick = true;
-                }
-            }
+            SlotKind::Tick(c) => self.deliver_tick(c),
             SlotKind::TaskDone(t) => self.compute_done(t),
             SlotKind::TaskTimer(t) => self.task_timer(t),
             SlotKind::TaskStart(t) => {
@@ -378,13 +368,7 @@ impl Simulation {
             match a {
                 Action::Resched(c) => self.deliver_resched(c),
                 Action::Advance(t) => self.advance(t),
-                Action::Tick(c) => {
-                    if self.cpus[c.idx()].executing {
-                        self.do_tick(c);
-                    } else {
-                        self.cpus[c.idx()].pending_tick = true;
-                    }
-                }
+                Action::Tick(c) => self.deliver_tick(c),
                 Action::TaskTimer(t) => self.task_timer(t),
                 Action::IdleCheck(c) => {
                     let cs = &self.cpus[c.idx()];
@@ -636,6 +620,15 @@ impl Simulation {
             .expect("tick period");
         let next = (self.now / p + 1) * p;
         self.q.arm(self.cpus[c.idx()].tick_slot, next);
+    }
+
+    /// The tick interrupt reaches CPU `c`: handled now, or kept pending until the vCPU runs.
+    fn deliver_tick(&mut self, c: GCpu) {
+        if self.cpus[c.idx()].executing {
+            self.do_tick(c);
+        } else {
+            self.cpus[c.idx()].pending_tick = true;
+        }
     }
 
     fn do_tick(&mut self, c: GCpu) {

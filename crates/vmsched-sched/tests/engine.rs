@@ -37,6 +37,23 @@ fn counter(r: &Results, w: &str, c: &str) -> u64 {
     wl(r, w).counters.iter().find(|(k, _)| k == c).unwrap().1
 }
 
+/// The `[run]`, `[machine]` and `[host]` tables of a test scenario.
+fn machine(run: &str, machine: &str, host: &str) -> String {
+    format!("[run]\n{run}\n[machine]\n{machine}\n[host]\n{host}\n")
+}
+
+/// A CFS guest: `[[domain]]` with `keys` (name, vCPUs, weight...) and its workloads, each the
+/// body of a `[[domain.workload]]` table.
+fn domain(keys: &str, workloads: &[&str]) -> String {
+    let mut s = format!("[[domain]]\n{keys}\n[domain.sched]\nscheduler = \"cfs\"\n");
+    for w in workloads {
+        s += &format!("[[domain.workload]]\n{w}\n");
+    }
+    s
+}
+
+const CPU_LOOP: &str = "kind = \"cpu_loop\"";
+
 const PINNED_ONE: &str = r#"
 [run]
 duration_ms = 1000
@@ -108,27 +125,12 @@ fn same_seed_same_bytes() {
 #[test]
 fn seeds_are_split_per_entity() {
     // A random program's draws depend on the seed, and not on another domain being added.
-    let one = r#"
-[run]
-duration_ms = 200
-[machine]
-pcpus = 4
-[host]
-scheduler = "pinned"
-[[domain]]
-name = "a"
-vcpus = 1
-[domain.sched]
-scheduler = "cfs"
-[[domain.workload]]
-kind = "program"
-name = "p"
-counters = ["n"]
-steps = [{ op = "compute", exp_us = 100 }, { op = "sleep", exp_us = 100 }, { op = "count", counter = "n" }, { op = "loop", to = 0 }]
-"#;
-    let two = format!(
-        "{one}\n[[domain]]\nname = \"b\"\nvcpus = 1\n[domain.sched]\nscheduler = \"cfs\"\n[[domain.workload]]\nkind = \"program\"\nname = \"q\"\nsteps = [{{ op = \"compute\", exp_us = 50 }}, {{ op = \"sleep\", exp_us = 10 }}, {{ op = \"loop\", to = 0 }}]\n"
-    );
+    let p = "kind = \"program\"\nname = \"p\"\ncounters = [\"n\"]\nsteps = [{ op = \"compute\", exp_us = 100 }, { op = \"sleep\", exp_us = 100 }, { op = \"count\", counter = \"n\" }, { op = \"loop\", to = 0 }]";
+    let one = machine("duration_ms = 200", "pcpus = 4", "scheduler = \"pinned\"")
+        + &domain("name = \"a\"\nvcpus = 1", &[p]);
+    let one = one.as_str();
+    let q = "kind = \"program\"\nname = \"q\"\nsteps = [{ op = \"compute\", exp_us = 50 }, { op = \"sleep\", exp_us = 10 }, { op = \"loop\", to = 0 }]";
+    let two = format!("{one}{}", domain("name = \"b\"\nvcpus = 1", &[q]));
     let a1 = counter(&run_src(one, &[]), "p", "n");
     let a2 = counter(&run_src(&two, &[]), "p", "n");
     let a3 = counter(&run_src(one, &[("run.seed", "2")]), "p", "n");
@@ -138,32 +140,16 @@ steps = [{ op = "compute", exp_us = 100 }, { op = "sleep", exp_us = 100 }, { op 
 
 #[test]
 fn credit2_cpu_shares_follow_weights() {
-    let src = r#"
-[run]
-duration_ms = 5000
-[machine]
-pcpus = 1
-[host]
-scheduler = "credit2"
-[[domain]]
-name = "light"
-vcpus = 1
-weight = 256
-[domain.sched]
-scheduler = "cfs"
-[[domain.workload]]
-kind = "cpu_loop"
-name = "l"
-[[domain]]
-name = "heavy"
-vcpus = 1
-weight = 512
-[domain.sched]
-scheduler = "cfs"
-[[domain.workload]]
-kind = "cpu_loop"
-name = "h"
-"#;
+    let src = machine("duration_ms = 5000", "pcpus = 1", "scheduler = \"credit2\"")
+        + &domain(
+            "name = \"light\"\nvcpus = 1\nweight = 256",
+            &[&format!("{CPU_LOOP}\nname = \"l\"")],
+        )
+        + &domain(
+            "name = \"heavy\"\nvcpus = 1\nweight = 512",
+            &[&format!("{CPU_LOOP}\nname = \"h\"")],
+        );
+    let src = src.as_str();
     let r = run_src(src, &[]);
     let l = ent(&r, "light.v0").cpu_share;
     let h = ent(&r, "heavy.v0").cpu_share;
@@ -199,32 +185,18 @@ fn halted_vcpu_is_woken_by_its_guest_timer() {
 fn guest_task_waits_while_its_vcpu_is_preempted() {
     // Two single-vCPU domains share one pCPU under Credit2; a cyclictest thread in one of them
     // must wait for its vCPU when the other vCPU holds the pCPU for its slice.
-    let src = r#"
-[run]
-duration_ms = 2000
-[machine]
-pcpus = 1
-[host]
-scheduler = "credit2"
-ratelimit_us = 1000
-[[domain]]
-name = "rt"
-vcpus = 1
-[domain.sched]
-scheduler = "cfs"
-[[domain.workload]]
-kind = "cyclictest"
-name = "ct"
-main_thread = false
-[[domain]]
-name = "busy"
-vcpus = 1
-[domain.sched]
-scheduler = "cfs"
-[[domain.workload]]
-kind = "cpu_loop"
-name = "hog"
-"#;
+    let src = machine(
+        "duration_ms = 2000",
+        "pcpus = 1",
+        "scheduler = \"credit2\"\nratelimit_us = 1000",
+    ) + &domain(
+        "name = \"rt\"\nvcpus = 1",
+        &["kind = \"cyclictest\"\nname = \"ct\"\nmain_thread = false"],
+    ) + &domain(
+        "name = \"busy\"\nvcpus = 1",
+        &[&format!("{CPU_LOOP}\nname = \"hog\"")],
+    );
+    let src = src.as_str();
     // ERRATA X14: the hog is switched in the moment the sleeper blocks, the sleeper's next timer
     // fires less than R = 1 ms later, so the hog is never preemptable then and the sleeper waits
     // out the hog's whole slice (10 ms on 4.20.0), skipping periods (W3b).
@@ -355,38 +327,20 @@ fn timer_slack_coalesces_with_the_tick() {
     );
 }
 
-const ARM_SHARED: &str = r#"
-[run]
-duration_ms = 500
-[machine]
-pcpus = 1
-arch = "arm64"
-[host]
-scheduler = "credit2"
-[[domain]]
-name = "g"
-vcpus = 1
-[domain.sched]
-scheduler = "cfs"
-[[domain.workload]]
-kind = "program"
-name = "p"
-channels = ["never"]
-steps = [{ op = "spin", chan = "never", wfe = true }]
-[[domain]]
-name = "hog"
-vcpus = 1
-[domain.sched]
-scheduler = "cfs"
-[[domain.workload]]
-kind = "cpu_loop"
-name = "h"
-"#;
+/// A WFE spinner in one Arm guest, a CPU hog in another, one pCPU.
+fn arm_shared() -> String {
+    machine("duration_ms = 500", "pcpus = 1\narch = \"arm64\"", "scheduler = \"credit2\"")
+        + &domain(
+            "name = \"g\"\nvcpus = 1",
+            &["kind = \"program\"\nname = \"p\"\nchannels = [\"never\"]\nsteps = [{ op = \"spin\", chan = \"never\", wfe = true }]"],
+        )
+        + &domain("name = \"hog\"\nvcpus = 1", &[&format!("{CPU_LOOP}\nname = \"h\"")])
+}
 
 #[test]
 fn a_spin_keeps_its_vcpu_busy_a_wait_lets_it_halt() {
     let spin = run_src(
-        ARM_SHARED,
+        &arm_shared(),
         &[
             ("domain.1.workload.0.copies", "0"),
             ("machine.vwfi", "\"native\""),
@@ -397,7 +351,7 @@ fn a_spin_keeps_its_vcpu_busy_a_wait_lets_it_halt() {
         "a spinning task keeps its vCPU running"
     );
     let wait = run_src(
-        ARM_SHARED,
+        &arm_shared(),
         &[
             ("domain.1.workload.0.copies", "0"),
             (
@@ -416,8 +370,8 @@ fn a_spin_keeps_its_vcpu_busy_a_wait_lets_it_halt() {
 fn a_trapped_wfe_spin_yields_its_vcpu() {
     // ERRATA X4: on Arm a trapped WFE is a yield, which in Credit2 bypasses the ratelimit, so a
     // WFE spinner hands its pCPU to the competing vCPU; with vwfi=native it keeps its share.
-    let trap = run_src(ARM_SHARED, &[]);
-    let native = run_src(ARM_SHARED, &[("machine.vwfi", "\"native\"")]);
+    let trap = run_src(&arm_shared(), &[]);
+    let native = run_src(&arm_shared(), &[("machine.vwfi", "\"native\"")]);
     let (st, sn) = (ent(&trap, "g.v0").cpu_share, ent(&native, "g.v0").cpu_share);
     assert!(
         st < 0.1,
@@ -432,11 +386,11 @@ fn a_trapped_wfe_spin_yields_its_vcpu() {
 
 #[test]
 fn vwfi_native_idle_vcpu_does_not_block() {
-    let src = String::from(
-        "[run]\nduration_ms = 100\n[machine]\npcpus = 1\narch = \"arm64\"\n[host]\nscheduler = \"credit2\"\n\
-         [[domain]]\nname = \"g\"\nvcpus = 1\n[domain.sched]\nscheduler = \"cfs\"\n[[domain.workload]]\nkind = \"program\"\n\
-         name = \"s\"\nsteps = [{ op = \"compute\", us = 10 }, { op = \"sleep\", ms = 1 }, { op = \"loop\", to = 0 }]\n"
-    );
+    let src = machine("duration_ms = 100", "pcpus = 1\narch = \"arm64\"", "scheduler = \"credit2\"")
+        + &domain(
+            "name = \"g\"\nvcpus = 1",
+            &["kind = \"program\"\nname = \"s\"\nsteps = [{ op = \"compute\", us = 10 }, { op = \"sleep\", ms = 1 }, { op = \"loop\", to = 0 }]"],
+        );
     let trap = run_src(&src, &[]);
     assert!(
         ent(&trap, "g.v0").blocked_ns > 90_000_000,
@@ -454,31 +408,18 @@ fn executed_time_is_what_the_vcpu_really_ran() {
     // Two single-vCPU guests with a CPU loop each share one pCPU: each task's guest sees it
     // running all the time, but it executes only while its vCPU runs (workloads.md §1.4:
     // charged against real run time).
-    let src = r#"
-[run]
-duration_ms = 2000
-warmup_ms = 500
-[machine]
-pcpus = 1
-[host]
-scheduler = "credit2"
-[[domain]]
-name = "a"
-vcpus = 1
-[domain.sched]
-scheduler = "cfs"
-[[domain.workload]]
-kind = "cpu_loop"
-name = "la"
-[[domain]]
-name = "b"
-vcpus = 1
-[domain.sched]
-scheduler = "cfs"
-[[domain.workload]]
-kind = "cpu_loop"
-name = "lb"
-"#;
+    let src = machine(
+        "duration_ms = 2000\nwarmup_ms = 500",
+        "pcpus = 1",
+        "scheduler = \"credit2\"",
+    ) + &domain(
+        "name = \"a\"\nvcpus = 1",
+        &[&format!("{CPU_LOOP}\nname = \"la\"")],
+    ) + &domain(
+        "name = \"b\"\nvcpus = 1",
+        &[&format!("{CPU_LOOP}\nname = \"lb\"")],
+    );
+    let src = src.as_str();
     let r = run_src(src, &[]);
     for (task, vcpu, w) in [("la.0", "a.v0", "la"), ("lb.0", "b.v0", "lb")] {
         let t = ent(&r, task);
