@@ -160,7 +160,7 @@ def test_policy_figures_are_counter_tracks_under_their_entity(traced):
 def test_wakeups_reschedules_and_timers_are_instants(traced):
     _, _, d = traced
     names = {n for v in d.instants.values() for _, n in v}
-    assert {"wake", "block", "resched"} <= names
+    assert {"wake", "block", "resched", "tick"} <= names
 
 
 def test_a_full_buffer_truncates_the_trace_and_says_so(tmp_path):

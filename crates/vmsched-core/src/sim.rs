@@ -631,6 +631,7 @@ impl Simulation {
 
     /// The tick interrupt reaches CPU `c`: handled now, or kept pending until the vCPU runs.
     fn deliver_tick(&mut self, c: GCpu) {
+        emit!(self.trace_tick(c));
         if self.cpus[c.idx()].executing {
             self.do_tick(c);
         } else {

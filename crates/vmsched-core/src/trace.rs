@@ -3,7 +3,7 @@
 //! **What is recorded.** Every context switch (level, CPU, the entity switched out and in), each
 //! entity's runstate changes (Xen's runstates, at every level), wake-ups (with the waker's CPU),
 //! blocks, the delivery of reschedule requests (an IPI, a local request or the slice timer
-//! reaching a CPU), task sleep timers firing, and the policy's own figure for the entities of a
+//! reaching a CPU), ticks and task sleep timers firing, and the policy's own figure for the entities of a
 //! switch ([`crate::sched::Scheduler::probe`]: credit for Credit2, vruntime for CFS). Every record
 //! carries the time, the level and global ids ([`GCpu`], [`GEnt`]), so a vCPU's track at its
 //! guest level can be tied to the host entity that runs it ([`TraceMeta`]).
@@ -87,6 +87,13 @@ pub enum Record {
         cpu: GCpu,
         held: bool,
     },
+    /// The periodic tick of `cpu` fires. `held` as for [`Record::Resched`].
+    Tick {
+        t: SimTime,
+        level: LevelId,
+        cpu: GCpu,
+        held: bool,
+    },
     /// The sleep timer of task `ent`, armed on `cpu`, fires. `held` as for [`Record::Resched`].
     Timer {
         t: SimTime,
@@ -106,6 +113,7 @@ impl Record {
             | Record::Wake { t, .. }
             | Record::Block { t, .. }
             | Record::Resched { t, .. }
+            | Record::Tick { t, .. }
             | Record::Timer { t, .. } => t,
         }
     }

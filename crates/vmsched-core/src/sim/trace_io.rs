@@ -148,6 +148,20 @@ impl Simulation {
         self.record(r);
     }
 
+    /// The tick of `c` fires; held if `c` is a vCPU that is not executing.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn trace_tick(&mut self, c: GCpu) {
+        let cs = &self.cpus[c.idx()];
+        let r = Record::Tick {
+            t: self.now,
+            level: cs.level,
+            cpu: c,
+            held: !cs.executing,
+        };
+        self.record(r);
+    }
+
     /// Task `t`'s sleep timer fires on the CPU it was armed on.
     #[cold]
     #[inline(never)]

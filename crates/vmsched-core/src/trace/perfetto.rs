@@ -14,8 +14,8 @@
 //! vCPU is both: its entity track (when the host runs it, on which pCPU) is in its domain's
 //! process, and its track as a CPU of the guest (which task it runs) is a child of that entity
 //! track and is named after it. The policy's figure (credit, vruntime) is a counter track under
-//! each entity, sampled at its switches. Wake-ups, blocks, reschedule deliveries and timer fires
-//! are instants.
+//! each entity, sampled at its switches. Wake-ups, blocks, reschedule deliveries, ticks and
+//! timer fires are instants.
 
 use std::io::{self, Write};
 
@@ -376,6 +376,9 @@ pub fn write<W: Write>(tr: &Trace, out: W) -> io::Result<()> {
             Record::Block { t, ent, .. } => w.instant(t, ent_uuid(ent), "block", &[])?,
             Record::Resched { t, cpu, held, .. } => {
                 w.instant(t, cpu_uuid(cpu), "resched", &[Arg::Bool("held", held)])?
+            }
+            Record::Tick { t, cpu, held, .. } => {
+                w.instant(t, cpu_uuid(cpu), "tick", &[Arg::Bool("held", held)])?
             }
             Record::Timer {
                 t, ent, cpu, held, ..
