@@ -108,6 +108,12 @@ class Result:
             return pl.DataFrame(schema={"name": pl.String, "t_ns": pl.UInt64, "value": pl.Int64})
         return pl.concat(frames)
 
+    @property
+    def trace(self) -> dict | None:
+        """If the run wrote a trace: records kept and dropped, the bound, and `truncated_at_ns`
+        (None unless the bound was reached: the trace then ends there)."""
+        return self.raw.get("trace")
+
     def workload(self, name: str) -> dict:
         for w in self.raw["workloads"]:
             if w["name"] == name:
@@ -155,13 +161,20 @@ def _atomic_write(path: Path, text: str) -> None:
 
 
 def run(scenario: str | os.PathLike, set=None, seed: int | None = None,
-        out: str | os.PathLike | None = None, progress=None) -> Result:
+        out: str | os.PathLike | None = None, progress=None,
+        trace: str | os.PathLike | None = None, trace_max_records: int | None = None) -> Result:
     """Runs a scenario file (or a shipped scenario's name) with `--set`-style overrides.
 
-    `progress`, if given, is called with the fraction of simulated time done (0..1]."""
+    `progress`, if given, is called with the fraction of simulated time done (0..1].
+    `trace`, if given, is a file to write the run's schedule to as a Perfetto trace (docs/trace.md),
+    keeping at most `trace_max_records` records (default 4,000,000); `Result.trace` then tells how
+    many were kept and whether the trace was truncated."""
     p = scenario_path(scenario)
     ov = _overrides(set, seed)
-    raw = json.loads(_core.run(str(p), p.read_text(), ov, progress))
+    if trace_max_records is not None and trace_max_records < 1:
+        raise ValueError(f"trace_max_records must be at least 1, got {trace_max_records}")
+    raw = json.loads(_core.run(str(p), p.read_text(), ov, progress,
+                               None if trace is None else str(trace), trace_max_records))
     r = Result(scenario=str(p), overrides=ov, raw=raw)
     if out is not None:
         r.write(out)

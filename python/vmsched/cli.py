@@ -85,6 +85,13 @@ def _auto(v: str):
         return v
 
 
+def _positive_int(v: str) -> int:
+    n = int(v)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
+    return n
+
+
 def cmd_run(a) -> int:
     from rich.progress import BarColumn, Progress, TimeElapsedColumn, TimeRemainingColumn
 
@@ -92,8 +99,11 @@ def cmd_run(a) -> int:
                   TimeRemainingColumn(), console=console, transient=True) as bar:
         task = bar.add_task(f"simulating {Path(str(a.scenario)).stem}", total=1.0)
         r = vmsched.run(a.scenario, set=a.set, seed=a.seed, out=a.output,
-                        progress=lambda f: bar.update(task, completed=f))
+                        progress=lambda f: bar.update(task, completed=f),
+                        trace=a.trace, trace_max_records=a.trace_limit)
     print_result(r)
+    if a.trace:
+        _print_trace(a.trace, r.trace)
     if a.cyclictest:
         from vmsched.formats import cyclictest_histogram
 
@@ -103,6 +113,15 @@ def cmd_run(a) -> int:
     if a.output:
         console.print(f"results written to {a.output}/ (summary.json, *.parquet)")
     return 0
+
+
+def _print_trace(path: str, info: dict) -> None:
+    console.print(f"trace written to {path} ({info['records']:,} records): open it in "
+                  "https://ui.perfetto.dev")
+    if info["truncated_at_ns"] is not None:
+        console.print(f"[yellow]warning:[/yellow] trace truncated at "
+                      f"{info['truncated_at_ns'] / 1e6:.3f} ms: {info['dropped']:,} records dropped "
+                      f"beyond --trace-limit {info['max_records']:,}", highlight=False)
 
 
 def cmd_sweep(a) -> int:
@@ -160,6 +179,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", help="directory for summary.json and Parquet tables")
     p.add_argument("--cyclictest", action="store_true",
                    help="also print cyclictest's own -q -h output for cyclictest workloads")
+    p.add_argument("--trace", metavar="FILE",
+                   help="write the schedule as a Perfetto trace (open it in ui.perfetto.dev)")
+    p.add_argument("--trace-limit", type=_positive_int, metavar="N",
+                   help="keep at most N trace records (default 4,000,000); later ones are dropped "
+                        "and the trace ends where they start")
     p.set_defaults(fn=cmd_run)
 
     p = sub.add_parser("sweep", help="run a grid of parameter values")
@@ -196,6 +220,9 @@ def main(argv: list[str] | None = None) -> int:
         console.print(f"[red]error:[/red] {e.args[0]}", highlight=False)
         return 2
     except FileNotFoundError as e:
+        console.print(f"[red]error:[/red] {e}", highlight=False)
+        return 2
+    except OSError as e:  # e.g. a --trace file that cannot be written
         console.print(f"[red]error:[/red] {e}", highlight=False)
         return 2
     except vmsched.CoreError as e:

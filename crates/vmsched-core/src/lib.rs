@@ -21,4 +21,5 @@ pub mod report;
 pub mod rng;
 pub mod scenario;
 pub mod sim;
+pub mod trace;
 pub mod workload;

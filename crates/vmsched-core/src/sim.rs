@@ -34,6 +34,7 @@ use crate::sched::{
     Scheduler, WakeInfo,
 };
 use crate::time::{Nanos, SimTime, NEVER};
+use crate::trace::{emit, TraceBuf};
 use crate::workload::{Chan, Dist, Step, WorkloadSpec};
 
 /// Options of one level that are not the scheduler's.
@@ -223,11 +224,14 @@ pub struct Simulation {
     debug_checks: bool,
     /// The CPU whose code the engine is running (a task's steps, its tick), if any.
     local_cpu: Option<GCpu>,
+    /// The trace channel: None when tracing is off (crate::trace).
+    trace: Option<Box<TraceBuf>>,
 }
 
 mod builder;
 mod check;
 mod tasks;
+mod trace_io;
 
 pub use builder::SimBuilder;
 
@@ -397,6 +401,7 @@ impl Simulation {
 
     /// A reschedule request reaches CPU `c`.
     fn deliver_resched(&mut self, c: GCpu) {
+        emit!(self.trace_resched(c));
         if !self.cpus[c.idx()].executing {
             self.cpus[c.idx()].pending_resched = true;
             self.kick_backing(c);
@@ -464,6 +469,7 @@ impl Simulation {
         if pick.next == prev {
             return;
         }
+        emit!(self.trace_switch(c, prev, pick.next));
         if let Some(p) = prev {
             self.switch_out(l, p, c);
         }
@@ -479,6 +485,7 @@ impl Simulation {
     }
 
     fn set_runstate(&mut self, g: GEnt, new: RunState) {
+        emit!(self.trace_runstate(g, new));
         let now = self.now;
         let e = &mut self.ents[g.idx()];
         let d = now - e.since;
@@ -624,6 +631,7 @@ impl Simulation {
 
     /// The tick interrupt reaches CPU `c`: handled now, or kept pending until the vCPU runs.
     fn deliver_tick(&mut self, c: GCpu) {
+        emit!(self.trace_tick(c));
         if self.cpus[c.idx()].executing {
             self.do_tick(c);
         } else {
@@ -660,12 +668,14 @@ impl Simulation {
         let c = self
             .cpu_of_ent(g)
             .expect("invariant: block of an entity that is not running");
+        emit!(self.trace_block(g));
         self.levels[l.idx()].ent_info[e.idx()].runnable = false;
         self.with_sched(l, |s, ctx| s.block(ctx, e));
         self.do_schedule(c);
     }
 
     fn wake_entity(&mut self, g: GEnt, info: WakeInfo) {
+        emit!(self.trace_wake(g, info));
         let (l, e) = (self.ents[g.idx()].level, self.ents[g.idx()].local);
         let ei = &mut self.levels[l.idx()].ent_info[e.idx()];
         assert!(

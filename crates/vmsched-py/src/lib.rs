@@ -5,7 +5,7 @@
 //! crosses into Python as a Rust unwind.
 
 use pyo3::create_exception;
-use pyo3::exceptions::PyException;
+use pyo3::exceptions::{PyException, PyOSError};
 use pyo3::prelude::*;
 
 create_exception!(
@@ -45,19 +45,26 @@ fn check(file: &str, text: &str, overrides: Vec<(String, String)>) -> PyResult<S
 
 /// Runs a scenario and returns its results as JSON. `progress`, if given, is called with the
 /// fraction of simulated time done, about a hundred times over the run; if it raises, the run
-/// stops and the exception propagates.
+/// stops and the exception propagates. `trace`, if given, is a path: the run's schedule is
+/// written there as a Perfetto trace (at most `trace_max_records` records), and the results get
+/// a `trace` entry with its counts.
 #[pyfunction]
-#[pyo3(signature = (file, text, overrides=vec![], progress=None))]
+#[pyo3(signature = (file, text, overrides=vec![], progress=None, trace=None, trace_max_records=None))]
 fn run(
     py: Python<'_>,
     file: &str,
     text: &str,
     overrides: Vec<(String, String)>,
     progress: Option<Py<PyAny>>,
+    trace: Option<std::path::PathBuf>,
+    trace_max_records: Option<usize>,
 ) -> PyResult<String> {
     let s = vmsched_sched::load(file, text, &overrides).map_err(scenario_err)?;
     let mut sim = std::panic::catch_unwind(|| vmsched_sched::build(&s))
         .map_err(|p| CoreError::new_err(panic_message(p)))?;
+    if trace.is_some() {
+        sim.enable_trace(trace_max_records.unwrap_or(vmsched_core::trace::DEFAULT_MAX_RECORDS));
+    }
     let end = sim.end();
     let steps: u64 = if progress.is_some() { 100 } else { 1 };
     for k in 1..=steps {
@@ -71,7 +78,26 @@ fn run(
         }
     }
     sim.close_intervals();
+    if let Some(path) = trace {
+        return traced_results(py, &mut sim, &path);
+    }
     serde_json::to_string(&sim.results()).map_err(|e| CoreError::new_err(e.to_string()))
+}
+
+/// Writes the run's trace to `path` and returns the results with a `trace` entry (its counts).
+fn traced_results(
+    py: Python<'_>,
+    sim: &mut vmsched_core::sim::Simulation,
+    path: &std::path::Path,
+) -> PyResult<String> {
+    let tr = sim.take_trace().expect("tracing was enabled");
+    py.detach(|| vmsched_core::trace::perfetto::write_file(&tr, path))
+        .map_err(|e| PyOSError::new_err(format!("trace: {}: {e}", path.display())))?;
+    let mut v =
+        serde_json::to_value(sim.results()).map_err(|e| CoreError::new_err(e.to_string()))?;
+    v["trace"] =
+        serde_json::to_value(tr.summary()).map_err(|e| CoreError::new_err(e.to_string()))?;
+    serde_json::to_string(&v).map_err(|e| CoreError::new_err(e.to_string()))
 }
 
 /// Raises what a broken invariant in the core raises (for testing the error mapping).

@@ -33,6 +33,7 @@ impl SimBuilder {
                 series_src: Vec::new(),
                 debug_checks: false,
                 local_cpu: None,
+                trace: None,
             },
             seed,
         }

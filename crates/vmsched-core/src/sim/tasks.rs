@@ -317,6 +317,7 @@ impl Simulation {
         if self.tasks[t].phase != Phase::Sleeping {
             return;
         }
+        emit!(self.trace_timer(t));
         if !self.cpus[c.idx()].executing {
             if !self.cpus[c.idx()].pending_timers.contains(&t) {
                 self.cpus[c.idx()].pending_timers.push(t);

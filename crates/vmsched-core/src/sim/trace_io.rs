@@ -1,0 +1,180 @@
+//! Turning tracing on and taking the trace out (the records themselves are emitted by one
+//! `trace::emit!` line at each point of the engine; crate::trace has the rest).
+
+use super::*;
+use crate::trace::{CpuMeta, EntMeta, LevelMeta, Record, Trace, TraceBuf, TraceMeta};
+
+impl Simulation {
+    /// Records a trace of the run from now on, keeping at most `max_records` records.
+    pub fn enable_trace(&mut self, max_records: usize) {
+        self.trace = Some(Box::new(TraceBuf::new(max_records)));
+    }
+
+    /// Stops tracing and returns the trace so far with the run's names, if tracing was on.
+    pub fn take_trace(&mut self) -> Option<Trace> {
+        let buf = self.trace.take()?;
+        let meta = TraceMeta {
+            levels: self
+                .levels
+                .iter()
+                .map(|lv| LevelMeta {
+                    name: lv.name.clone(),
+                    sched: lv.sched.name(),
+                })
+                .collect(),
+            cpus: self
+                .cpus
+                .iter()
+                .map(|c| CpuMeta {
+                    level: c.level,
+                    local: c.local.0,
+                    backing: c.backing,
+                })
+                .collect(),
+            ents: self
+                .ents
+                .iter()
+                .map(|e| EntMeta {
+                    level: e.level,
+                    name: self.levels[e.level.idx()].ent_info[e.local.idx()]
+                        .params
+                        .name
+                        .clone(),
+                    vcpu_of: match e.kind {
+                        EntKind::Vcpu(c) => Some(c),
+                        EntKind::Task(_) => None,
+                    },
+                })
+                .collect(),
+        };
+        Some(buf.finish(self.now, meta))
+    }
+}
+
+/// The recording methods behind the engine's `emit!` lines: called only while tracing is on,
+/// out of line so that the hot path carries nothing but the test.
+impl Simulation {
+    fn record(&mut self, r: Record) {
+        self.trace
+            .as_deref_mut()
+            .expect("invariant: a trace record while tracing is off")
+            .push(r);
+    }
+
+    /// CPU `c` switches from `prev` to `next` (local ids of its level), with the policy's figure
+    /// for both.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn trace_switch(&mut self, c: GCpu, prev: Option<EntityId>, next: Option<EntityId>) {
+        let (t, level) = (self.now, self.cpus[c.idx()].level);
+        let lv = &self.levels[level.idx()];
+        let g = |e: Option<EntityId>| e.map(|e| lv.ent_g[e.idx()]);
+        let (gp, gn) = (g(prev), g(next));
+        let probes =
+            [prev, next].map(|e| e.and_then(|e| Some((lv.ent_g[e.idx()], lv.sched.probe(e)?))));
+        self.record(Record::Switch {
+            t,
+            level,
+            cpu: c,
+            prev: gp,
+            next: gn,
+        });
+        for (ent, value) in probes.into_iter().flatten() {
+            self.record(Record::Probe {
+                t,
+                level,
+                ent,
+                value,
+            });
+        }
+    }
+
+    /// Entity `g` is about to change runstate; a non-change (closing intervals for windowed
+    /// figures) is not recorded.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn trace_runstate(&mut self, g: GEnt, to: RunState) {
+        let e = &self.ents[g.idx()];
+        if e.state != to {
+            let r = Record::Runstate {
+                t: self.now,
+                level: e.level,
+                ent: g,
+                from: e.state,
+                to,
+            };
+            self.record(r);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    pub(super) fn trace_wake(&mut self, g: GEnt, info: WakeInfo) {
+        let level = self.ents[g.idx()].level;
+        let waker_cpu = info
+            .waker_cpu
+            .map(|c| self.levels[level.idx()].cpu_g[c.idx()]);
+        self.record(Record::Wake {
+            t: self.now,
+            level,
+            ent: g,
+            waker_cpu,
+            new: info.new,
+        });
+    }
+
+    #[cold]
+    #[inline(never)]
+    pub(super) fn trace_block(&mut self, g: GEnt) {
+        let level = self.ents[g.idx()].level;
+        self.record(Record::Block {
+            t: self.now,
+            level,
+            ent: g,
+        });
+    }
+
+    /// A reschedule request reaches `c`; held if `c` is a vCPU that is not executing.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn trace_resched(&mut self, c: GCpu) {
+        let cs = &self.cpus[c.idx()];
+        let r = Record::Resched {
+            t: self.now,
+            level: cs.level,
+            cpu: c,
+            held: !cs.executing,
+        };
+        self.record(r);
+    }
+
+    /// The tick of `c` fires; held if `c` is a vCPU that is not executing.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn trace_tick(&mut self, c: GCpu) {
+        let cs = &self.cpus[c.idx()];
+        let r = Record::Tick {
+            t: self.now,
+            level: cs.level,
+            cpu: c,
+            held: !cs.executing,
+        };
+        self.record(r);
+    }
+
+    /// Task `t`'s sleep timer fires on the CPU it was armed on.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn trace_timer(&mut self, t: usize) {
+        let c = self.tasks[t].timer_cpu;
+        let cs = &self.cpus[c.idx()];
+        let r = Record::Timer {
+            t: self.now,
+            level: cs.level,
+            ent: self.tasks[t].ent,
+            cpu: c,
+            held: !cs.executing,
+        };
+        self.record(r);
+    }
+}

@@ -1,0 +1,261 @@
+//! The trace channel: typed records of what the engine did, for a schedule trace (DESIGN.md §6).
+//!
+//! **What is recorded.** Every context switch (level, CPU, the entity switched out and in), each
+//! entity's runstate changes (Xen's runstates, at every level), wake-ups (with the waker's CPU),
+//! blocks, the delivery of reschedule requests (an IPI, a local request or the slice timer
+//! reaching a CPU), ticks and task sleep timers firing, and the policy's own figure for the entities of a
+//! switch ([`crate::sched::Scheduler::probe`]: credit for Credit2, vruntime for CFS). Every record
+//! carries the time, the level and global ids ([`GCpu`], [`GEnt`]), so a vCPU's track at its
+//! guest level can be tied to the host entity that runs it ([`TraceMeta`]).
+//!
+//! **Cost when off.** The engine holds an `Option<Box<TraceBuf>>`; each emit point is one
+//! `emit!` line, which is a test of that option and nothing else: the record's fields are only
+//! computed, and the (out-of-line, cold) recording method only called, when tracing is on. No
+//! dynamic dispatch, no allocation. docs/trace.md gives the measured instruction counts.
+//!
+//! **Bounded.** When on, records go to a buffer of at most `max_records`; past it the trace is
+//! truncated: later records are counted, not kept, and the time of the first dropped one is kept
+//! so a sink can end the trace there ([`Trace::truncated_at`]).
+//!
+//! Sinks: [`perfetto`] writes a Perfetto trace.
+
+use crate::ids::{GCpu, GEnt, LevelId};
+use crate::sched::RunState;
+use crate::time::SimTime;
+
+pub mod perfetto;
+
+/// `emit!(self.trace_x(args))` calls the engine's recording method `trace_x` (cold, out of
+/// line: `sim/trace_io.rs`) only if tracing is on. When off this is one test of an `Option`; the
+/// arguments are not even evaluated.
+macro_rules! emit {
+    ($sim:ident . $method:ident ( $($arg:expr),* $(,)? )) => {
+        if $sim.trace.is_some() {
+            $sim.$method($($arg),*);
+        }
+    };
+}
+pub(crate) use emit;
+
+/// One thing the engine did, at time `t`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Record {
+    /// CPU `cpu` of `level` switches from `prev` to `next` (None: idle). Recorded before the
+    /// runstate changes of the two entities at the same instant.
+    Switch {
+        t: SimTime,
+        level: LevelId,
+        cpu: GCpu,
+        prev: Option<GEnt>,
+        next: Option<GEnt>,
+    },
+    /// The policy's figure for `ent` (its `probe`), sampled at a switch it takes part in.
+    Probe {
+        t: SimTime,
+        level: LevelId,
+        ent: GEnt,
+        value: i64,
+    },
+    /// `ent` changes runstate.
+    Runstate {
+        t: SimTime,
+        level: LevelId,
+        ent: GEnt,
+        from: RunState,
+        to: RunState,
+    },
+    /// `ent` is woken; `waker_cpu` is the CPU of its level the waker runs on, if any; `new` for
+    /// its first wake-up (task start).
+    Wake {
+        t: SimTime,
+        level: LevelId,
+        ent: GEnt,
+        waker_cpu: Option<GCpu>,
+        new: bool,
+    },
+    /// `ent`, current on its CPU, stops being runnable (sleeps, waits, halts, exits).
+    Block {
+        t: SimTime,
+        level: LevelId,
+        ent: GEnt,
+    },
+    /// A reschedule request reaches `cpu` (an IPI, a local request or its slice timer).
+    /// `held`: the CPU is a vCPU that is not executing, so the request waits for it.
+    Resched {
+        t: SimTime,
+        level: LevelId,
+        cpu: GCpu,
+        held: bool,
+    },
+    /// The periodic tick of `cpu` fires. `held` as for [`Record::Resched`].
+    Tick {
+        t: SimTime,
+        level: LevelId,
+        cpu: GCpu,
+        held: bool,
+    },
+    /// The sleep timer of task `ent`, armed on `cpu`, fires. `held` as for [`Record::Resched`].
+    Timer {
+        t: SimTime,
+        level: LevelId,
+        ent: GEnt,
+        cpu: GCpu,
+        held: bool,
+    },
+}
+
+impl Record {
+    pub fn t(&self) -> SimTime {
+        match *self {
+            Record::Switch { t, .. }
+            | Record::Probe { t, .. }
+            | Record::Runstate { t, .. }
+            | Record::Wake { t, .. }
+            | Record::Block { t, .. }
+            | Record::Resched { t, .. }
+            | Record::Tick { t, .. }
+            | Record::Timer { t, .. } => t,
+        }
+    }
+}
+
+/// The bounded record buffer the engine writes into while tracing is on.
+#[derive(Debug)]
+pub struct TraceBuf {
+    records: Vec<Record>,
+    max_records: usize,
+    dropped: u64,
+    truncated_at: Option<SimTime>,
+}
+
+/// Default bound of a trace: 4 M records (about 160 MB).
+pub const DEFAULT_MAX_RECORDS: usize = 4_000_000;
+
+impl TraceBuf {
+    pub fn new(max_records: usize) -> TraceBuf {
+        TraceBuf {
+            records: Vec::with_capacity(max_records.min(1 << 16)),
+            max_records,
+            dropped: 0,
+            truncated_at: None,
+        }
+    }
+
+    /// Keeps `r`, or counts it as dropped if the buffer is full.
+    #[inline]
+    pub fn push(&mut self, r: Record) {
+        if self.records.len() < self.max_records {
+            self.records.push(r);
+        } else {
+            self.truncated_at.get_or_insert(r.t());
+            self.dropped += 1;
+        }
+    }
+
+    /// Finishes the buffer into a trace ending at `end`, with the run's names.
+    pub fn finish(self, end: SimTime, meta: TraceMeta) -> Trace {
+        Trace {
+            records: self.records,
+            max_records: self.max_records,
+            dropped: self.dropped,
+            truncated_at: self.truncated_at,
+            end,
+            meta,
+        }
+    }
+}
+
+/// What a sink needs to name and group the records' ids.
+#[derive(Clone, Debug, Default)]
+pub struct TraceMeta {
+    /// Per level: its name (`host`, a domain's name) and its scheduler's name.
+    pub levels: Vec<LevelMeta>,
+    /// Per global CPU.
+    pub cpus: Vec<CpuMeta>,
+    /// Per global entity.
+    pub ents: Vec<EntMeta>,
+}
+
+#[derive(Clone, Debug)]
+pub struct LevelMeta {
+    pub name: String,
+    pub sched: &'static str,
+}
+
+#[derive(Clone, Debug)]
+pub struct CpuMeta {
+    pub level: LevelId,
+    /// Its id within its level.
+    pub local: u32,
+    /// The entity of the parent level that is this CPU (a vCPU), or None for a physical CPU.
+    pub backing: Option<GEnt>,
+}
+
+#[derive(Clone, Debug)]
+pub struct EntMeta {
+    pub level: LevelId,
+    pub name: String,
+    /// The CPU of the child level this entity is (a vCPU), or None for a task.
+    pub vcpu_of: Option<GCpu>,
+}
+
+/// A finished trace: the records in time order, the names, and whether it was truncated.
+#[derive(Clone, Debug)]
+pub struct Trace {
+    pub records: Vec<Record>,
+    pub max_records: usize,
+    /// Records not kept because the buffer was full.
+    pub dropped: u64,
+    /// Time of the first record not kept: the trace is complete only up to here.
+    pub truncated_at: Option<SimTime>,
+    /// The time the run ended.
+    pub end: SimTime,
+    pub meta: TraceMeta,
+}
+
+impl Trace {
+    /// Where the trace is complete up to: the run's end, or the truncation.
+    pub fn complete_until(&self) -> SimTime {
+        self.truncated_at.unwrap_or(self.end)
+    }
+
+    /// A one-line account for users: records kept, dropped, limit.
+    pub fn summary(&self) -> TraceSummary {
+        TraceSummary {
+            records: self.records.len() as u64,
+            dropped: self.dropped,
+            max_records: self.max_records as u64,
+            truncated_at_ns: self.truncated_at,
+        }
+    }
+}
+
+/// Counts of a finished trace, for the run's results.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct TraceSummary {
+    pub records: u64,
+    pub dropped: u64,
+    pub max_records: u64,
+    /// Set when the buffer filled: the trace covers the run only up to this time.
+    pub truncated_at_ns: Option<SimTime>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buffer_keeps_up_to_its_bound_then_counts_and_marks_the_truncation() {
+        let mut b = TraceBuf::new(2);
+        let (level, ent) = (LevelId(0), GEnt(0));
+        for t in [10, 20, 30, 40] {
+            b.push(Record::Block { t, level, ent });
+        }
+        let t = b.finish(50, TraceMeta::default());
+        assert_eq!(t.records.len(), 2);
+        assert_eq!(t.dropped, 2);
+        assert_eq!(t.truncated_at, Some(30));
+        assert_eq!(t.complete_until(), 30);
+        assert_eq!(t.records[1].t(), 20);
+    }
+}
