@@ -6,7 +6,7 @@
 //!
 //! The 128-bit PCG state comes from (seed, name) through SplitMix64's finalizer, a bijection of
 //! `u64`: its high half is a bijection of the seed for a given name, so two seeds never share a
-//! stream, and every bit of the seed changes every bit of the state. (Before 0.1.1 the seed was
+//! stream, and every bit of the seed changes every bit of the state. (Until issue 18 the seed was
 //! the state's low half as is; an MCG forces its state odd, so seeds 2k and 2k+1 drew the same
 //! numbers.)
 

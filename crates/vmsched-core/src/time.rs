@@ -52,7 +52,7 @@ pub fn config_ns(field: &str, v: u64, per: Nanos, limit: Nanos) -> Result<Nanos,
                     "{v} {unit} is too long: the limit is {} {unit} (2^{} ns, about {} days)",
                     limit / per,
                     limit.ilog2(),
-                    limit / (86_400 * NS_PER_S)
+                    (limit + 43_200 * NS_PER_S) / (86_400 * NS_PER_S)
                 ),
             ))
         }
