@@ -259,6 +259,28 @@ fn the_longest_times_allowed_run_without_overflow() {
     );
 }
 
+#[test]
+fn scheduler_times_stay_in_the_ranges_their_arithmetic_holds() {
+    // Linux 5.10's sched_migration_cost_ns is an unsigned int; twice it feeds signed avg_idle
+    // arithmetic, which went negative for values past 2^62.
+    let cfs = "domain.0.sched.sched_migration_cost_ns";
+    assert_refused(
+        PINNED,
+        &[(cfs, "9223372036854775807")],
+        cfs,
+        "outside 0..=4294967295",
+    );
+    vmsched_sched::load("t.toml", PINNED, &ov(&[(cfs, "4294967295")])).unwrap();
+    let credit2 = PINNED.replace("scheduler = \"pinned\"", "scheduler = \"credit2\"");
+    for (f, v) in [
+        ("host.ratelimit_us", "9223372036854775807"),
+        ("host.migrate_resist_us", "9223372036854775807"),
+        ("host.cap_period_ms", "9223372036854775807"),
+    ] {
+        assert_refused(&credit2, &[(f, v)], f, "must be");
+    }
+}
+
 // ---- check refuses what cannot run -------------------------------------------------------------
 
 #[test]
