@@ -191,7 +191,7 @@ def check_output_dir(out: str | os.PathLike, overwrite: bool = False) -> Path:
 
     Refused with a one-line `OSError`: a path naming a file or below one; an existing non-empty
     directory or a symbolic link, unless `overwrite` (then it is replaced whole at the end)."""
-    out = Path(out)
+    out = Path(os.path.abspath(out))  # normalised, links not followed
     for parent in reversed(out.parents):
         if parent.exists() and not parent.is_dir():
             raise NotADirectoryError(f"output '{out}': '{parent}' is a file, not a directory")
@@ -229,9 +229,12 @@ def write_output_dir(out: Path, fill, overwrite: bool = False) -> Path:
         os.replace(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
-        if old is not None and (old / "x").exists() and not out.exists():
-            os.replace(old / "x", out)
-            old.rmdir()
+        if old is not None:
+            # Put the old directory back if it was moved aside; drop the empty holder.
+            if os.path.lexists(old / "x") and not os.path.lexists(out):
+                os.replace(old / "x", out)
+            if not os.path.lexists(old / "x"):
+                old.rmdir()
         raise
     if old is not None:
         target = old / "x"
