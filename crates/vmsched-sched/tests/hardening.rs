@@ -752,3 +752,15 @@ fn random_scenarios_validate_or_run() {
         "only {ran} of {cases} random scenarios validated ({refused} refused)"
     );
 }
+
+#[test]
+fn a_refused_step_is_reported_at_its_own_line() {
+    let src = with_workload(
+        "duration_ms = 20",
+        "kind = \"program\"\nname = \"p\"\nsteps = [\n  { op = \"compute\", us = 1 },\n  { op = \"yield\" },\n  { op = \"loop\", to = 1 },\n]",
+    );
+    let e = refused(&src, &[]);
+    assert_eq!(e.field, "domain.0.workload.0.steps.2");
+    let line = src.lines().position(|l| l.contains("to = 1")).unwrap() + 1;
+    assert_eq!(e.line, Some(line), "{e}");
+}
