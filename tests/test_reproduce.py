@@ -30,25 +30,54 @@ def test_point_release_decides_the_slice():
     assert c["vcpu0_preemptions"] > 4 * d["vcpu0_preemptions"]
 
 
-def test_20ms_beats_1_and_5ms_through_the_fast_pattern():
-    rows = {r: point("4.20.2", r) for r in (1, 5, 20)}
-    assert rows[20]["fast_pct"] > 95, rows[20]
-    assert rows[20]["gap_over_gran_pct"] > 90
-    assert rows[20]["score_lps"] > 1.03 * rows[1]["score_lps"]
-    assert rows[20]["score_lps"] > 1.03 * rows[5]["score_lps"]
-    assert rows[5]["fast_pct"] < 85 and rows[1]["fast_pct"] < 85
+SEEDS = range(1, 7)
+
+
+def seeded_points(monkeypatch, version, r_ms, duration_ms=2000):
+    """`point` once per seed of SEEDS."""
+    from vmsched import reproduce
+
+    real = reproduce.run
+    rows = []
+    for seed in SEEDS:
+        monkeypatch.setattr(reproduce, "run",
+                            lambda scen, set, seed=seed: real(scen, set={**set, "run.seed": seed}))
+        rows.append(point(version, r_ms, duration_ms))
+    monkeypatch.setattr(reproduce, "run", real)
+    return rows
+
+
+def mean(xs):
+    return sum(xs) / len(xs)
+
+
+def test_20ms_beats_1_and_5ms_through_the_fast_pattern(monkeypatch):
+    # At 1 and 5 ms the share of fast round trips and the score vary much from seed to seed
+    # (1 ms, 2 s runs: 54 % to 96 % fast, 20 ms ahead by 0.6 % to 11 %), so the ordering is
+    # asserted on the mean over six seeds; 20 ms is in the fast pattern on every seed.
+    runs = {r: seeded_points(monkeypatch, "4.20.2", r) for r in (1, 5, 20)}
+    for row in runs[20]:
+        assert row["fast_pct"] > 95, row
+        assert row["gap_over_gran_pct"] > 90
+    score = {r: mean([row["score_lps"] for row in runs[r]]) for r in runs}
+    fast = {r: mean([row["fast_pct"] for row in runs[r]]) for r in runs}
+    assert score[20] > 1.03 * score[1]
+    assert score[20] > 1.03 * score[5]
+    assert fast[5] < 85 and fast[1] < 85
 
 
 def test_the_mechanism_needs_steal_charged_to_the_running_task():
+    # No warm-up: a reset of the counters between a round trip's sleep and its count makes one
+    # round trip look fast (the derived fast/slow split is off by one at the reset).
     for r in (5000, 20000):
         res = vmsched.run(PINNED, set={"host.version": "4.20.2", "host.ratelimit_us": r,
-                                      "run.duration_ms": 1500,
+                                      "run.duration_ms": 1500, "run.warmup_ms": 0,
                                       "domain.0.kernel.paravirt_time_accounting": True})
         assert res.counter("context1", "fast") == 0, "with steal accounting there is no jump"
 
 
 def test_the_mechanism_needs_interference():
-    res = vmsched.run(PINNED, set={"run.duration_ms": 1500, "domain.1.workload.0.copies": 0})
+    res = vmsched.run(PINNED, set={"run.duration_ms": 1500, "domain.1.workload": []})
     assert res.counter("context1", "fast") == 0
 
 

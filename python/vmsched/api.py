@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -141,31 +143,123 @@ class Result:
             ],
         }
 
-    def write(self, out: str | os.PathLike) -> Path:
-        """Writes summary.json, the raw results and Parquet tables into directory `out`."""
-        out = Path(out)
-        out.mkdir(parents=True, exist_ok=True)
-        _atomic_write(out / "summary.json", json.dumps(self.summary(), indent=2))
-        _atomic_write(out / "results.json", json.dumps(self.raw))
-        self.entities.write_parquet(out / "entities.parquet")
-        self.workloads.write_parquet(out / "workloads.parquet")
-        if self.raw["series"]:
-            self.series.write_parquet(out / "series.parquet")
-        return out
+    def write(self, out: str | os.PathLike, overwrite: bool = False) -> Path:
+        """Writes summary.json, the raw results and Parquet tables into directory `out`.
+
+        The files are written into a fresh temporary directory beside `out`, which is renamed
+        into place at the end: `out` holds a complete set of results or is left as it was. An
+        existing non-empty `out` is refused (`FileExistsError`) unless `overwrite`, which
+        replaces it whole."""
+        out = check_output_dir(out, overwrite)
+
+        def fill(d: Path) -> None:
+            (d / "summary.json").write_text(json.dumps(self.summary(), indent=2))
+            (d / "results.json").write_text(json.dumps(self.raw))
+            self.entities.write_parquet(d / "entities.parquet")
+            self.workloads.write_parquet(d / "workloads.parquet")
+            if self.raw["series"]:
+                self.series.write_parquet(d / "series.parquet")
+
+        return write_output_dir(out, fill, overwrite)
 
 
 def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    """Replaces `path` with `text` atomically, never writing through a symbolic link."""
+    _replace_file(path, lambda tmp: tmp.write_text(text))
+
+
+def _replace_file(path: Path, fill) -> None:
+    """Calls `fill(tmp)` on a fresh temporary file beside `path`, then renames it over `path`.
+
+    The temporary file is created exclusively (never an existing file or link), and the rename
+    replaces a symbolic link at `path` instead of writing to its target."""
+    path = Path(path)
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        fill(tmp)
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def check_output_dir(out: str | os.PathLike, overwrite: bool = False) -> Path:
+    """Checks, before any work, that results can go to directory `out`; returns it as a Path.
+
+    Refused with a one-line `OSError`: a path naming a file or below one; an existing non-empty
+    directory or a symbolic link, unless `overwrite` (then it is replaced whole at the end)."""
+    out = Path(os.path.abspath(out))  # normalised, links not followed
+    for parent in reversed(out.parents):
+        if parent.exists() and not parent.is_dir():
+            raise NotADirectoryError(f"output '{out}': '{parent}' is a file, not a directory")
+    if out.is_symlink():
+        if not overwrite:
+            raise FileExistsError(f"output '{out}' is a symbolic link; results are never "
+                                  "written through one (replace it whole with --force)")
+    elif out.exists():
+        if not out.is_dir():
+            raise NotADirectoryError(f"output '{out}' is a file, not a directory")
+        if not overwrite and any(out.iterdir()):
+            raise FileExistsError(f"output directory '{out}' already exists and is not empty "
+                                  "(choose another, or replace it whole with --force)")
+    return out
+
+
+def write_output_dir(out: Path, fill, overwrite: bool = False) -> Path:
+    """Calls `fill(tmp)` on a fresh temporary directory beside `out`, then moves it into place.
+
+    With `overwrite`, an existing `out` (directory or link) is replaced whole; the old one is
+    removed only after the new one is in place. On any failure, or Ctrl-C, the temporary
+    directory is removed and `out` is left as it was."""
+    out = check_output_dir(out, overwrite)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp"))
+    old = None
+    try:
+        fill(tmp)
+        os.chmod(tmp, 0o777 & ~_umask())
+        if out.is_symlink() or (out.exists() and (overwrite or any(out.iterdir()))):
+            check_output_dir(out, overwrite)
+            old = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".old"))
+            os.replace(out, old / "x")
+        # Renaming a directory onto an empty one replaces it; onto anything else it fails.
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if old is not None:
+            # Put the old directory back if it was moved aside; drop the empty holder.
+            if os.path.lexists(old / "x") and not os.path.lexists(out):
+                os.replace(old / "x", out)
+            if not os.path.lexists(old / "x"):
+                old.rmdir()
+        raise
+    if old is not None:
+        target = old / "x"
+        if target.is_symlink() or not target.is_dir():
+            target.unlink()
+        else:
+            shutil.rmtree(target)
+        old.rmdir()
+    return out
 
 
 def run(scenario: str | os.PathLike, set=None, seed: int | None = None,
-        out: str | os.PathLike | None = None, progress=None,
+        out: str | os.PathLike | None = None, progress=None, overwrite: bool = False,
         trace: str | os.PathLike | None = None, trace_max_records: int | None = None) -> Result:
     """Runs a scenario file (or a shipped scenario's name) with `--set`-style overrides.
 
     `progress`, if given, is called with the fraction of simulated time done (0..1].
+    `out`: a directory for the results (see `Result.write`), checked before the run starts;
+    an existing non-empty one is refused unless `overwrite`.
     `trace`, if given, is a file to write the run's schedule to as a Perfetto trace (docs/trace.md),
     keeping at most `trace_max_records` records (default 4,000,000); `Result.trace` then tells how
     many were kept and whether the trace was truncated."""
@@ -173,19 +267,23 @@ def run(scenario: str | os.PathLike, set=None, seed: int | None = None,
     ov = _overrides(set, seed)
     if trace_max_records is not None and trace_max_records < 1:
         raise ValueError(f"trace_max_records must be at least 1, got {trace_max_records}")
+    if out is not None:
+        check_output_dir(out, overwrite)
     raw = json.loads(_core.run(str(p), p.read_text(), ov, progress,
                                None if trace is None else str(trace), trace_max_records))
     r = Result(scenario=str(p), overrides=ov, raw=raw)
     if out is not None:
-        r.write(out)
+        r.write(out, overwrite=overwrite)
     return r
 
 
 def sweep(scenario: str | os.PathLike, grid: Mapping[str, Iterable[Any]], seeds: int = 1,
           jobs: int | None = None, out: str | os.PathLike | None = None, progress: bool = True,
-          set=None) -> pl.DataFrame:
+          set=None, overwrite: bool = False) -> pl.DataFrame:
     """Runs the Cartesian product of `grid` (× `seeds` seeds) and returns one row per workload
-    per point. See `vmsched.sweep_runner` for resuming and parallelism."""
+    per point. See `vmsched.sweep_runner` for resuming and parallelism; `overwrite` discards
+    the points an earlier sweep left in `out`."""
     from vmsched.sweep_runner import run_sweep
 
-    return run_sweep(scenario, grid, seeds=seeds, jobs=jobs, out=out, progress=progress, base=set)
+    return run_sweep(scenario, grid, seeds=seeds, jobs=jobs, out=out, progress=progress, base=set,
+                     overwrite=overwrite)

@@ -7,10 +7,11 @@ import sys
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 import vmsched
-from vmsched.api import SCENARIO_DIR, Result
+from vmsched.api import SCENARIO_DIR, Result, check_output_dir
 
 console = Console(width=None if sys.stdout.isatty() else 160)
 
@@ -95,10 +96,12 @@ def _positive_int(v: str) -> int:
 def cmd_run(a) -> int:
     from rich.progress import BarColumn, Progress, TimeElapsedColumn, TimeRemainingColumn
 
+    if a.output:
+        check_output_dir(a.output, a.force)  # before the progress bar: a one-line refusal
     with Progress("[progress.description]{task.description}", BarColumn(), TimeElapsedColumn(),
                   TimeRemainingColumn(), console=console, transient=True) as bar:
         task = bar.add_task(f"simulating {Path(str(a.scenario)).stem}", total=1.0)
-        r = vmsched.run(a.scenario, set=a.set, seed=a.seed, out=a.output,
+        r = vmsched.run(a.scenario, set=a.set, seed=a.seed, out=a.output, overwrite=a.force,
                         progress=lambda f: bar.update(task, completed=f),
                         trace=a.trace, trace_max_records=a.trace_limit)
     print_result(r)
@@ -128,7 +131,8 @@ def cmd_sweep(a) -> int:
     grid, fixed = _split_grid(a.set)
     if not grid:
         raise SystemExit("vmsched sweep: give at least one --set key=v1,v2,... to sweep")
-    df = vmsched.sweep(a.scenario, grid, seeds=a.seeds, jobs=a.jobs, out=a.output, set=fixed)
+    df = vmsched.sweep(a.scenario, grid, seeds=a.seeds, jobs=a.jobs, out=a.output, set=fixed,
+                       overwrite=a.force)
     import polars as pl
 
     keys = list(grid)
@@ -176,7 +180,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a field, e.g. host.ratelimit_us=20000 or domain.1.weight=512")
     p.add_argument("--seed", type=int)
-    p.add_argument("-o", "--output", help="directory for summary.json and Parquet tables")
+    p.add_argument("-o", "--output", help="directory for summary.json and Parquet tables "
+                   "(new or empty; written whole at the end)")
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing output directory whole")
     p.add_argument("--cyclictest", action="store_true",
                    help="also print cyclictest's own -q -h output for cyclictest workloads")
     p.add_argument("--trace", metavar="FILE",
@@ -193,6 +200,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seeds", type=int, default=1, help="seeds per point")
     p.add_argument("--jobs", type=int, help="parallel runs (default: all cores)")
     p.add_argument("-o", "--output", required=True, help="output directory (resumable)")
+    p.add_argument("--force", action="store_true",
+                   help="replace the output directory whole instead of resuming it")
     p.set_defaults(fn=cmd_sweep)
 
     p = sub.add_parser("reproduce", help="reproduce a source document's experiment")
@@ -219,11 +228,10 @@ def main(argv: list[str] | None = None) -> int:
     except vmsched.ScenarioError as e:
         console.print(f"[red]error:[/red] {e.args[0]}", highlight=False)
         return 2
-    except FileNotFoundError as e:
-        console.print(f"[red]error:[/red] {e}", highlight=False)
-        return 2
-    except OSError as e:  # e.g. a --trace file that cannot be written
-        console.print(f"[red]error:[/red] {e}", highlight=False)
+    except OSError as e:
+        # A missing scenario, an output path that names a file, an output directory that
+        # exists, a --trace file that cannot be written: one line, the path as plain text.
+        console.print(f"[red]error:[/red] {escape(str(e))}", highlight=False, soft_wrap=True)
         return 2
     except vmsched.CoreError as e:
         console.print(f"[red]internal error in the simulation core:[/red] {e}", highlight=False)

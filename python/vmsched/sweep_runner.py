@@ -1,8 +1,14 @@
 """Parameter sweeps on the local cores.
 
 Every point of the grid (× seeds) is one run. Each finished run is written atomically to
-`OUT/points/<id>.json` as it finishes, so an interrupted sweep resumes without redoing or losing
+`OUT/points/<key>.json` as it finishes, so an interrupted sweep resumes without redoing or losing
 finished points. The table and the plot are made from all point files at the end.
+
+A point's key is a hash of the scenario as the core resolves it (every field, after the fixed
+overrides and the point's own values are applied) and of the vmsched version, so a point file is
+reused only for the very same run: changing the scenario file, a fixed `--set` value or the
+program version makes new points. A point file that is unreadable, truncated or holds another
+key is run again.
 """
 
 from __future__ import annotations
@@ -11,13 +17,21 @@ import hashlib
 import itertools
 import json
 import os
+import shutil
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import polars as pl
 
-from vmsched.api import _atomic_write, _overrides, _toml_value, run, scenario_path
+import vmsched
+from vmsched import _core
+from vmsched.api import (
+    _atomic_write, _overrides, _replace_file, _toml_value, check_output_dir, run, scenario_path,
+)
+
+#: Bump when a point file's meaning changes, so old files are not reused.
+KEY_FORMAT = 2
 
 
 def expand(grid: Mapping[str, Iterable[Any]], seeds: int, base_seed: int = 1) -> list[dict]:
@@ -31,15 +45,38 @@ def expand(grid: Mapping[str, Iterable[Any]], seeds: int, base_seed: int = 1) ->
     return points
 
 
-def point_id(point: Mapping[str, Any]) -> str:
-    text = json.dumps(sorted((k, _toml_value(v)) for k, v in point.items()))
-    return hashlib.sha1(text.encode()).hexdigest()[:16]
+Overrides = list[tuple[str, str]]
 
 
-def _run_point(scenario: str, base: list[tuple[str, str]], point: dict) -> dict:
-    ov = list(base) + [(k, _toml_value(v)) for k, v in point.items()]
+def _point_overrides(base: Overrides, point: Mapping[str, Any]) -> Overrides:
+    return list(base) + [(k, _toml_value(v)) for k, v in point.items()]
+
+
+def point_key(scenario: str, text: str, base: Overrides, point: Mapping[str, Any]) -> str:
+    """The key of one point: a hash of the fully resolved scenario (file content, fixed
+    overrides, the point's values, defaults filled in) and of the vmsched version. Raises
+    `ScenarioError` if the point's scenario does not validate."""
+    resolved = json.loads(_core.check(scenario, text, _point_overrides(base, point)))
+    doc = {"format": KEY_FORMAT, "vmsched": vmsched.__version__, "scenario": resolved}
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def _load_point(f: Path, key: str) -> dict | None:
+    """A finished point's record, or None if the file is missing, unreadable, truncated or
+    not this key's."""
+    try:
+        rec = json.loads(f.read_text())
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    if isinstance(rec, dict) and rec.get("key") == key and isinstance(rec.get("summary"), dict):
+        return rec
+    return None
+
+
+def _run_point(scenario: str, base: list[tuple[str, str]], point: dict, key: str) -> dict:
+    ov = _point_overrides(base, point)
     r = run(scenario, set=[f"{k}={v}" for k, v in ov])
-    return {"point": point, "summary": r.summary()}
+    return {"key": key, "point": point, "summary": r.summary()}
 
 
 def rows_of(record: dict) -> list[dict]:
@@ -54,27 +91,52 @@ def rows_of(record: dict) -> list[dict]:
     return rows
 
 
-def run_sweep(scenario, grid, seeds=1, jobs=None, out=None, progress=True, base=None) -> pl.DataFrame:
+def _prepare_outdir(out, overwrite: bool) -> Path:
+    """The sweep directory: new, empty, or an earlier sweep's (resumed). Anything else is
+    refused unless `overwrite`, which removes it whole first."""
+    outdir = check_output_dir(out, overwrite=True)
+    if outdir.is_symlink() and not overwrite:
+        raise FileExistsError(f"output '{outdir}' is a symbolic link; results are never "
+                              "written through one (replace it whole with --force)")
+    if overwrite and (outdir.is_symlink() or outdir.exists()):
+        if outdir.is_symlink():
+            outdir.unlink()
+        else:
+            shutil.rmtree(outdir)
+    if outdir.exists() and any(outdir.iterdir()):
+        pts = outdir / "points"
+        if pts.is_symlink() or not pts.is_dir():
+            raise FileExistsError(f"output directory '{outdir}' exists and is not a sweep's "
+                                  "(choose another, or replace it whole with --force)")
+    (outdir / "points").mkdir(parents=True, exist_ok=True)
+    return outdir
+
+
+def run_sweep(scenario, grid, seeds=1, jobs=None, out=None, progress=True, base=None,
+              overwrite=False) -> pl.DataFrame:
     path = str(scenario_path(scenario))
+    text = Path(path).read_text()
     base_ov = _overrides(base, None)
-    seed0 = int(dict(base_ov).get("run.seed", 1))
+    # Seeds count up from the scenario's own seed (after the fixed overrides).
+    seed0 = int(json.loads(_core.check(path, text, base_ov))["run"]["seed"])
     points = expand(grid, seeds, seed0)
-    outdir = Path(out) if out is not None else None
+    keys = [point_key(path, text, base_ov, p) for p in points]
+    outdir = _prepare_outdir(out, overwrite) if out is not None else None
     done: dict[str, dict] = {}
     if outdir is not None:
-        (outdir / "points").mkdir(parents=True, exist_ok=True)
-        for p in points:
-            f = outdir / "points" / f"{point_id(p)}.json"
-            if f.exists():
-                done[point_id(p)] = json.loads(f.read_text())
-    todo = [p for p in points if point_id(p) not in done]
+        for k in keys:
+            rec = _load_point(outdir / "points" / f"{k}.json", k)
+            if rec is not None:
+                done[k] = rec
+    todo = [(p, k) for p, k in zip(points, keys) if k not in done]
+    # Points that resolve to the same run are run once.
+    todo = list({k: (p, k) for p, k in todo}.values())
     jobs = jobs or os.cpu_count() or 1
 
     def record(rec: dict) -> None:
-        pid = point_id(rec["point"])
-        done[pid] = rec
+        done[rec["key"]] = rec
         if outdir is not None:
-            _atomic_write(outdir / "points" / f"{pid}.json", json.dumps(rec))
+            _atomic_write(outdir / "points" / f"{rec['key']}.json", json.dumps(rec))
 
     bar = None
     if progress and todo:
@@ -86,13 +148,13 @@ def run_sweep(scenario, grid, seeds=1, jobs=None, out=None, progress=True, base=
         task = bar.add_task(f"sweep {Path(path).stem}", total=len(points), completed=len(points) - len(todo))
     try:
         if jobs == 1 or len(todo) <= 1:
-            for p in todo:
-                record(_run_point(path, base_ov, p))
+            for p, k in todo:
+                record(_run_point(path, base_ov, p, k))
                 if bar:
                     bar.advance(task)
         else:
             with ProcessPoolExecutor(max_workers=jobs) as ex:
-                futs = [ex.submit(_run_point, path, base_ov, p) for p in todo]
+                futs = [ex.submit(_run_point, path, base_ov, p, k) for p, k in todo]
                 for f in as_completed(futs):
                     record(f.result())
                     if bar:
@@ -100,12 +162,13 @@ def run_sweep(scenario, grid, seeds=1, jobs=None, out=None, progress=True, base=
     finally:
         if bar:
             bar.stop()
-    rows = [r for p in points for r in rows_of(done[point_id(p)])]
+    rows = [r for p, k in zip(points, keys) for r in rows_of({**done[k], "point": p})]
     df = pl.DataFrame(rows)
     if outdir is not None:
-        df.write_parquet(outdir / "sweep.parquet")
-        df.write_csv(outdir / "sweep.csv")
+        _replace_file(outdir / "sweep.parquet", df.write_parquet)
+        _replace_file(outdir / "sweep.csv", df.write_csv)
         from vmsched.plot import plot_sweep
 
-        plot_sweep(df, list(grid), outdir / "sweep.png", title=Path(path).stem)
+        _replace_file(outdir / "sweep.png",
+                      lambda f: plot_sweep(df, list(grid), f, title=Path(path).stem))
     return df

@@ -14,6 +14,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use crate::sched::CpuTopo;
+use crate::time::{time_ns, Nanos, NS_PER_MS, NS_PER_US};
 use crate::workload::WorkloadConfig;
 
 /// Checks a scheduler configuration beyond its types.
@@ -58,6 +59,44 @@ fn d_duration() -> u64 {
 }
 fn d_seed() -> u64 {
     1
+}
+
+impl RunConfig {
+    /// `duration_ms` in ns, checked: the run's end.
+    pub fn duration_ns(&self) -> Result<Nanos, (String, String)> {
+        time_ns("run.duration_ms", self.duration_ms, NS_PER_MS)
+    }
+
+    /// `warmup_ms` in ns, checked.
+    pub fn warmup_ns(&self) -> Result<Nanos, (String, String)> {
+        time_ns("run.warmup_ms", self.warmup_ms, NS_PER_MS)
+    }
+
+    /// `sample_interval_us` in ns, checked (0: no sampling).
+    pub fn sample_interval_ns(&self) -> Result<Nanos, (String, String)> {
+        time_ns("run.sample_interval_us", self.sample_interval_us, NS_PER_US)
+    }
+
+    fn validate(&self) -> Result<(), (String, String)> {
+        let end = self.duration_ns()?;
+        let warmup = self.warmup_ns()?;
+        self.sample_interval_ns()?;
+        if end == 0 {
+            return Err(("run.duration_ms".into(), "must be positive".into()));
+        }
+        if warmup >= end {
+            return Err((
+                "run.warmup_ms".into(),
+                "must be shorter than run.duration_ms".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Checks that a configured nanosecond value is within [`crate::time::MAX_TIME_NS`].
+pub(crate) fn check_ns(field: &str, v: Nanos) -> Result<(), (String, String)> {
+    time_ns(field, v, 1).map(|_| ())
 }
 
 impl Default for RunConfig {
@@ -121,6 +160,26 @@ fn one() -> u32 {
 }
 
 impl MachineConfig {
+    /// Sockets of equal size, each holding whole cores: `pcpus` is a multiple of `sockets`, and
+    /// a socket's CPUs a multiple of `threads_per_core`.
+    fn validate_topology(&self) -> Result<(), (String, String)> {
+        let (n, s, t) = (self.pcpus, self.sockets, self.threads_per_core);
+        if s == 0 || s > n || n % s != 0 {
+            return Err((
+                "machine.sockets".into(),
+                format!("must divide machine.pcpus = {n} into equal sockets (1..={n}), got {s}"),
+            ));
+        }
+        let per_socket = n / s;
+        if t == 0 || t > per_socket || per_socket % t != 0 {
+            return Err((
+                "machine.threads_per_core".into(),
+                format!("must divide the {per_socket} pCPUs of a socket into whole cores, got {t}"),
+            ));
+        }
+        Ok(())
+    }
+
     /// The physical CPUs' topology.
     pub fn topology(&self) -> Vec<CpuTopo> {
         let n = self.pcpus;
@@ -399,21 +458,11 @@ where
                 format!("must be 1..=256, got {}", m.pcpus),
             ));
         }
-        if m.sockets == 0 || m.threads_per_core == 0 {
-            return Err((
-                "machine.sockets".into(),
-                "sockets and threads_per_core must be ≥ 1".into(),
-            ));
-        }
-        if self.run.duration_ms == 0 {
-            return Err(("run.duration_ms".into(), "must be positive".into()));
-        }
-        if self.run.warmup_ms >= self.run.duration_ms {
-            return Err((
-                "run.warmup_ms".into(),
-                "must be shorter than run.duration_ms".into(),
-            ));
-        }
+        m.validate_topology()?;
+        check_ns("machine.ipi_latency_ns", m.ipi_latency_ns)?;
+        check_ns("machine.ctxsw_cost_ns", m.ctxsw_cost_ns)?;
+        check_ns("machine.wfe_trap_ns", m.wfe_trap_ns)?;
+        self.run.validate()?;
         self.host
             .check()
             .map_err(|(f, m)| (format!("host.{f}"), m))?;
@@ -479,6 +528,8 @@ where
                     check_set("vcpu_pcpus", s)?;
                 }
             }
+            check_ns(&at("kernel.ipi_latency_ns"), d.kernel.ipi_latency_ns)?;
+            check_ns(&at("kernel.ctxsw_cost_ns"), d.kernel.ctxsw_cost_ns)?;
             d.sched
                 .check()
                 .map_err(|(f, m)| (at(&format!("sched.{f}")), m))?;

@@ -8,9 +8,7 @@ use serde::{Deserialize, Serialize};
 use vmsched_core::report::Results;
 use vmsched_core::scenario::{Arch, ConfigCheck, Preempt, ScenarioError, Vwfi};
 use vmsched_core::sim::{LevelOpts, SimBuilder, Simulation};
-use vmsched_core::{
-    CpuId, CpuSet, CpuTopo, EntityParams, LevelClock, Policy, NS_PER_MS, NS_PER_US,
-};
+use vmsched_core::{CpuId, CpuSet, CpuTopo, EntityParams, LevelClock, Policy};
 
 use crate::guest::cfs::{Cfs, CfsParams};
 use crate::host::credit2::{Credit2, Credit2Params};
@@ -232,10 +230,14 @@ pub fn build(s: &Scenario) -> Simulation {
             });
         }
     }
+    // Converted with checked arithmetic; `load` refused a scenario where they overflow.
+    let ns = |v: Result<u64, (String, String)>| {
+        v.unwrap_or_else(|(f, m)| panic!("invariant: a built scenario validated, but {f}: {m}"))
+    };
     b.build(
-        s.run.duration_ms * NS_PER_MS,
-        s.run.warmup_ms * NS_PER_MS,
-        s.run.sample_interval_us * NS_PER_US,
+        ns(s.run.duration_ns()),
+        ns(s.run.warmup_ns()),
+        ns(s.run.sample_interval_ns()),
     )
 }
 

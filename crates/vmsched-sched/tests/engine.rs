@@ -221,7 +221,7 @@ fn guest_task_waits_while_its_vcpu_is_preempted() {
         h0.max_ns
     );
     assert!(h0.count > 1990, "every period sampled: {}", h0.count);
-    let alone = run_src(src, &[("domain.1.workload.0.copies", "0")]);
+    let alone = run_src(src, &[("domain.1.workload", "[]")]);
     let ha = &wl(&alone, "ct").histograms[0].1;
     assert!(
         ha.max_ns < 100_000,
@@ -332,7 +332,7 @@ fn arm_shared() -> String {
     machine("duration_ms = 500", "pcpus = 1\narch = \"arm64\"", "scheduler = \"credit2\"")
         + &domain(
             "name = \"g\"\nvcpus = 1",
-            &["kind = \"program\"\nname = \"p\"\nchannels = [\"never\"]\nsteps = [{ op = \"spin\", chan = \"never\", wfe = true }]"],
+            &["kind = \"program\"\nname = \"p\"\nchannels = [\"never\"]\nsteps = [{ op = \"spin\", chan = \"never\", wfe = true }, { op = \"exit\" }]"],
         )
         + &domain("name = \"hog\"\nvcpus = 1", &[&format!("{CPU_LOOP}\nname = \"h\"")])
 }
@@ -341,10 +341,7 @@ fn arm_shared() -> String {
 fn a_spin_keeps_its_vcpu_busy_a_wait_lets_it_halt() {
     let spin = run_src(
         &arm_shared(),
-        &[
-            ("domain.1.workload.0.copies", "0"),
-            ("machine.vwfi", "\"native\""),
-        ],
+        &[("domain.1.workload", "[]"), ("machine.vwfi", "\"native\"")],
     );
     assert!(
         ent(&spin, "g.v0").cpu_share > 0.99,
@@ -353,10 +350,10 @@ fn a_spin_keeps_its_vcpu_busy_a_wait_lets_it_halt() {
     let wait = run_src(
         &arm_shared(),
         &[
-            ("domain.1.workload.0.copies", "0"),
+            ("domain.1.workload", "[]"),
             (
                 "domain.0.workload.0.steps",
-                "[{ op = \"wait\", chan = \"never\" }]",
+                "[{ op = \"wait\", chan = \"never\" }, { op = \"exit\" }]",
             ),
         ],
     );

@@ -80,6 +80,15 @@ impl Context1Config {
         if self.jitter_pct > 100 {
             return Err(("jitter_pct".into(), "must be 0..=100".into()));
         }
+        for (field, v) in [
+            ("c_syscall_ns", self.c_syscall_ns),
+            ("c_pipe_rw_ns", self.c_pipe_rw_ns),
+            ("c_wakeup_ns", self.c_wakeup_ns),
+            ("c_block_ns", self.c_block_ns),
+            ("c_user_ns", self.c_user_ns),
+        ] {
+            crate::scenario::check_ns(field, v)?;
+        }
         if self.c_syscall_ns + self.c_pipe_rw_ns + self.c_user_ns == 0 {
             return Err((
                 "c_syscall_ns".into(),

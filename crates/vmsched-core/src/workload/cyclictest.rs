@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Dist, Step, TaskSpec, WorkloadKind, WorkloadSpec};
 use crate::sched::Policy;
-use crate::time::{NS_PER_MS, NS_PER_US};
+use crate::time::{time_ns, Nanos, NS_PER_MS, NS_PER_US};
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -53,13 +53,22 @@ fn d_slack() -> u64 {
 }
 
 impl CyclictestConfig {
+    /// `interval_us` in ns, checked.
+    pub fn interval_ns(&self) -> Result<Nanos, (String, String)> {
+        time_ns("interval_us", self.interval_us, NS_PER_US)
+    }
+
     pub fn validate(&self) -> Result<(), (String, String)> {
-        if self.threads == 0 {
-            return Err(("threads".into(), "must be at least 1".into()));
+        super::check_copies("threads", self.threads)?;
+        if self.threads > u16::MAX as u32 + 1 {
+            // Histogram indices are u16.
+            return Err(("threads".into(), "must be at most 65536".into()));
         }
         if self.interval_us == 0 {
             return Err(("interval_us".into(), "must be positive".into()));
         }
+        self.interval_ns()?;
+        crate::scenario::check_ns("timer_slack_ns", self.timer_slack_ns)?;
         if self.priority > 99 {
             return Err(("priority".into(), "RT priority must be 0..=99".into()));
         }
@@ -77,7 +86,7 @@ impl CyclictestConfig {
                 name: format!("{}.t{k}", self.name),
                 program: vec![
                     Step::Periodic {
-                        interval: self.interval_us * NS_PER_US,
+                        interval: self.interval_ns().expect("validated before build"),
                         slack,
                         hist: k as u16,
                     },

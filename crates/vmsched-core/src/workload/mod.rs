@@ -88,6 +88,25 @@ pub(crate) fn one() -> u32 {
     1
 }
 
+/// A nice value as `setpriority` accepts it: -20..=19.
+pub(crate) fn check_nice(nice: i32) -> Result<(), (String, String)> {
+    if !(-20..=19).contains(&nice) {
+        return Err(("nice".into(), format!("must be in -20..=19, got {nice}")));
+    }
+    Ok(())
+}
+
+/// A task count (`copies`, `threads`): at least 1. (Upper limits are budgets: issue 18 item 2.)
+pub(crate) fn check_copies(field: &str, n: u32) -> Result<(), (String, String)> {
+    if n == 0 {
+        return Err((
+            field.into(),
+            "must be at least 1 (to run no task, leave the workload out)".into(),
+        ));
+    }
+    Ok(())
+}
+
 /// One task of a workload.
 #[derive(Clone, Debug)]
 pub struct TaskSpec {
@@ -175,9 +194,14 @@ impl WorkloadConfig {
             Ok(())
         };
         match self {
-            WorkloadConfig::CpuLoop(c) => aff(&c.affinity),
+            WorkloadConfig::CpuLoop(c) => {
+                aff(&c.affinity)?;
+                check_copies("copies", c.copies)?;
+                check_nice(c.nice)
+            }
             WorkloadConfig::Context1(c) => {
                 aff(&c.affinity)?;
+                check_nice(c.nice)?;
                 c.validate()
             }
             WorkloadConfig::Cyclictest(c) => {

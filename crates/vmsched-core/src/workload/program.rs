@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Dist, Step, TaskSpec, WorkloadKind, WorkloadSpec};
 use crate::sched::Policy;
-use crate::time::{NS_PER_MS, NS_PER_US};
+use crate::time::{config_ns, time_ns, Nanos, MAX_EXP_MEAN_NS, NS_PER_MS, NS_PER_US};
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -107,6 +107,7 @@ fn slack50() -> u64 {
     50_000
 }
 
+/// The duration of step `i` from the one unit it is given in, converted with checked arithmetic.
 fn dur(
     i: usize,
     ns: Option<u64>,
@@ -124,26 +125,112 @@ fn dur(
     ];
     if given.iter().filter(|g| **g).count() != 1 {
         return Err((
-            format!("steps[{i}]"),
+            format!("steps.{i}"),
             "give the duration in exactly one of ns, us, ms, exp_us, uniform_us".into(),
         ));
     }
+    let f = |unit: &str| format!("steps.{i}.{unit}");
     Ok(if let Some(v) = ns {
-        Dist::Fixed(v)
+        Dist::Fixed(time_ns(&f("ns"), v, 1)?)
     } else if let Some(v) = us {
-        Dist::Fixed(v * NS_PER_US)
+        Dist::Fixed(time_ns(&f("us"), v, NS_PER_US)?)
     } else if let Some(v) = ms {
-        Dist::Fixed(v * NS_PER_MS)
+        Dist::Fixed(time_ns(&f("ms"), v, NS_PER_MS)?)
     } else if let Some(v) = exp_us {
-        Dist::Exp(v * NS_PER_US)
+        Dist::Exp(config_ns(&f("exp_us"), v, NS_PER_US, MAX_EXP_MEAN_NS)?)
     } else {
-        let [a, b] = uniform_us.unwrap();
+        let [a, b] = uniform_us.expect("exactly one duration is given");
         if a > b {
-            return Err((format!("steps[{i}].uniform_us"), "needs a ≤ b".into()));
+            return Err((f("uniform_us"), "needs a ≤ b".into()));
         }
-        Dist::Uniform(a * NS_PER_US, b * NS_PER_US)
+        let (a, b) = (
+            time_ns(&f("uniform_us"), a, NS_PER_US)?,
+            time_ns(&f("uniform_us"), b, NS_PER_US)?,
+        );
+        Dist::Uniform(a, b)
     })
 }
+
+/// Whether executing the step always lets simulated time pass (almost surely, for a random
+/// duration): a compute or sleep that cannot be 0 ns, or a periodic timer. A wait, spin or yield
+/// may return at once (a token is there; no other task wants the CPU), so it does not count.
+fn takes_time(s: &Step) -> bool {
+    let positive = |d: &Dist| match *d {
+        Dist::Fixed(v) => v > 0,
+        Dist::Uniform(_, hi) => hi > 0,
+        Dist::Exp(mean) => mean > 0,
+    };
+    match s {
+        Step::Compute { dur, .. } => positive(dur),
+        Step::Sleep { dur, slack } => *slack > 0 || positive(dur),
+        Step::Periodic { interval, .. } => *interval > 0,
+        _ => false,
+    }
+}
+
+/// The steps that can run after step `i` without time passing in between.
+fn zero_time_successors(prog: &[Step], i: usize) -> impl Iterator<Item = usize> + '_ {
+    let (a, b) = match prog[i] {
+        Step::Exit => (None, None),
+        Step::Goto { to, times: None } => (Some(to as usize), None),
+        Step::Goto { to, times: Some(_) } => (Some(to as usize), Some(i + 1)),
+        _ => (Some(i + 1), None),
+    };
+    [a, b]
+        .into_iter()
+        .flatten()
+        .filter(move |&j| j < prog.len() && !takes_time(&prog[j]))
+}
+
+/// A loop the task could go round without simulated time passing: returns the loop step (a
+/// `Goto`) of such a cycle. Iterative depth-first search over the steps that take no time.
+fn zero_time_loop(prog: &[Step]) -> Option<usize> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mark {
+        New,
+        Open,
+        Done,
+    }
+    let mut mark = vec![Mark::New; prog.len()];
+    for root in (0..prog.len()).filter(|&i| !takes_time(&prog[i])) {
+        if mark[root] != Mark::New {
+            continue;
+        }
+        // (step, its successors not yet followed)
+        let mut stack: Vec<(usize, Vec<usize>)> = Vec::new();
+        mark[root] = Mark::Open;
+        stack.push((root, zero_time_successors(prog, root).collect()));
+        while let Some((u, next)) = stack.last_mut() {
+            let u = *u;
+            match next.pop() {
+                Some(v) if mark[v] == Mark::Open => {
+                    // The cycle is the stack from v up to u, closed by u -> v; one of its steps
+                    // jumps back.
+                    let from = stack.iter().position(|(w, _)| *w == v).unwrap_or(0);
+                    let g = stack[from..]
+                        .iter()
+                        .map(|(w, _)| *w)
+                        .find(|&w| matches!(prog[w], Step::Goto { .. }))
+                        .unwrap_or(u);
+                    return Some(g);
+                }
+                Some(v) if mark[v] == Mark::New => {
+                    mark[v] = Mark::Open;
+                    stack.push((v, zero_time_successors(prog, v).collect()));
+                }
+                Some(_) => {}
+                None => {
+                    mark[u] = Mark::Done;
+                    stack.pop();
+                }
+            }
+        }
+    }
+    None
+}
+
+/// The most steps a program, channel or counter list may have (their indices are u16).
+pub const MAX_STEPS: usize = u16::MAX as usize + 1;
 
 impl ProgramConfig {
     fn index(list: &[String], name: &str, what: &str, i: usize) -> Result<u16, (String, String)> {
@@ -152,19 +239,27 @@ impl ProgramConfig {
             .map(|p| p as u16)
             .ok_or_else(|| {
                 (
-                    format!("steps[{i}]"),
+                    format!("steps.{i}"),
                     format!("unknown {what} '{name}' (declared: {list:?})"),
                 )
             })
     }
 
-    /// Compiles the step list, or names the step that is wrong.
+    /// Compiles the step list, or names the step that is wrong. Refuses what cannot run: a
+    /// program a task can run off the end of, and a loop that can repeat without time passing.
     pub fn compile(&self) -> Result<Vec<Step>, (String, String)> {
         if self.steps.is_empty() {
             return Err(("steps".into(), "a program needs at least one step".into()));
         }
+        if self.steps.len() > MAX_STEPS {
+            return Err((
+                "steps".into(),
+                format!("at most {MAX_STEPS} steps, got {}", self.steps.len()),
+            ));
+        }
         let mut out = Vec::with_capacity(self.steps.len());
         for (i, s) in self.steps.iter().enumerate() {
+            let ns = |field: &str, v: u64| time_ns(&format!("steps.{i}.{field}"), v, 1);
             out.push(match s {
                 StepConfig::Compute {
                     ns,
@@ -178,22 +273,22 @@ impl ProgramConfig {
                     kernel: *kernel,
                 },
                 StepConfig::Sleep {
-                    ns,
+                    ns: n,
                     us,
                     ms,
                     exp_us,
                     uniform_us,
                     slack_ns,
                 } => Step::Sleep {
-                    dur: dur(i, *ns, *us, *ms, *exp_us, *uniform_us)?,
-                    slack: *slack_ns,
+                    dur: dur(i, *n, *us, *ms, *exp_us, *uniform_us)?,
+                    slack: ns("slack_ns", *slack_ns)?,
                 },
                 StepConfig::Wait {
                     chan,
                     block_cost_ns,
                 } => Step::Wait {
                     chan: Self::index(&self.channels, chan, "channel", i)?,
-                    block_cost: *block_cost_ns,
+                    block_cost: ns("block_cost_ns", *block_cost_ns)?,
                     slept: None,
                 },
                 StepConfig::Signal {
@@ -203,7 +298,7 @@ impl ProgramConfig {
                 } => Step::Signal {
                     chan: Self::index(&self.channels, chan, "channel", i)?,
                     sync: *sync,
-                    wake_cost: *wake_cost_ns,
+                    wake_cost: ns("wake_cost_ns", *wake_cost_ns)?,
                 },
                 StepConfig::Spin { chan, wfe } => Step::Spin {
                     chan: Self::index(&self.channels, chan, "channel", i)?,
@@ -216,7 +311,7 @@ impl ProgramConfig {
                 StepConfig::Loop { to, times } => {
                     if *to as usize >= self.steps.len() {
                         return Err((
-                            format!("steps[{i}].to"),
+                            format!("steps.{i}.to"),
                             format!("step {to} does not exist ({} steps)", self.steps.len()),
                         ));
                     }
@@ -228,38 +323,89 @@ impl ProgramConfig {
                 StepConfig::Exit => Step::Exit,
             });
         }
-        // A program must not spin forever without time passing: every loop needs a step that
-        // takes time or blocks.
-        let timeless = out.iter().all(|s| {
-            matches!(
-                s,
-                Step::Signal { .. } | Step::Count { .. } | Step::Goto { .. } | Step::Yield
-            )
-        });
-        if timeless
-            && out
-                .iter()
-                .any(|s| matches!(s, Step::Goto { times: None, .. }))
-        {
+        let last = out.len() - 1;
+        if !matches!(out[last], Step::Exit | Step::Goto { times: None, .. }) {
             return Err((
-                "steps".into(),
-                "an endless loop needs a step that takes time".into(),
+                format!("steps.{last}"),
+                "a program must end with { op = \"exit\" } or an endless { op = \"loop\" } \
+                 (no `times`): a task must not run past its last step"
+                    .into(),
+            ));
+        }
+        // Time must pass on every way round every loop, bounded or endless: a task going round
+        // a loop of waits on tokens it signals itself, yields with nobody to yield to, or 0 ns
+        // computes never lets the clock move.
+        if let Some(g) = zero_time_loop(&out) {
+            let to = match out[g] {
+                Step::Goto { to, .. } => to as usize,
+                _ => g,
+            };
+            return Err((
+                format!("steps.{g}"),
+                format!(
+                    "the loop over steps {to}..={g} can go round without simulated time \
+                     passing (wait, spin, yield, signal and count may return at once; a \
+                     compute or sleep of 0 ns takes no time): give it a compute or sleep step \
+                     that takes time"
+                ),
             ));
         }
         Ok(out)
     }
 
     pub fn validate(&self) -> Result<(), (String, String)> {
+        super::check_copies("copies", self.copies)?;
+        super::check_nice(self.nice)?;
+        match self.policy {
+            Policy::Fifo | Policy::Rr if !(1..=99).contains(&self.rt_priority) => {
+                return Err((
+                    "rt_priority".into(),
+                    format!(
+                        "a {:?} task needs rt_priority in 1..=99, got {}",
+                        self.policy, self.rt_priority
+                    )
+                    .to_lowercase(),
+                ));
+            }
+            Policy::Normal | Policy::Batch | Policy::Idle if self.rt_priority != 0 => {
+                return Err((
+                    "rt_priority".into(),
+                    format!(
+                        "must be 0 unless policy is fifo or rr (got {})",
+                        self.rt_priority
+                    ),
+                ));
+            }
+            _ => {}
+        }
+        for (field, list) in [("channels", &self.channels), ("counters", &self.counters)] {
+            if list.len() > MAX_STEPS {
+                return Err((field.into(), format!("at most {MAX_STEPS} names")));
+            }
+            if let Some((k, name)) = list
+                .iter()
+                .enumerate()
+                .find(|(k, n)| list[..*k].contains(n))
+            {
+                return Err((
+                    format!("{field}.{k}"),
+                    format!("the name '{name}' is declared twice"),
+                ));
+            }
+        }
         if self.tokens.len() > self.channels.len() {
             return Err((
                 "tokens".into(),
                 "more initial token counts than channels".into(),
             ));
         }
-        if self.copies == 0 {
-            return Err(("copies".into(), "must be at least 1".into()));
-        }
+        self.start_ns()?;
         self.compile().map(|_| ())
+    }
+
+    /// `start_us` in ns, checked.
+    pub fn start_ns(&self) -> Result<Nanos, (String, String)> {
+        time_ns("start_us", self.start_us, NS_PER_US)
     }
 
     pub fn build(&self) -> WorkloadSpec {
@@ -272,7 +418,7 @@ impl ProgramConfig {
                 policy: self.policy,
                 rt_prio: self.rt_priority,
                 affinity: self.affinity.clone(),
-                start: self.start_us * NS_PER_US,
+                start: self.start_ns().expect("validated before build"),
             })
             .collect();
         WorkloadSpec {

@@ -174,11 +174,12 @@ impl CfsParams {
             1,
             u32::MAX.into(),
         )?;
+        // An unsigned int sysctl in 5.10 (`avg_idle` arithmetic on twice it is signed 64-bit).
         range(
             "sched_migration_cost_ns",
             self.sched_migration_cost_ns,
             0,
-            i64::MAX as u64,
+            u32::MAX.into(),
         )?;
         for (field, v, lo) in [
             ("sched_latency_ns", self.sched_latency_ns, 100_000),
