@@ -1,4 +1,10 @@
-"""The Python API: `run`, `sweep`, `check`, returning polars DataFrames."""
+"""The Python API: `run`, `sweep`, `check`, returning polars DataFrames.
+
+A run's results cross the binding as Arrow tables (`vmsched._core` exports each with the Arrow
+PyCapsule interface); `Result` holds them as polars DataFrames, made without copying through
+Python objects. Overrides (`set=`) are typed: Python values keep their types, and text (`"k=v"`
+items, or `str` values) is read by the type of the field it sets.
+"""
 
 from __future__ import annotations
 
@@ -27,12 +33,17 @@ def scenario_path(name: str | os.PathLike) -> Path:
     raise FileNotFoundError(f"no scenario file '{name}' (shipped scenarios: {shipped})")
 
 
-def _overrides(set: Mapping[str, Any] | Iterable[str] | None, seed: int | None) -> list[tuple[str, str]]:
-    out: list[tuple[str, str]] = []
+Override = tuple[str, Any]
+
+
+def _overrides(set: Mapping[str, Any] | Iterable[str] | None, seed: int | None) -> list[Override]:
+    """`set=` as (key, value) pairs for the core: a mapping's values as given (bool, int, float,
+    str, list), `key=value` strings as text; `seed` becomes `run.seed`."""
+    out: list[Override] = []
     if set is None:
         pass
     elif isinstance(set, Mapping):
-        out = [(str(k), _toml_value(v)) for k, v in set.items()]
+        out = [(str(k), v) for k, v in set.items()]
     else:
         for item in set:
             if "=" not in item:
@@ -40,11 +51,12 @@ def _overrides(set: Mapping[str, Any] | Iterable[str] | None, seed: int | None) 
             k, v = item.split("=", 1)
             out.append((k.strip(), v.strip()))
     if seed is not None:
-        out.append(("run.seed", str(int(seed))))
+        out.append(("run.seed", int(seed)))
     return out
 
 
 def _toml_value(v: Any) -> str:
+    """A value as TOML text (the sweep's point ids are made of it)."""
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, (int, float)):
@@ -62,89 +74,139 @@ def check(scenario: str | os.PathLike, set=None, seed: int | None = None) -> dic
     return json.loads(_core.check(str(p), p.read_text(), _overrides(set, seed)))
 
 
-@dataclass
+#: The tables a run returns, each a polars DataFrame (see `Result`).
+TABLES = ("entities", "workloads", "counters", "histograms", "series")
+
+
+@dataclass(eq=False)
 class Result:
-    """The results of one run."""
+    """The results of one run, as tables.
+
+    `entities`: one row per entity at every level (vCPUs at the host, tasks in guests);
+    `workloads`: one row per workload, its benchmark figure (`figure`, `value`, `unit`), its
+    counters as `count_<name>` and its histograms' figures as `<histogram>_<figure>` columns
+    (null where a workload has no such counter or histogram); `counters`: the counters long
+    (level, workload, counter, value); `histograms`: one row per histogram with its figures and
+    its buckets as a list; `series`: sampled series, long (name, t_ns, value).
+    """
 
     scenario: str
-    overrides: list[tuple[str, str]]
-    raw: dict = field(repr=False)
+    overrides: list[Override]
+    tables: dict[str, pl.DataFrame] = field(repr=False)
+    duration_ns: int = 0
+    warmup_ns: int = 0
+    measured_ns: int = 0
+    events: int = 0
+
+    @classmethod
+    def _from_core(cls, scenario: str, overrides: list[Override], out: dict) -> "Result":
+        tables = {name: pl.DataFrame(t) for name, t in out["tables"].items()}
+        return cls(scenario=scenario, overrides=overrides, tables=tables,
+                   duration_ns=out["duration_ns"], warmup_ns=out["warmup_ns"],
+                   measured_ns=out["measured_ns"], events=out["events"])
 
     @property
     def entities(self) -> pl.DataFrame:
         """One row per entity at every level (vCPUs at the host, tasks in guests)."""
-        return pl.DataFrame(self.raw["entities"])
+        return self.tables["entities"]
 
     @property
     def workloads(self) -> pl.DataFrame:
-        """One row per workload with its benchmark figure and counters."""
-        rows = []
-        for w in self.raw["workloads"]:
-            row = {
-                "level": w["level"],
-                "workload": w["name"],
-                "kind": w["kind"],
-                "figure": w["figure"]["name"],
-                "value": w["figure"]["value"],
-                "unit": w["figure"]["unit"],
-            }
-            for k, v in w["counters"]:
-                row[f"count_{k}"] = v
-            for k, h in w["histograms"]:
-                for m in ("count", "min_us", "avg_us", "max_us", "p50_ns", "p99_ns", "p999_ns", "overflows"):
-                    row[f"{k}_{m}"] = h[m]
-            rows.append(row)
-        return pl.DataFrame(rows)
+        """One row per workload with its benchmark figure, counters and histogram figures."""
+        return self.tables["workloads"]
+
+    @property
+    def counters(self) -> pl.DataFrame:
+        """One row per workload and counter (level, workload, counter, value)."""
+        return self.tables["counters"]
+
+    @property
+    def histograms(self) -> pl.DataFrame:
+        """One row per histogram (level, workload, histogram, figures, buckets_us list)."""
+        return self.tables["histograms"]
 
     @property
     def series(self) -> pl.DataFrame:
         """Sampled series (long format: name, t_ns, value); empty unless the run sampled."""
-        frames = [
-            pl.DataFrame({"name": s["name"], "t_ns": s["t_ns"], "value": s["values"]},
-                         schema={"name": pl.String, "t_ns": pl.UInt64, "value": pl.Int64})
-            for s in self.raw["series"]
-        ]
-        if not frames:
-            return pl.DataFrame(schema={"name": pl.String, "t_ns": pl.UInt64, "value": pl.Int64})
-        return pl.concat(frames)
+        return self.tables["series"]
+
+    def workload_records(self) -> list[dict]:
+        """Every workload as a dict: level, name, kind, figure {name, value, unit},
+        counters [(name, value)], histograms [(name, {figure: value, buckets_us: [...]})]."""
+        counters = self.counters.partition_by(["level", "workload"], as_dict=True,
+                                              include_key=False, maintain_order=True)
+        hists = self.histograms.partition_by(["level", "workload"], as_dict=True,
+                                             include_key=False, maintain_order=True)
+        out = []
+        for w in self.workloads.select("level", "workload", "kind", "figure", "value",
+                                       "unit").iter_rows(named=True):
+            key = (w["level"], w["workload"])
+            c = counters.get(key)
+            h = hists.get(key)
+            out.append({
+                "level": w["level"], "name": w["workload"], "kind": w["kind"],
+                "figure": {"name": w["figure"], "value": w["value"], "unit": w["unit"]},
+                "counters": [] if c is None else list(c.iter_rows()),
+                "histograms": [] if h is None else [
+                    (r.pop("histogram"), r) for r in h.to_dicts()],
+            })
+        return out
+
+    @property
+    def raw(self) -> dict:
+        """The results as one nested dict (made from the tables; for JSON and old callers)."""
+        series = [{"name": name, "t_ns": g["t_ns"].to_list(), "values": g["value"].to_list()}
+                  for (name,), g in self.series.group_by("name", maintain_order=True)]
+        return {
+            "duration_ns": self.duration_ns, "warmup_ns": self.warmup_ns,
+            "measured_ns": self.measured_ns, "events": self.events,
+            "entities": self.entities.to_dicts(),
+            "workloads": self.workload_records(),
+            "series": series,
+        }
 
     def workload(self, name: str) -> dict:
-        for w in self.raw["workloads"]:
+        """The first workload called `name` (see `workload_records` for its shape)."""
+        records = self.workload_records()
+        for w in records:
             if w["name"] == name:
                 return w
-        raise KeyError(f"no workload '{name}' (have {[w['name'] for w in self.raw['workloads']]})")
+        raise KeyError(f"no workload '{name}' (have {[w['name'] for w in records]})")
 
     def figure(self, name: str) -> dict:
         return self.workload(name)["figure"]
 
     def counter(self, workload: str, counter: str) -> int:
-        return dict(self.workload(workload)["counters"])[counter]
+        c = self.counters.filter((pl.col("workload") == workload) & (pl.col("counter") == counter))
+        if c.height == 0:
+            self.workload(workload)  # raises KeyError naming the workloads if there is none
+            raise KeyError(f"workload '{workload}' has no counter '{counter}'")
+        return c["value"][0]
 
     def summary(self) -> dict:
+        """Figures and counters of every workload, without per-sample series (small)."""
         return {
             "scenario": self.scenario,
             "overrides": dict(self.overrides),
-            "duration_ns": self.raw["duration_ns"],
-            "measured_ns": self.raw["measured_ns"],
-            "events": self.raw["events"],
+            "duration_ns": self.duration_ns,
+            "measured_ns": self.measured_ns,
+            "events": self.events,
             "workloads": [
                 {"level": w["level"], "name": w["name"], "kind": w["kind"],
                  "figure": w["figure"]["name"], "value": w["figure"]["value"],
                  "unit": w["figure"]["unit"], "counters": dict(w["counters"])}
-                for w in self.raw["workloads"]
+                for w in self.workload_records()
             ],
         }
 
     def write(self, out: str | os.PathLike) -> Path:
-        """Writes summary.json, the raw results and Parquet tables into directory `out`."""
+        """Writes summary.json and one Parquet file per non-empty table into directory `out`."""
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
         _atomic_write(out / "summary.json", json.dumps(self.summary(), indent=2))
-        _atomic_write(out / "results.json", json.dumps(self.raw))
-        self.entities.write_parquet(out / "entities.parquet")
-        self.workloads.write_parquet(out / "workloads.parquet")
-        if self.raw["series"]:
-            self.series.write_parquet(out / "series.parquet")
+        for name, df in self.tables.items():
+            if df.height or name in ("entities", "workloads"):
+                df.write_parquet(out / f"{name}.parquet")
         return out
 
 
@@ -156,13 +218,12 @@ def _atomic_write(path: Path, text: str) -> None:
 
 def run(scenario: str | os.PathLike, set=None, seed: int | None = None,
         out: str | os.PathLike | None = None, progress=None) -> Result:
-    """Runs a scenario file (or a shipped scenario's name) with `--set`-style overrides.
-
-    `progress`, if given, is called with the fraction of simulated time done (0..1]."""
+    """Runs a scenario file (or a shipped scenario's name) with overrides: `set` is a mapping
+    of dotted keys to Python values (`{"host.version": "4.21", "run.seed": 3}`) or `key=value`
+    strings as on the command line. `progress`, if given, is called with the fraction of simulated time done (0..1]."""
     p = scenario_path(scenario)
     ov = _overrides(set, seed)
-    raw = json.loads(_core.run(str(p), p.read_text(), ov, progress))
-    r = Result(scenario=str(p), overrides=ov, raw=raw)
+    r = Result._from_core(str(p), ov, _core.run(str(p), p.read_text(), ov, progress))
     if out is not None:
         r.write(out)
     return r

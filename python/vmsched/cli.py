@@ -20,15 +20,14 @@ def _ms(ns: float) -> str:
 
 
 def print_result(r: Result) -> None:
-    raw = r.raw
-    t = Table(title=f"{Path(r.scenario).stem}: {raw['measured_ns'] / 1e9:.3f} s simulated, "
-                    f"{raw['events']:,} events")
+    import polars as pl
+
+    t = Table(title=f"{Path(r.scenario).stem}: {r.measured_ns / 1e9:.3f} s simulated, "
+                    f"{r.events:,} events")
     for c in ("level", "entity", "CPU share", "runnable ms", "wait mean ms", "worst wait ms",
               "runs", "preempted", "migrations"):
         t.add_column(c, justify="right" if c not in ("level", "entity") else "left")
-    for e in raw["entities"]:
-        if e["kind"] != "vcpu":
-            continue
+    for e in r.entities.filter(pl.col("kind") == "vcpu").iter_rows(named=True):
         t.add_row(e["level"], e["name"], f"{100 * e['cpu_share']:.1f}%", _ms(e["runnable_ns"]),
                   _ms(e["wait_mean_ns"]), _ms(e["wait_max_ns"]), str(e["runs"]),
                   str(e["preemptions"]), str(e["migrations"]))
@@ -36,7 +35,7 @@ def print_result(r: Result) -> None:
     w = Table(title="workloads")
     for c in ("domain", "workload", "figure", "value", "unit", "counters"):
         w.add_column(c)
-    for wl in raw["workloads"]:
+    for wl in r.workload_records():
         f = wl["figure"]
         counters = ", ".join(f"{k}={v}" for k, v in wl["counters"])
         for name, h in wl["histograms"]:
@@ -97,7 +96,7 @@ def cmd_run(a) -> int:
     if a.cyclictest:
         from vmsched.formats import cyclictest_histogram
 
-        for wl in r.raw["workloads"]:
+        for wl in r.workload_records():
             if wl["kind"] == "cyclictest":
                 print(cyclictest_histogram(wl))
     if a.output:
@@ -131,7 +130,19 @@ def cmd_sweep(a) -> int:
 def cmd_reproduce(a) -> int:
     from vmsched import reproduce
 
-    return reproduce.main(a.name, quick=a.quick, jobs=a.jobs, out=a.output, console=console)
+    if a.list or a.name is None:
+        t = Table(title="reproductions")
+        for c in ("name", "source document", "title"):
+            t.add_column(c)
+        for row in reproduce.listing():
+            t.add_row(*row)
+        console.print(t)
+        return 0 if a.list else 2
+    try:
+        return reproduce.main(a.name, quick=a.quick, jobs=a.jobs, out=a.output, console=console)
+    except KeyError as e:
+        console.print(f"[red]error:[/red] {e.args[0]}", highlight=False)
+        return 2
 
 
 def cmd_check(a) -> int:
@@ -172,7 +183,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_sweep)
 
     p = sub.add_parser("reproduce", help="reproduce a source document's experiment")
-    p.add_argument("name", choices=["seed000"])
+    p.add_argument("name", nargs="?", help="a reproduction's name (see --list)")
+    p.add_argument("--list", action="store_true", help="list the reproductions and their sources")
     p.add_argument("--quick", action="store_true", help="short runs (for CI)")
     p.add_argument("--jobs", type=int)
     p.add_argument("-o", "--output", default="out/reproduce", help="output directory")

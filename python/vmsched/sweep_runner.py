@@ -11,13 +11,13 @@ import hashlib
 import itertools
 import json
 import os
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import polars as pl
 
 from vmsched.api import _atomic_write, _overrides, _toml_value, run, scenario_path
+from vmsched.executor import make_executor
 
 
 def expand(grid: Mapping[str, Iterable[Any]], seeds: int, base_seed: int = 1) -> list[dict]:
@@ -85,18 +85,11 @@ def run_sweep(scenario, grid, seeds=1, jobs=None, out=None, progress=True, base=
         bar.start()
         task = bar.add_task(f"sweep {Path(path).stem}", total=len(points), completed=len(points) - len(todo))
     try:
-        if jobs == 1 or len(todo) <= 1:
-            for p in todo:
-                record(_run_point(path, base_ov, p))
+        with make_executor(jobs, len(todo)) as ex:
+            for _, f in ex.imap_unordered(_run_point, ((path, base_ov, p) for p in todo)):
+                record(f.result())
                 if bar:
                     bar.advance(task)
-        else:
-            with ProcessPoolExecutor(max_workers=jobs) as ex:
-                futs = [ex.submit(_run_point, path, base_ov, p) for p in todo]
-                for f in as_completed(futs):
-                    record(f.result())
-                    if bar:
-                        bar.advance(task)
     finally:
         if bar:
             bar.stop()

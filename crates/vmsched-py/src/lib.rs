@@ -1,12 +1,30 @@
 //! `vmsched._core`: the PyO3 glue. It converts, calls and maps errors; nothing else.
 //!
+//! Results cross as Arrow: each of the core's result tables (`report::Results::tables`) becomes
+//! an Arrow record batch behind an object with `__arrow_c_stream__` (the Arrow PyCapsule
+//! interface), which polars (or pyarrow) imports without copying through Python objects.
+//! Overrides arrive as Python values and become typed `SetValue`s (a `str` is command-line text,
+//! read by its field's type).
+//!
 //! A bad scenario raises `vmsched.ScenarioError` (file, line, field, message); a panic inside the
 //! core (a broken invariant) raises `vmsched.CoreError` with the panic's message and never
 //! crosses into Python as a Rust unwind.
 
+use std::sync::Arc;
+
+use arrow_array::ffi_stream::FFI_ArrowArrayStream;
+use arrow_array::types::UInt64Type;
+use arrow_array::{
+    ArrayRef, Float64Array, Int64Array, ListArray, RecordBatch, RecordBatchIterator, StringArray,
+    UInt32Array, UInt64Array,
+};
+use arrow_schema::{Field, Schema};
 use pyo3::create_exception;
-use pyo3::exceptions::PyException;
+use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyCapsule, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use vmsched_core::report::{Column, Table};
+use vmsched_core::scenario::SetValue;
 
 create_exception!(
     _core,
@@ -35,27 +53,124 @@ fn scenario_err(e: vmsched_core::scenario::ScenarioError) -> PyErr {
     ScenarioError::new_err((e.to_string(), e.file, e.line, e.field, e.message))
 }
 
+/// A Python override value as a typed `SetValue`: bool, int, float, list/tuple, or str (text,
+/// read by its field's type as on a command line).
+fn set_value(key: &str, v: &Bound<'_, PyAny>) -> PyResult<SetValue> {
+    if v.is_instance_of::<PyBool>() {
+        Ok(SetValue::Bool(v.extract()?))
+    } else if v.is_instance_of::<PyInt>() {
+        v.extract().map(SetValue::Int).map_err(|_| {
+            PyValueError::new_err(format!("--set {key}: the integer {v} is out of range"))
+        })
+    } else if v.is_instance_of::<PyFloat>() {
+        Ok(SetValue::Float(v.extract()?))
+    } else if v.is_instance_of::<PyString>() {
+        Ok(SetValue::Text(v.extract()?))
+    } else if v.is_instance_of::<PyList>() || v.is_instance_of::<PyTuple>() {
+        v.try_iter()?
+            .map(|x| set_value(key, &x?))
+            .collect::<PyResult<_>>()
+            .map(SetValue::List)
+    } else {
+        Err(PyTypeError::new_err(format!(
+            "--set {key}: expected a bool, int, float, str or list, got {}",
+            v.get_type().name()?
+        )))
+    }
+}
+
+fn load(
+    file: &str,
+    text: &str,
+    overrides: &[(String, Bound<'_, PyAny>)],
+) -> PyResult<vmsched_sched::Scenario> {
+    let typed = overrides
+        .iter()
+        .map(|(k, v)| Ok((k.clone(), set_value(k, v)?)))
+        .collect::<PyResult<Vec<_>>>()?;
+    vmsched_sched::load_with(file, text, &typed).map_err(scenario_err)
+}
+
 /// Validates a scenario; raises ScenarioError if it is bad. Returns the scenario as JSON.
 #[pyfunction]
 #[pyo3(signature = (file, text, overrides=vec![]))]
-fn check(file: &str, text: &str, overrides: Vec<(String, String)>) -> PyResult<String> {
-    let s = vmsched_sched::load(file, text, &overrides).map_err(scenario_err)?;
+fn check(file: &str, text: &str, overrides: Vec<(String, Bound<'_, PyAny>)>) -> PyResult<String> {
+    let s = load(file, text, &overrides)?;
     serde_json::to_string(&s).map_err(|e| CoreError::new_err(e.to_string()))
 }
 
-/// Runs a scenario and returns its results as JSON. `progress`, if given, is called with the
-/// fraction of simulated time done, about a hundred times over the run; if it raises, the run
-/// stops and the exception propagates.
+/// One result table as an Arrow record batch; `__arrow_c_stream__` exports it.
+#[pyclass(frozen, name = "ArrowTable", module = "vmsched._core")]
+struct ArrowTable {
+    batch: RecordBatch,
+}
+
+#[pymethods]
+impl ArrowTable {
+    /// The Arrow PyCapsule interface: a stream of this one batch. A requested schema is ignored
+    /// (the protocol allows it): the consumer casts if it must.
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let _ = requested_schema;
+        let reader = RecordBatchIterator::new([Ok(self.batch.clone())], self.batch.schema());
+        let stream = FFI_ArrowArrayStream::new(Box::new(reader));
+        PyCapsule::new_with_value(py, stream, c"arrow_array_stream")
+    }
+
+    fn __len__(&self) -> usize {
+        self.batch.num_rows()
+    }
+
+    #[getter]
+    fn column_names(&self) -> Vec<String> {
+        let schema = self.batch.schema();
+        schema.fields().iter().map(|f| f.name().clone()).collect()
+    }
+}
+
+fn to_arrow(t: Table) -> PyResult<ArrowTable> {
+    let mut fields = Vec::with_capacity(t.columns.len());
+    let mut arrays: Vec<ArrayRef> = Vec::with_capacity(t.columns.len());
+    for (name, c) in t.columns {
+        let nullable = matches!(c, Column::OptU64(_) | Column::OptF64(_));
+        let a: ArrayRef = match c {
+            Column::Str(v) => Arc::new(StringArray::from(v)),
+            Column::U32(v) => Arc::new(UInt32Array::from(v)),
+            Column::U64(v) => Arc::new(UInt64Array::from(v)),
+            Column::I64(v) => Arc::new(Int64Array::from(v)),
+            Column::F64(v) => Arc::new(Float64Array::from(v)),
+            Column::OptU64(v) => Arc::new(UInt64Array::from(v)),
+            Column::OptF64(v) => Arc::new(Float64Array::from(v)),
+            Column::ListU64(v) => Arc::new(ListArray::from_iter_primitive::<UInt64Type, _, _>(
+                v.into_iter().map(|l| Some(l.into_iter().map(Some))),
+            )),
+        };
+        fields.push(Field::new(name, a.data_type().clone(), nullable));
+        arrays.push(a);
+    }
+    let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)
+        .map_err(|e| CoreError::new_err(format!("result table {}: {e}", t.name)))?;
+    Ok(ArrowTable { batch })
+}
+
+/// Runs a scenario. Returns a dict: `duration_ns`, `warmup_ns`, `measured_ns`, `events` and
+/// `tables` (name → ArrowTable: entities, workloads, histograms, series). `progress`, if
+/// given, is called with the fraction of simulated time done, about a hundred times over the
+/// run; if it raises, the run stops and the exception propagates.
 #[pyfunction]
 #[pyo3(signature = (file, text, overrides=vec![], progress=None))]
-fn run(
-    py: Python<'_>,
+fn run<'py>(
+    py: Python<'py>,
     file: &str,
     text: &str,
-    overrides: Vec<(String, String)>,
+    overrides: Vec<(String, Bound<'py, PyAny>)>,
     progress: Option<Py<PyAny>>,
-) -> PyResult<String> {
-    let s = vmsched_sched::load(file, text, &overrides).map_err(scenario_err)?;
+) -> PyResult<Bound<'py, PyDict>> {
+    let s = load(file, text, &overrides)?;
     let mut sim = std::panic::catch_unwind(|| vmsched_sched::build(&s))
         .map_err(|p| CoreError::new_err(panic_message(p)))?;
     let end = sim.end();
@@ -71,7 +186,18 @@ fn run(
         }
     }
     sim.close_intervals();
-    serde_json::to_string(&sim.results()).map_err(|e| CoreError::new_err(e.to_string()))
+    let r = sim.results();
+    let out = PyDict::new(py);
+    out.set_item("duration_ns", r.duration_ns)?;
+    out.set_item("warmup_ns", r.warmup_ns)?;
+    out.set_item("measured_ns", r.measured_ns)?;
+    out.set_item("events", r.events)?;
+    let tables = PyDict::new(py);
+    for t in r.tables() {
+        tables.set_item(t.name, to_arrow(t)?)?;
+    }
+    out.set_item("tables", tables)?;
+    Ok(out)
 }
 
 /// Raises what a broken invariant in the core raises (for testing the error mapping).
@@ -86,6 +212,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
+    m.add_class::<ArrowTable>()?;
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     m.add("CoreError", m.py().get_type::<CoreError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
