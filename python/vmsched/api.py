@@ -38,7 +38,8 @@ Override = tuple[str, Any]
 
 def _overrides(set: Mapping[str, Any] | Iterable[str] | None, seed: int | None) -> list[Override]:
     """`set=` as (key, value) pairs for the core: a mapping's values as given (bool, int, float,
-    str, list), `key=value` strings as text; `seed` becomes `run.seed`."""
+    str, list), `key=value` strings as text, (key, value) pairs as given; `seed` becomes
+    `run.seed`."""
     out: list[Override] = []
     if set is None:
         pass
@@ -46,6 +47,9 @@ def _overrides(set: Mapping[str, Any] | Iterable[str] | None, seed: int | None) 
         out = [(str(k), v) for k, v in set.items()]
     else:
         for item in set:
+            if isinstance(item, tuple) and len(item) == 2:
+                out.append((str(item[0]), item[1]))
+                continue
             if "=" not in item:
                 raise ValueError(f"--set expects key=value, got '{item}'")
             k, v = item.split("=", 1)
@@ -72,6 +76,22 @@ def check(scenario: str | os.PathLike, set=None, seed: int | None = None) -> dic
     """Validates a scenario (raises `ScenarioError`) and returns it as a dict."""
     p = scenario_path(scenario)
     return json.loads(_core.check(str(p), p.read_text(), _overrides(set, seed)))
+
+
+def field_value(scenario: str | os.PathLike, key: str, text: str, set=None) -> Any:
+    """`text` as the core reads it for field `key` of `scenario` (by the field's type: "4.21"
+    for a version, 20000 for a number of microseconds), with the overrides `set` applied first.
+    Raises `ScenarioError` naming the key and the expected type if it does not fit."""
+    s = check(scenario, set=[*_overrides(set, None), (key, text)])
+    cur: Any = s
+    for seg in key.split("."):
+        if isinstance(cur, list) and seg.isdigit() and int(seg) < len(cur):
+            cur = cur[int(seg)]
+        elif isinstance(cur, dict) and seg in cur:
+            cur = cur[seg]
+        else:
+            return text
+    return cur
 
 
 #: The tables a run returns, each a polars DataFrame (see `Result`).

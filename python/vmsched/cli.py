@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 import vmsched
-from vmsched.api import SCENARIO_DIR, Result
+from vmsched.api import SCENARIO_DIR, Result, field_value
 
 console = Console(width=None if sys.stdout.isatty() else 160)
 
@@ -46,9 +46,11 @@ def print_result(r: Result) -> None:
     console.print(w)
 
 
-def _split_grid(items: list[str]) -> tuple[dict, list[str]]:
-    """`key=v1,v2` → a grid axis; `key=v` → a fixed override. Commas inside [] are kept."""
-    grid: dict[str, list[str]] = {}
+def _split_grid(items: list[str], value=None) -> tuple[dict, list[str]]:
+    """`key=v1,v2` → a grid axis; `key=v` → a fixed override. Commas inside [] are kept.
+    `value(key, text)` types an axis's values (default: a guess from the text alone)."""
+    value = value or (lambda _key, text: _auto(text))
+    grid: dict[str, list] = {}
     fixed: list[str] = []
     for item in items:
         if "=" not in item:
@@ -65,7 +67,7 @@ def _split_grid(items: list[str]) -> tuple[dict, list[str]]:
                 cur += ch
         parts.append(cur)
         if len(parts) > 1:
-            grid[k.strip()] = [_auto(p.strip()) for p in parts]
+            grid[k.strip()] = [value(k.strip(), p.strip()) for p in parts]
         else:
             fixed.append(item)
     return grid, fixed
@@ -105,7 +107,9 @@ def cmd_run(a) -> int:
 
 
 def cmd_sweep(a) -> int:
-    grid, fixed = _split_grid(a.set)
+    # Axis values are typed by their fields (as the core reads them, with the fixed overrides).
+    _, fixed = _split_grid(a.set)
+    grid, fixed = _split_grid(a.set, lambda k, text: field_value(a.scenario, k, text, set=fixed))
     if not grid:
         raise SystemExit("vmsched sweep: give at least one --set key=v1,v2,... to sweep")
     df = vmsched.sweep(a.scenario, grid, seeds=a.seeds, jobs=a.jobs, out=a.output, set=fixed)

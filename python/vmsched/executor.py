@@ -18,8 +18,9 @@ from __future__ import annotations
 import multiprocessing
 import os
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
-from typing import Any, Callable, Iterable, Iterator, TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -43,7 +44,7 @@ class Executor(ABC):
     def shutdown(self, cancel: bool = False) -> None:
         """Waits for running points and frees the workers; `cancel` drops the queued ones."""
 
-    def __enter__(self) -> "Executor":
+    def __enter__(self) -> Executor:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:

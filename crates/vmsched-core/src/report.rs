@@ -374,3 +374,149 @@ impl Results {
         t
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hist(count: u64, buckets: Vec<u64>) -> HistSummary {
+        HistSummary {
+            count,
+            min_ns: 1000,
+            mean_ns: 1500.0,
+            p50_ns: 1400,
+            p99_ns: 2000,
+            p999_ns: 2000,
+            max_ns: 2100,
+            min_us: 1,
+            avg_us: 1.5,
+            max_us: 2,
+            buckets_us: buckets,
+            overflows: 0,
+            overflow_cycles: vec![],
+        }
+    }
+
+    fn workload(name: &str, kind: WorkloadKind, counters: &[(&str, u64)]) -> WorkloadResult {
+        WorkloadResult {
+            level: "g".into(),
+            name: name.into(),
+            kind,
+            figure: Figure {
+                name: "score".into(),
+                value: 2.5,
+                unit: "lps".into(),
+            },
+            counters: counters.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            histograms: vec![],
+        }
+    }
+
+    fn results() -> Results {
+        let mut ct = workload("ct", WorkloadKind::Cyclictest, &[]);
+        ct.histograms = vec![("t0".into(), hist(3, vec![0, 2, 1]))];
+        Results {
+            duration_ns: 10,
+            warmup_ns: 0,
+            measured_ns: 10,
+            events: 1,
+            entities: vec![],
+            workloads: vec![
+                workload("c1", WorkloadKind::Context1, &[("fast", 4), ("slow", 1)]),
+                ct,
+                workload("hog", WorkloadKind::CpuLoop, &[("slow", 7)]),
+            ],
+            series: vec![
+                Series {
+                    name: "a".into(),
+                    t_ns: vec![1, 2],
+                    values: vec![-1, 1],
+                },
+                Series {
+                    name: "b".into(),
+                    t_ns: vec![1],
+                    values: vec![5],
+                },
+            ],
+        }
+    }
+
+    fn col<'a>(t: &'a Table, name: &str) -> &'a Column {
+        &t.columns.iter().find(|(n, _)| n == name).unwrap().1
+    }
+
+    fn len(c: &Column) -> usize {
+        match c {
+            Column::Str(v) => v.len(),
+            Column::U32(v) => v.len(),
+            Column::U64(v) => v.len(),
+            Column::I64(v) => v.len(),
+            Column::F64(v) => v.len(),
+            Column::OptU64(v) => v.len(),
+            Column::OptF64(v) => v.len(),
+            Column::ListU64(v) => v.len(),
+        }
+    }
+
+    #[test]
+    fn every_table_has_equal_columns() {
+        let tables = results().tables();
+        let names: Vec<&str> = tables.iter().map(|t| t.name).collect();
+        assert_eq!(
+            names,
+            ["entities", "workloads", "counters", "histograms", "series"]
+        );
+        for t in &tables {
+            let n = len(&t.columns[0].1);
+            assert!(t.columns.iter().all(|(_, c)| len(c) == n), "{}", t.name);
+        }
+    }
+
+    #[test]
+    fn workload_table_has_a_column_per_counter_null_where_absent() {
+        let t = &results().tables()[1];
+        assert_eq!(
+            col(t, "kind"),
+            &Column::Str(vec![
+                "context1".into(),
+                "cyclictest".into(),
+                "cpu_loop".into()
+            ])
+        );
+        assert_eq!(
+            col(t, "count_fast"),
+            &Column::OptU64(vec![Some(4), None, None])
+        );
+        assert_eq!(
+            col(t, "count_slow"),
+            &Column::OptU64(vec![Some(1), None, Some(7)])
+        );
+        assert_eq!(
+            col(t, "t0_count"),
+            &Column::OptU64(vec![None, Some(3), None])
+        );
+        assert_eq!(
+            col(t, "t0_avg_us"),
+            &Column::OptF64(vec![None, Some(1.5), None])
+        );
+    }
+
+    #[test]
+    fn long_tables_keep_the_order_of_the_results() {
+        let tables = results().tables();
+        let counters = &tables[2];
+        assert_eq!(
+            col(counters, "counter"),
+            &Column::Str(vec!["fast".into(), "slow".into(), "slow".into()])
+        );
+        assert_eq!(col(counters, "value"), &Column::U64(vec![4, 1, 7]));
+        let h = &tables[3];
+        assert_eq!(col(h, "buckets_us"), &Column::ListU64(vec![vec![0, 2, 1]]));
+        let s = &tables[4];
+        assert_eq!(
+            col(s, "name"),
+            &Column::Str(vec!["a".into(), "a".into(), "b".into()])
+        );
+        assert_eq!(col(s, "value"), &Column::I64(vec![-1, 1, 5]));
+    }
+}

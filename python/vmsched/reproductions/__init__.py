@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
-_REGISTRY: dict[str, "Reproduction"] = {}
+_REGISTRY: dict[str, Reproduction] = {}
 
 
 @dataclass(frozen=True)
