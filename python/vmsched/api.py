@@ -119,7 +119,7 @@ class Result:
     events: int = 0
 
     @classmethod
-    def _from_core(cls, scenario: str, overrides: list[Override], out: dict) -> "Result":
+    def _from_core(cls, scenario: str, overrides: list[Override], out: dict) -> Result:
         tables = {name: pl.DataFrame(t) for name, t in out["tables"].items()}
         return cls(scenario=scenario, overrides=overrides, tables=tables,
                    duration_ns=out["duration_ns"], warmup_ns=out["warmup_ns"],
