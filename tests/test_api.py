@@ -107,3 +107,108 @@ def test_progress_callback_can_stop_a_run():
 
     with pytest.raises(KeyboardInterrupt):
         vmsched.run("seed000_ncopy", set=SMALL, progress=stop)
+
+
+# Results as Arrow tables.
+
+def test_the_core_returns_arrow_tables():
+    from vmsched import _core
+
+    p = vmsched.scenario_path("seed000_context1_ratelimit")
+    out = _core.run(str(p), p.read_text(), [("run.duration_ms", 300), ("run.warmup_ms", 50)])
+    assert set(out["tables"]) == set(vmsched.api.TABLES)
+    ents = out["tables"]["entities"]
+    assert hasattr(ents, "__arrow_c_stream__") and len(ents) == 8
+    df = pl.DataFrame(ents)
+    assert df.schema["running_ns"] == pl.UInt64 and df.schema["cpu_share"] == pl.Float64
+    assert df.columns == ents.column_names
+    assert out["measured_ns"] == 250_000_000
+
+
+def test_tables_agree_with_each_other_and_with_raw():
+    r = vmsched.run("seed000_context1_ratelimit", set=SMALL)
+    w = r.workloads
+    # A counter is a column of the workload table, null for workloads without it.
+    assert w.filter(pl.col("workload") == "hog")["count_fast"].to_list() == [None]
+    fast = w.filter(pl.col("workload") == "context1")["count_fast"][0]
+    assert fast == r.counter("context1", "fast")
+    long = r.counters.filter(pl.col("workload") == "context1")
+    assert dict(zip(long["counter"], long["value"])) == dict(r.workload("context1")["counters"])
+    raw = r.raw
+    assert raw["entities"] == r.entities.to_dicts()
+    assert [s["name"] for s in raw["series"]] == r.series["name"].unique(maintain_order=True).to_list()
+    assert sum(len(s["t_ns"]) for s in raw["series"]) == r.series.height
+    with pytest.raises(KeyError, match="no counter 'nope'"):
+        r.counter("context1", "nope")
+    with pytest.raises(KeyError, match="no workload"):
+        r.counter("nope", "fast")
+
+
+def test_histograms_are_a_table_with_their_buckets(tmp_path):
+    f = tmp_path / "ct.toml"
+    f.write_text('[run]\nduration_ms = 100\n[machine]\npcpus = 1\n[host]\nscheduler = "pinned"\n'
+                 '[[domain]]\nname = "g"\nvcpus = 1\n[domain.sched]\nscheduler = "cfs"\n'
+                 '[[domain.workload]]\nkind = "cyclictest"\nname = "ct"\nhistogram_us = 100\n')
+    r = vmsched.run(f, out=tmp_path / "out")
+    h = r.histograms
+    assert h.height >= 1 and h.schema["buckets_us"] == pl.List(pl.UInt64)
+    row = h.row(0, named=True)
+    assert len(row["buckets_us"]) == 100
+    assert sum(row["buckets_us"]) + row["overflows"] == row["count"]
+    wide = r.workloads.row(0, named=True)
+    assert wide[f"{row['histogram']}_count"] == row["count"]
+    assert pl.read_parquet(tmp_path / "out" / "histograms.parquet").height == h.height
+
+
+def test_summary_is_small_and_has_no_series(tmp_path):
+    r = vmsched.run("seed000_context1_ratelimit", set=SMALL, out=tmp_path)
+    assert r.series.height > 200
+    text = (tmp_path / "summary.json").read_text()
+    summary = json.loads(text)
+    assert "series" not in summary and len(text) < 4000
+    assert summary["workloads"][0]["counters"]["fast"] == r.counter("context1", "fast")
+    assert pl.read_parquet(tmp_path / "series.parquet").equals(r.series)
+    assert pl.read_parquet(tmp_path / "counters.parquet").equals(r.counters)
+
+
+# Typed overrides.
+
+def test_versions_need_no_quotes():
+    for v in ("4.21", "4.20.2"):
+        assert vmsched.check("seed000_context1_ratelimit", set=[f"host.version={v}"])["host"]["version"] == v
+    s = vmsched.check("seed000_context1_ratelimit", set={"host.version": "4.21",
+                                                       "domain.0.sched.version": "5.10"})
+    assert s["host"]["version"] == "4.21" and s["domain"][0]["sched"]["version"] == "5.10"
+
+
+def test_python_values_keep_their_types():
+    s = vmsched.check("seed000_context1_ratelimit",
+                      set={"host.ratelimit_us": 20000, "domain.0.kernel.paravirt_time_accounting": True,
+                           "domain.0.pcpus": [0, 1]}, seed=7)
+    assert s["host"]["ratelimit_us"] == 20000 and s["run"]["seed"] == 7
+    assert s["domain"][0]["kernel"]["paravirt_time_accounting"] is True
+    assert s["domain"][0]["pcpus"] == [0, 1]
+    # Text is read by the field's type, from a mapping as from a command line.
+    s = vmsched.check("seed000_context1_ratelimit", set={"host.ratelimit_us": "20000"})
+    assert s["host"]["ratelimit_us"] == 20000
+
+
+def test_a_value_of_the_wrong_type_names_the_key_and_the_type():
+    with pytest.raises(vmsched.ScenarioError) as e:
+        vmsched.check("seed000_context1_ratelimit", set={"host.version": 4.21})
+    _, _, _, field, message = e.value.args
+    assert field == "host.version" and "expected a string" in message and "4.21" in message
+    with pytest.raises(vmsched.ScenarioError) as e:
+        vmsched.check("seed000_context1_ratelimit", set=["host.ratelimit_us=fast"])
+    assert e.value.args[3] == "host.ratelimit_us" and "expected an integer" in e.value.args[4]
+    with pytest.raises(TypeError, match="run.seed"):
+        vmsched.check("seed000_context1_ratelimit", set={"run.seed": None})
+
+
+def test_field_value_reads_text_as_the_core_does():
+    from vmsched.api import field_value
+
+    assert field_value("seed000_context1_ratelimit", "host.version", "4.21") == "4.21"
+    assert field_value("seed000_context1_ratelimit", "host.ratelimit_us", "5000") == 5000
+    with pytest.raises(vmsched.ScenarioError, match="expected an integer"):
+        field_value("seed000_context1_ratelimit", "run.seed", "x")

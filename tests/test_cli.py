@@ -51,3 +51,31 @@ def test_sweep_keeps_versions_as_text():
 
     grid, fixed = _split_grid(["host.version=4.20.0,4.20.2", "x=1,0.5", "run.seed=3"])
     assert grid == {"host.version": ["4.20.0", "4.20.2"], "x": [1, 0.5]} and fixed == ["run.seed=3"]
+
+
+def test_set_takes_versions_unquoted_in_run_and_sweep(tmp_path):
+    p = vmsched("run", "seed000_context1_ratelimit", "--set", "host.version=4.21",
+                "--set", "run.duration_ms=100", "--set", "run.warmup_ms=0")
+    assert p.returncode == 0, p.stdout + p.stderr
+    p = vmsched("sweep", "seed000_context1_ratelimit", "--set", "host.version=4.20.2,4.21",
+                "--set", "run.duration_ms=100", "--set", "run.warmup_ms=0", "--jobs", "1",
+                "-o", str(tmp_path))
+    assert p.returncode == 0, p.stdout + p.stderr
+    import polars as pl
+
+    df = pl.read_csv(tmp_path / "sweep.csv", infer_schema=False)
+    assert sorted(set(df["host.version"])) == ["4.20.2", "4.21"]
+
+
+def test_bad_set_value_names_key_and_type():
+    p = vmsched("run", "seed000_context1_ratelimit", "--set", "host.ratelimit_us=lots")
+    assert p.returncode == 2
+    assert "host.ratelimit_us" in p.stdout and "expected an integer" in p.stdout
+
+
+def test_reproduce_list():
+    p = vmsched("reproduce", "--list")
+    assert p.returncode == 0, p.stderr
+    assert "seed000" in p.stdout and "000_b3ad2313bd30aebd" in p.stdout
+    p = vmsched("reproduce", "no_such_document")
+    assert p.returncode == 2 and "seed000" in p.stdout

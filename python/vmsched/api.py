@@ -1,4 +1,10 @@
-"""The Python API: `run`, `sweep`, `check`, returning polars DataFrames."""
+"""The Python API: `run`, `sweep`, `check`, returning polars DataFrames.
+
+A run's results cross the binding as Arrow tables (`vmsched._core` exports each with the Arrow
+PyCapsule interface); `Result` holds them as polars DataFrames, made without copying through
+Python objects. Overrides (`set=`) are typed: Python values keep their types, and text (`"k=v"`
+items, or `str` values) is read by the type of the field it sets.
+"""
 
 from __future__ import annotations
 
@@ -29,24 +35,34 @@ def scenario_path(name: str | os.PathLike) -> Path:
     raise FileNotFoundError(f"no scenario file '{name}' (shipped scenarios: {shipped})")
 
 
-def _overrides(set: Mapping[str, Any] | Iterable[str] | None, seed: int | None) -> list[tuple[str, str]]:
-    out: list[tuple[str, str]] = []
+Override = tuple[str, Any]
+
+
+def _overrides(set: Mapping[str, Any] | Iterable[str] | None, seed: int | None) -> list[Override]:
+    """`set=` as (key, value) pairs for the core: a mapping's values as given (bool, int, float,
+    str, list), `key=value` strings as text, (key, value) pairs as given; `seed` becomes
+    `run.seed`."""
+    out: list[Override] = []
     if set is None:
         pass
     elif isinstance(set, Mapping):
-        out = [(str(k), _toml_value(v)) for k, v in set.items()]
+        out = [(str(k), v) for k, v in set.items()]
     else:
         for item in set:
+            if isinstance(item, tuple) and len(item) == 2:
+                out.append((str(item[0]), item[1]))
+                continue
             if "=" not in item:
                 raise ValueError(f"--set expects key=value, got '{item}'")
             k, v = item.split("=", 1)
             out.append((k.strip(), v.strip()))
     if seed is not None:
-        out.append(("run.seed", str(int(seed))))
+        out.append(("run.seed", int(seed)))
     return out
 
 
 def _toml_value(v: Any) -> str:
+    """A value as TOML text (the sweep's point ids are made of it)."""
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, (int, float)):
@@ -64,87 +80,158 @@ def check(scenario: str | os.PathLike, set=None, seed: int | None = None) -> dic
     return json.loads(_core.check(str(p), p.read_text(), _overrides(set, seed)))
 
 
-@dataclass
+def field_value(scenario: str | os.PathLike, key: str, text: str, set=None) -> Any:
+    """`text` as the core reads it for field `key` of `scenario` (by the field's type: "4.21"
+    for a version, 20000 for a number of microseconds), with the overrides `set` applied first.
+    Raises `ScenarioError` naming the key and the expected type if it does not fit."""
+    s = check(scenario, set=[*_overrides(set, None), (key, text)])
+    cur: Any = s
+    for seg in key.split("."):
+        if isinstance(cur, list) and seg.isdigit() and int(seg) < len(cur):
+            cur = cur[int(seg)]
+        elif isinstance(cur, dict) and seg in cur:
+            cur = cur[seg]
+        else:
+            return text
+    return cur
+
+
+#: The tables a run returns, each a polars DataFrame (see `Result`).
+TABLES = ("entities", "workloads", "counters", "histograms", "series")
+
+
+@dataclass(eq=False)
 class Result:
-    """The results of one run."""
+    """The results of one run, as tables.
+
+    `entities`: one row per entity at every level (vCPUs at the host, tasks in guests);
+    `workloads`: one row per workload, its benchmark figure (`figure`, `value`, `unit`), its
+    counters as `count_<name>` and its histograms' figures as `<histogram>_<figure>` columns
+    (null where a workload has no such counter or histogram); `counters`: the counters long
+    (level, workload, counter, value); `histograms`: one row per histogram with its figures and
+    its buckets as a list; `series`: sampled series, long (name, t_ns, value).
+    """
 
     scenario: str
-    overrides: list[tuple[str, str]]
-    raw: dict = field(repr=False)
+    overrides: list[Override]
+    tables: dict[str, pl.DataFrame] = field(repr=False)
+    duration_ns: int = 0
+    warmup_ns: int = 0
+    measured_ns: int = 0
+    events: int = 0
+    #: If the run wrote a trace: its counts (see `trace`).
+    trace_info: dict | None = None
+
+    @classmethod
+    def _from_core(cls, scenario: str, overrides: list[Override], out: dict) -> Result:
+        tables = {name: pl.DataFrame(t) for name, t in out["tables"].items()}
+        return cls(scenario=scenario, overrides=overrides, tables=tables,
+                   duration_ns=out["duration_ns"], warmup_ns=out["warmup_ns"],
+                   measured_ns=out["measured_ns"], events=out["events"],
+                   trace_info=out.get("trace"))
 
     @property
     def entities(self) -> pl.DataFrame:
         """One row per entity at every level (vCPUs at the host, tasks in guests)."""
-        return pl.DataFrame(self.raw["entities"])
+        return self.tables["entities"]
 
     @property
     def workloads(self) -> pl.DataFrame:
-        """One row per workload with its benchmark figure and counters."""
-        rows = []
-        for w in self.raw["workloads"]:
-            row = {
-                "level": w["level"],
-                "workload": w["name"],
-                "kind": w["kind"],
-                "figure": w["figure"]["name"],
-                "value": w["figure"]["value"],
-                "unit": w["figure"]["unit"],
-            }
-            for k, v in w["counters"]:
-                row[f"count_{k}"] = v
-            for k, h in w["histograms"]:
-                for m in ("count", "min_us", "avg_us", "max_us", "p50_ns", "p99_ns", "p999_ns", "overflows"):
-                    row[f"{k}_{m}"] = h[m]
-            rows.append(row)
-        return pl.DataFrame(rows)
+        """One row per workload with its benchmark figure, counters and histogram figures."""
+        return self.tables["workloads"]
+
+    @property
+    def counters(self) -> pl.DataFrame:
+        """One row per workload and counter (level, workload, counter, value)."""
+        return self.tables["counters"]
+
+    @property
+    def histograms(self) -> pl.DataFrame:
+        """One row per histogram (level, workload, histogram, figures, buckets_us list)."""
+        return self.tables["histograms"]
 
     @property
     def series(self) -> pl.DataFrame:
         """Sampled series (long format: name, t_ns, value); empty unless the run sampled."""
-        frames = [
-            pl.DataFrame({"name": s["name"], "t_ns": s["t_ns"], "value": s["values"]},
-                         schema={"name": pl.String, "t_ns": pl.UInt64, "value": pl.Int64})
-            for s in self.raw["series"]
-        ]
-        if not frames:
-            return pl.DataFrame(schema={"name": pl.String, "t_ns": pl.UInt64, "value": pl.Int64})
-        return pl.concat(frames)
+        return self.tables["series"]
+
+    def workload_records(self) -> list[dict]:
+        """Every workload as a dict: level, name, kind, figure {name, value, unit},
+        counters [(name, value)], histograms [(name, {figure: value, buckets_us: [...]})]."""
+        counters = self.counters.partition_by(["level", "workload"], as_dict=True,
+                                              include_key=False, maintain_order=True)
+        hists = self.histograms.partition_by(["level", "workload"], as_dict=True,
+                                             include_key=False, maintain_order=True)
+        out = []
+        for w in self.workloads.select("level", "workload", "kind", "figure", "value",
+                                       "unit").iter_rows(named=True):
+            key = (w["level"], w["workload"])
+            c = counters.get(key)
+            h = hists.get(key)
+            out.append({
+                "level": w["level"], "name": w["workload"], "kind": w["kind"],
+                "figure": {"name": w["figure"], "value": w["value"], "unit": w["unit"]},
+                "counters": [] if c is None else list(c.iter_rows()),
+                "histograms": [] if h is None else [
+                    (r.pop("histogram"), r) for r in h.to_dicts()],
+            })
+        return out
+
+    @property
+    def raw(self) -> dict:
+        """The results as one nested dict (made from the tables; for JSON and old callers)."""
+        series = [{"name": name, "t_ns": g["t_ns"].to_list(), "values": g["value"].to_list()}
+                  for (name,), g in self.series.group_by("name", maintain_order=True)]
+        return {
+            "duration_ns": self.duration_ns, "warmup_ns": self.warmup_ns,
+            "measured_ns": self.measured_ns, "events": self.events,
+            "entities": self.entities.to_dicts(),
+            "workloads": self.workload_records(),
+            "series": series,
+        }
 
     @property
     def trace(self) -> dict | None:
         """If the run wrote a trace: records kept and dropped, the bound, and `truncated_at_ns`
         (None unless the bound was reached: the trace then ends there)."""
-        return self.raw.get("trace")
+        return self.trace_info
 
     def workload(self, name: str) -> dict:
-        for w in self.raw["workloads"]:
+        """The first workload called `name` (see `workload_records` for its shape)."""
+        records = self.workload_records()
+        for w in records:
             if w["name"] == name:
                 return w
-        raise KeyError(f"no workload '{name}' (have {[w['name'] for w in self.raw['workloads']]})")
+        raise KeyError(f"no workload '{name}' (have {[w['name'] for w in records]})")
 
     def figure(self, name: str) -> dict:
         return self.workload(name)["figure"]
 
     def counter(self, workload: str, counter: str) -> int:
-        return dict(self.workload(workload)["counters"])[counter]
+        c = self.counters.filter((pl.col("workload") == workload) & (pl.col("counter") == counter))
+        if c.height == 0:
+            self.workload(workload)  # raises KeyError naming the workloads if there is none
+            raise KeyError(f"workload '{workload}' has no counter '{counter}'")
+        return c["value"][0]
 
     def summary(self) -> dict:
+        """Figures and counters of every workload, without per-sample series (small)."""
         return {
             "scenario": self.scenario,
             "overrides": dict(self.overrides),
-            "duration_ns": self.raw["duration_ns"],
-            "measured_ns": self.raw["measured_ns"],
-            "events": self.raw["events"],
+            "duration_ns": self.duration_ns,
+            "measured_ns": self.measured_ns,
+            "events": self.events,
             "workloads": [
                 {"level": w["level"], "name": w["name"], "kind": w["kind"],
                  "figure": w["figure"]["name"], "value": w["figure"]["value"],
                  "unit": w["figure"]["unit"], "counters": dict(w["counters"])}
-                for w in self.raw["workloads"]
+                for w in self.workload_records()
             ],
         }
 
     def write(self, out: str | os.PathLike, overwrite: bool = False) -> Path:
-        """Writes summary.json, the raw results and Parquet tables into directory `out`.
+        """Writes summary.json and one Parquet file per non-empty table into directory `out`.
 
         The files are written into a fresh temporary directory beside `out`, which is renamed
         into place at the end: `out` holds a complete set of results or is left as it was. An
@@ -154,11 +241,9 @@ class Result:
 
         def fill(d: Path) -> None:
             (d / "summary.json").write_text(json.dumps(self.summary(), indent=2))
-            (d / "results.json").write_text(json.dumps(self.raw))
-            self.entities.write_parquet(d / "entities.parquet")
-            self.workloads.write_parquet(d / "workloads.parquet")
-            if self.raw["series"]:
-                self.series.write_parquet(d / "series.parquet")
+            for name, df in self.tables.items():
+                if df.height or name in ("entities", "workloads"):
+                    df.write_parquet(d / f"{name}.parquet")
 
         return write_output_dir(out, fill, overwrite)
 
@@ -255,7 +340,9 @@ def write_output_dir(out: Path, fill, overwrite: bool = False) -> Path:
 def run(scenario: str | os.PathLike, set=None, seed: int | None = None,
         out: str | os.PathLike | None = None, progress=None, overwrite: bool = False,
         trace: str | os.PathLike | None = None, trace_max_records: int | None = None) -> Result:
-    """Runs a scenario file (or a shipped scenario's name) with `--set`-style overrides.
+    """Runs a scenario file (or a shipped scenario's name) with overrides: `set` is a mapping
+    of dotted keys to Python values (`{"host.version": "4.21", "run.seed": 3}`) or `key=value`
+    strings as on the command line.
 
     `progress`, if given, is called with the fraction of simulated time done (0..1].
     `out`: a directory for the results (see `Result.write`), checked before the run starts;
@@ -269,9 +356,9 @@ def run(scenario: str | os.PathLike, set=None, seed: int | None = None,
         raise ValueError(f"trace_max_records must be at least 1, got {trace_max_records}")
     if out is not None:
         check_output_dir(out, overwrite)
-    raw = json.loads(_core.run(str(p), p.read_text(), ov, progress,
-                               None if trace is None else str(trace), trace_max_records))
-    r = Result(scenario=str(p), overrides=ov, raw=raw)
+    r = Result._from_core(str(p), ov, _core.run(str(p), p.read_text(), ov, progress,
+                                                None if trace is None else str(trace),
+                                                trace_max_records))
     if out is not None:
         r.write(out, overwrite=overwrite)
     return r

@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 import vmsched
-from vmsched.api import SCENARIO_DIR, Result, check_output_dir
+from vmsched.api import SCENARIO_DIR, Result, check_output_dir, field_value
 
 console = Console(width=None if sys.stdout.isatty() else 160)
 
@@ -21,15 +21,14 @@ def _ms(ns: float) -> str:
 
 
 def print_result(r: Result) -> None:
-    raw = r.raw
-    t = Table(title=f"{Path(r.scenario).stem}: {raw['measured_ns'] / 1e9:.3f} s simulated, "
-                    f"{raw['events']:,} events")
+    import polars as pl
+
+    t = Table(title=f"{Path(r.scenario).stem}: {r.measured_ns / 1e9:.3f} s simulated, "
+                    f"{r.events:,} events")
     for c in ("level", "entity", "CPU share", "runnable ms", "wait mean ms", "worst wait ms",
               "runs", "preempted", "migrations"):
         t.add_column(c, justify="right" if c not in ("level", "entity") else "left")
-    for e in raw["entities"]:
-        if e["kind"] != "vcpu":
-            continue
+    for e in r.entities.filter(pl.col("kind") == "vcpu").iter_rows(named=True):
         t.add_row(e["level"], e["name"], f"{100 * e['cpu_share']:.1f}%", _ms(e["runnable_ns"]),
                   _ms(e["wait_mean_ns"]), _ms(e["wait_max_ns"]), str(e["runs"]),
                   str(e["preemptions"]), str(e["migrations"]))
@@ -37,7 +36,7 @@ def print_result(r: Result) -> None:
     w = Table(title="workloads")
     for c in ("domain", "workload", "figure", "value", "unit", "counters"):
         w.add_column(c)
-    for wl in raw["workloads"]:
+    for wl in r.workload_records():
         f = wl["figure"]
         counters = ", ".join(f"{k}={v}" for k, v in wl["counters"])
         for name, h in wl["histograms"]:
@@ -48,9 +47,11 @@ def print_result(r: Result) -> None:
     console.print(w)
 
 
-def _split_grid(items: list[str]) -> tuple[dict, list[str]]:
-    """`key=v1,v2` → a grid axis; `key=v` → a fixed override. Commas inside [] are kept."""
-    grid: dict[str, list[str]] = {}
+def _split_grid(items: list[str], value=None) -> tuple[dict, list[str]]:
+    """`key=v1,v2` → a grid axis; `key=v` → a fixed override. Commas inside [] are kept.
+    `value(key, text)` types an axis's values (default: a guess from the text alone)."""
+    value = value or (lambda _key, text: _auto(text))
+    grid: dict[str, list] = {}
     fixed: list[str] = []
     for item in items:
         if "=" not in item:
@@ -67,7 +68,7 @@ def _split_grid(items: list[str]) -> tuple[dict, list[str]]:
                 cur += ch
         parts.append(cur)
         if len(parts) > 1:
-            grid[k.strip()] = [_auto(p.strip()) for p in parts]
+            grid[k.strip()] = [value(k.strip(), p.strip()) for p in parts]
         else:
             fixed.append(item)
     return grid, fixed
@@ -110,7 +111,7 @@ def cmd_run(a) -> int:
     if a.cyclictest:
         from vmsched.formats import cyclictest_histogram
 
-        for wl in r.raw["workloads"]:
+        for wl in r.workload_records():
             if wl["kind"] == "cyclictest":
                 print(cyclictest_histogram(wl))
     if a.output:
@@ -128,7 +129,9 @@ def _print_trace(path: str, info: dict) -> None:
 
 
 def cmd_sweep(a) -> int:
-    grid, fixed = _split_grid(a.set)
+    # Axis values are typed by their fields (as the core reads them, with the fixed overrides).
+    _, fixed = _split_grid(a.set)
+    grid, fixed = _split_grid(a.set, lambda k, text: field_value(a.scenario, k, text, set=fixed))
     if not grid:
         raise SystemExit("vmsched sweep: give at least one --set key=v1,v2,... to sweep")
     df = vmsched.sweep(a.scenario, grid, seeds=a.seeds, jobs=a.jobs, out=a.output, set=fixed,
@@ -154,7 +157,19 @@ def cmd_sweep(a) -> int:
 def cmd_reproduce(a) -> int:
     from vmsched import reproduce
 
-    return reproduce.main(a.name, quick=a.quick, jobs=a.jobs, out=a.output, console=console)
+    if a.list or a.name is None:
+        t = Table(title="reproductions")
+        for c in ("name", "source document", "title"):
+            t.add_column(c)
+        for row in reproduce.listing():
+            t.add_row(*row)
+        console.print(t)
+        return 0 if a.list else 2
+    try:
+        return reproduce.main(a.name, quick=a.quick, jobs=a.jobs, out=a.output, console=console)
+    except KeyError as e:
+        console.print(f"[red]error:[/red] {e.args[0]}", highlight=False)
+        return 2
 
 
 def cmd_check(a) -> int:
@@ -205,7 +220,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_sweep)
 
     p = sub.add_parser("reproduce", help="reproduce a source document's experiment")
-    p.add_argument("name", choices=["seed000"])
+    p.add_argument("name", nargs="?", help="a reproduction's name (see --list)")
+    p.add_argument("--list", action="store_true", help="list the reproductions and their sources")
     p.add_argument("--quick", action="store_true", help="short runs (for CI)")
     p.add_argument("--jobs", type=int)
     p.add_argument("-o", "--output", default="out/reproduce", help="output directory")

@@ -18,7 +18,6 @@ import itertools
 import json
 import os
 import shutil
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -29,6 +28,7 @@ from vmsched import _core
 from vmsched.api import (
     _atomic_write, _overrides, _replace_file, _toml_value, check_output_dir, run, scenario_path,
 )
+from vmsched.executor import make_executor
 
 #: Bump when a point file's meaning changes, so old files are not reused.
 KEY_FORMAT = 2
@@ -147,18 +147,11 @@ def run_sweep(scenario, grid, seeds=1, jobs=None, out=None, progress=True, base=
         bar.start()
         task = bar.add_task(f"sweep {Path(path).stem}", total=len(points), completed=len(points) - len(todo))
     try:
-        if jobs == 1 or len(todo) <= 1:
-            for p, k in todo:
-                record(_run_point(path, base_ov, p, k))
+        with make_executor(jobs, len(todo)) as ex:
+            for _, f in ex.imap_unordered(_run_point, ((path, base_ov, p, k) for p, k in todo)):
+                record(f.result())
                 if bar:
                     bar.advance(task)
-        else:
-            with ProcessPoolExecutor(max_workers=jobs) as ex:
-                futs = [ex.submit(_run_point, path, base_ov, p, k) for p, k in todo]
-                for f in as_completed(futs):
-                    record(f.result())
-                    if bar:
-                        bar.advance(task)
     finally:
         if bar:
             bar.stop()

@@ -1,5 +1,6 @@
 //! Results of a run: per entity at every level (xenmon's figures) and per workload (its
-//! benchmark's figure), serialisable to JSON. The Python layer turns them into tables.
+//! benchmark's figure), serialisable to JSON, and exported as columnar tables ([`Results::tables`])
+//! that the Python binding hands over as Arrow record batches, so nothing is flattened twice.
 
 use serde::Serialize;
 
@@ -119,5 +120,403 @@ pub(crate) fn collect(sim: &Simulation) -> Results {
         entities,
         workloads,
         series: sim.series().to_vec(),
+    }
+}
+
+/// One column of an exported results table. The binding maps each variant to one Arrow type.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Column {
+    Str(Vec<String>),
+    U32(Vec<u32>),
+    U64(Vec<u64>),
+    I64(Vec<i64>),
+    F64(Vec<f64>),
+    /// Null where a row has no such value (a counter of another kind of workload).
+    OptU64(Vec<Option<u64>>),
+    OptF64(Vec<Option<f64>>),
+    /// One list per row (a histogram's buckets).
+    ListU64(Vec<Vec<u64>>),
+}
+
+/// A named table of equally long columns.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Table {
+    pub name: &'static str,
+    pub columns: Vec<(String, Column)>,
+}
+
+impl Table {
+    fn new(name: &'static str) -> Self {
+        Table {
+            name,
+            columns: Vec::new(),
+        }
+    }
+
+    fn col(&mut self, name: impl Into<String>, c: Column) {
+        self.columns.push((name.into(), c));
+    }
+}
+
+/// The histogram figures that the per-workload table repeats as `<histogram>_<figure>` columns
+/// (`avg_us` is a float, the others integers).
+const HIST_WIDE: [&str; 8] = [
+    "count",
+    "min_us",
+    "avg_us",
+    "max_us",
+    "p50_ns",
+    "p99_ns",
+    "p999_ns",
+    "overflows",
+];
+
+fn hist_int(h: &HistSummary, m: &str) -> u64 {
+    match m {
+        "count" => h.count,
+        "min_us" => h.min_us,
+        "max_us" => h.max_us,
+        "p50_ns" => h.p50_ns,
+        "p99_ns" => h.p99_ns,
+        "p999_ns" => h.p999_ns,
+        "overflows" => h.overflows,
+        _ => unreachable!("not an integer histogram figure: {m}"),
+    }
+}
+
+fn hist_of<'a>(r: &'a WorkloadResult, k: &str) -> Option<&'a HistSummary> {
+    r.histograms.iter().find(|(n, _)| n == k).map(|h| &h.1)
+}
+
+/// The name a value serialises to (an enum's `rename_all` spelling, as in the JSON results).
+fn serde_name<T: Serialize>(x: &T) -> String {
+    match serde_json::to_value(x) {
+        Ok(serde_json::Value::String(s)) => s,
+        other => format!("{other:?}"),
+    }
+}
+
+impl Results {
+    /// The results as tables: `entities` (one row per entity at every level), `workloads` (one
+    /// row per workload: its figure, `count_<counter>` and `<histogram>_<figure>` columns, null
+    /// where a workload has no such counter or histogram), `counters` (long: one row per
+    /// workload and counter, in the workload's order), `histograms` (one row per histogram, with
+    /// its buckets as a list) and `series` (long: name, t_ns, value).
+    pub fn tables(&self) -> Vec<Table> {
+        vec![
+            self.entity_table(),
+            self.workload_table(),
+            self.counter_table(),
+            self.histogram_table(),
+            self.series_table(),
+        ]
+    }
+
+    fn entity_table(&self) -> Table {
+        let e = &self.entities;
+        let s = |f: fn(&EntityResult) -> String| Column::Str(e.iter().map(f).collect());
+        let u = |f: fn(&EntityResult) -> u64| Column::U64(e.iter().map(f).collect());
+        let x = |f: fn(&EntityResult) -> f64| Column::F64(e.iter().map(f).collect());
+        let mut t = Table::new("entities");
+        t.col("level", s(|r| r.level.clone()));
+        t.col("name", s(|r| r.name.clone()));
+        t.col("kind", s(|r| r.kind.to_string()));
+        t.col("group", Column::U32(e.iter().map(|r| r.group).collect()));
+        t.col("running_ns", u(|r| r.running_ns));
+        t.col("executed_ns", u(|r| r.executed_ns));
+        t.col("runnable_ns", u(|r| r.runnable_ns));
+        t.col("blocked_ns", u(|r| r.blocked_ns));
+        t.col("offline_ns", u(|r| r.offline_ns));
+        t.col("cpu_share", x(|r| r.cpu_share));
+        t.col("runs", u(|r| r.runs));
+        t.col("preemptions", u(|r| r.preemptions));
+        t.col("migrations", u(|r| r.migrations));
+        t.col("wait_count", u(|r| r.wait_count));
+        t.col("wait_mean_ns", x(|r| r.wait_mean_ns));
+        t.col("wait_p99_ns", u(|r| r.wait_p99_ns));
+        t.col("wait_max_ns", u(|r| r.wait_max_ns));
+        t.col("final_state", s(|r| serde_name(&r.final_state)));
+        t.col("open_wait_ns", u(|r| r.open_wait_ns));
+        t
+    }
+
+    fn workload_table(&self) -> Table {
+        let w = &self.workloads;
+        let s = |f: fn(&WorkloadResult) -> String| Column::Str(w.iter().map(f).collect());
+        let mut t = Table::new("workloads");
+        t.col("level", s(|r| r.level.clone()));
+        t.col("workload", s(|r| r.name.clone()));
+        t.col("kind", s(|r| serde_name(&r.kind)));
+        t.col("figure", s(|r| r.figure.name.clone()));
+        t.col(
+            "value",
+            Column::F64(w.iter().map(|r| r.figure.value).collect()),
+        );
+        t.col("unit", s(|r| r.figure.unit.clone()));
+        // Counter and histogram names in first-seen order, so the columns are deterministic.
+        let mut counters: Vec<&str> = Vec::new();
+        let mut hists: Vec<&str> = Vec::new();
+        for r in w {
+            for (k, _) in &r.counters {
+                if !counters.contains(&k.as_str()) {
+                    counters.push(k);
+                }
+            }
+            for (k, _) in &r.histograms {
+                if !hists.contains(&k.as_str()) {
+                    hists.push(k);
+                }
+            }
+        }
+        for k in counters {
+            let vals = w
+                .iter()
+                .map(|r| r.counters.iter().find(|(n, _)| n == k).map(|(_, v)| *v))
+                .collect();
+            t.col(format!("count_{k}"), Column::OptU64(vals));
+        }
+        for k in hists {
+            for m in HIST_WIDE {
+                let col = if m == "avg_us" {
+                    Column::OptF64(w.iter().map(|r| hist_of(r, k).map(|h| h.avg_us)).collect())
+                } else {
+                    Column::OptU64(
+                        w.iter()
+                            .map(|r| hist_of(r, k).map(|h| hist_int(h, m)))
+                            .collect(),
+                    )
+                };
+                t.col(format!("{k}_{m}"), col);
+            }
+        }
+        t
+    }
+
+    fn counter_table(&self) -> Table {
+        let rows: Vec<(&WorkloadResult, &(String, u64))> = self
+            .workloads
+            .iter()
+            .flat_map(|w| w.counters.iter().map(move |c| (w, c)))
+            .collect();
+        let s = |f: fn(&(&WorkloadResult, &(String, u64))) -> String| {
+            Column::Str(rows.iter().map(f).collect())
+        };
+        let mut t = Table::new("counters");
+        t.col("level", s(|r| r.0.level.clone()));
+        t.col("workload", s(|r| r.0.name.clone()));
+        t.col("counter", s(|r| r.1 .0.clone()));
+        t.col("value", Column::U64(rows.iter().map(|r| r.1 .1).collect()));
+        t
+    }
+
+    fn histogram_table(&self) -> Table {
+        let rows: Vec<(&WorkloadResult, &String, &HistSummary)> = self
+            .workloads
+            .iter()
+            .flat_map(|w| w.histograms.iter().map(move |(n, h)| (w, n, h)))
+            .collect();
+        let u = |f: fn(&HistSummary) -> u64| Column::U64(rows.iter().map(|r| f(r.2)).collect());
+        let x = |f: fn(&HistSummary) -> f64| Column::F64(rows.iter().map(|r| f(r.2)).collect());
+        let mut t = Table::new("histograms");
+        t.col(
+            "level",
+            Column::Str(rows.iter().map(|r| r.0.level.clone()).collect()),
+        );
+        t.col(
+            "workload",
+            Column::Str(rows.iter().map(|r| r.0.name.clone()).collect()),
+        );
+        t.col(
+            "histogram",
+            Column::Str(rows.iter().map(|r| r.1.clone()).collect()),
+        );
+        t.col("count", u(|h| h.count));
+        t.col("min_ns", u(|h| h.min_ns));
+        t.col("mean_ns", x(|h| h.mean_ns));
+        t.col("p50_ns", u(|h| h.p50_ns));
+        t.col("p99_ns", u(|h| h.p99_ns));
+        t.col("p999_ns", u(|h| h.p999_ns));
+        t.col("max_ns", u(|h| h.max_ns));
+        t.col("min_us", u(|h| h.min_us));
+        t.col("avg_us", x(|h| h.avg_us));
+        t.col("max_us", u(|h| h.max_us));
+        t.col("overflows", u(|h| h.overflows));
+        t.col(
+            "buckets_us",
+            Column::ListU64(rows.iter().map(|r| r.2.buckets_us.clone()).collect()),
+        );
+        t.col(
+            "overflow_cycles",
+            Column::ListU64(rows.iter().map(|r| r.2.overflow_cycles.clone()).collect()),
+        );
+        t
+    }
+
+    fn series_table(&self) -> Table {
+        let mut t = Table::new("series");
+        t.col(
+            "name",
+            Column::Str(
+                self.series
+                    .iter()
+                    .flat_map(|s| std::iter::repeat_n(s.name.clone(), s.t_ns.len()))
+                    .collect(),
+            ),
+        );
+        t.col(
+            "t_ns",
+            Column::U64(self.series.iter().flat_map(|s| s.t_ns.clone()).collect()),
+        );
+        t.col(
+            "value",
+            Column::I64(self.series.iter().flat_map(|s| s.values.clone()).collect()),
+        );
+        t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hist(count: u64, buckets: Vec<u64>) -> HistSummary {
+        HistSummary {
+            count,
+            min_ns: 1000,
+            mean_ns: 1500.0,
+            p50_ns: 1400,
+            p99_ns: 2000,
+            p999_ns: 2000,
+            max_ns: 2100,
+            min_us: 1,
+            avg_us: 1.5,
+            max_us: 2,
+            buckets_us: buckets,
+            overflows: 0,
+            overflow_cycles: vec![],
+        }
+    }
+
+    fn workload(name: &str, kind: WorkloadKind, counters: &[(&str, u64)]) -> WorkloadResult {
+        WorkloadResult {
+            level: "g".into(),
+            name: name.into(),
+            kind,
+            figure: Figure {
+                name: "score".into(),
+                value: 2.5,
+                unit: "lps".into(),
+            },
+            counters: counters.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            histograms: vec![],
+        }
+    }
+
+    fn results() -> Results {
+        let mut ct = workload("ct", WorkloadKind::Cyclictest, &[]);
+        ct.histograms = vec![("t0".into(), hist(3, vec![0, 2, 1]))];
+        Results {
+            duration_ns: 10,
+            warmup_ns: 0,
+            measured_ns: 10,
+            events: 1,
+            entities: vec![],
+            workloads: vec![
+                workload("c1", WorkloadKind::Context1, &[("fast", 4), ("slow", 1)]),
+                ct,
+                workload("hog", WorkloadKind::CpuLoop, &[("slow", 7)]),
+            ],
+            series: vec![
+                Series {
+                    name: "a".into(),
+                    t_ns: vec![1, 2],
+                    values: vec![-1, 1],
+                },
+                Series {
+                    name: "b".into(),
+                    t_ns: vec![1],
+                    values: vec![5],
+                },
+            ],
+        }
+    }
+
+    fn col<'a>(t: &'a Table, name: &str) -> &'a Column {
+        &t.columns.iter().find(|(n, _)| n == name).unwrap().1
+    }
+
+    fn len(c: &Column) -> usize {
+        match c {
+            Column::Str(v) => v.len(),
+            Column::U32(v) => v.len(),
+            Column::U64(v) => v.len(),
+            Column::I64(v) => v.len(),
+            Column::F64(v) => v.len(),
+            Column::OptU64(v) => v.len(),
+            Column::OptF64(v) => v.len(),
+            Column::ListU64(v) => v.len(),
+        }
+    }
+
+    #[test]
+    fn every_table_has_equal_columns() {
+        let tables = results().tables();
+        let names: Vec<&str> = tables.iter().map(|t| t.name).collect();
+        assert_eq!(
+            names,
+            ["entities", "workloads", "counters", "histograms", "series"]
+        );
+        for t in &tables {
+            let n = len(&t.columns[0].1);
+            assert!(t.columns.iter().all(|(_, c)| len(c) == n), "{}", t.name);
+        }
+    }
+
+    #[test]
+    fn workload_table_has_a_column_per_counter_null_where_absent() {
+        let t = &results().tables()[1];
+        assert_eq!(
+            col(t, "kind"),
+            &Column::Str(vec![
+                "context1".into(),
+                "cyclictest".into(),
+                "cpu_loop".into()
+            ])
+        );
+        assert_eq!(
+            col(t, "count_fast"),
+            &Column::OptU64(vec![Some(4), None, None])
+        );
+        assert_eq!(
+            col(t, "count_slow"),
+            &Column::OptU64(vec![Some(1), None, Some(7)])
+        );
+        assert_eq!(
+            col(t, "t0_count"),
+            &Column::OptU64(vec![None, Some(3), None])
+        );
+        assert_eq!(
+            col(t, "t0_avg_us"),
+            &Column::OptF64(vec![None, Some(1.5), None])
+        );
+    }
+
+    #[test]
+    fn long_tables_keep_the_order_of_the_results() {
+        let tables = results().tables();
+        let counters = &tables[2];
+        assert_eq!(
+            col(counters, "counter"),
+            &Column::Str(vec!["fast".into(), "slow".into(), "slow".into()])
+        );
+        assert_eq!(col(counters, "value"), &Column::U64(vec![4, 1, 7]));
+        let h = &tables[3];
+        assert_eq!(col(h, "buckets_us"), &Column::ListU64(vec![vec![0, 2, 1]]));
+        let s = &tables[4];
+        assert_eq!(
+            col(s, "name"),
+            &Column::Str(vec!["a".into(), "a".into(), "b".into()])
+        );
+        assert_eq!(col(s, "value"), &Column::I64(vec![-1, 1, 5]));
     }
 }

@@ -6,7 +6,8 @@
 //! line, the field and what was expected; nothing runs on a scenario that did not validate.
 //!
 //! `--set key=value` overrides are applied to the parsed document before validation, with dotted
-//! keys (`host.ratelimit_us=20000`, `domain.1.weight=512`, `run.seed=3`).
+//! keys (`host.ratelimit_us=20000`, `domain.1.weight=512`, `run.seed=3`). They are typed: a value
+//! is read by the type its field has ([`SetValue`]), not re-parsed from TOML text.
 
 use std::fmt;
 
@@ -348,18 +349,148 @@ fn refine_line(src: &str, line: Option<usize>, msg: &str) -> Option<usize> {
     Some(line)
 }
 
-/// Parses a `--set` value: a TOML value if it parses as one, else a string. A number that would
-/// lose digits as a float (`5.10`) stays a string.
-fn parse_value(v: &str) -> toml::Value {
-    let doc = format!("v = {v}");
-    match toml::from_str::<toml::Table>(&doc) {
-        // "5.10" is a version, not the float 5.1: keep text whose float form reads differently.
-        Ok(t) if matches!(t.get("v"), Some(toml::Value::Float(f)) if f.to_string() != v.trim()) => {
-            toml::Value::String(v.into())
+/// One `--set` value: text as typed on a command line, or a typed value (from the Python API).
+///
+/// Text is parsed by the type the target field has in the validated scenario (defaults filled
+/// in): for a string field it is the string itself (`--set host.version=4.21` is the version
+/// "4.21", not a float), for a number field a number, and so on. A typed value must fit the
+/// field's type (an integer widens to a float field); nothing goes through TOML text.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SetValue {
+    Text(String),
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(String),
+    List(Vec<SetValue>),
+}
+
+impl fmt::Display for SetValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SetValue::Text(s) => write!(f, "{s}"),
+            SetValue::Bool(b) => write!(f, "{b}"),
+            SetValue::Int(i) => write!(f, "{i}"),
+            SetValue::Float(x) => write!(f, "{x:?}"),
+            SetValue::Str(s) => write!(f, "{s:?}"),
+            SetValue::List(l) => {
+                write!(f, "[")?;
+                for (i, v) in l.iter().enumerate() {
+                    write!(f, "{}{v}", if i == 0 { "" } else { ", " })?;
+                }
+                write!(f, "]")
+            }
         }
-        Ok(mut t) => t.remove("v").unwrap_or(toml::Value::String(v.into())),
-        Err(_) => toml::Value::String(v.into()),
     }
+}
+
+impl SetValue {
+    fn describe(&self) -> String {
+        match self {
+            SetValue::Text(s) => format!("'{s}'"),
+            SetValue::Bool(b) => format!("the boolean {b}"),
+            SetValue::Int(i) => format!("the integer {i}"),
+            SetValue::Float(x) => format!("the float {x:?}"),
+            SetValue::Str(s) => format!("the string {s:?}"),
+            SetValue::List(_) => format!("the list {self}"),
+        }
+    }
+}
+
+/// What a field of this (serialised) value's type expects, for error messages.
+fn expected(target: &toml::Value) -> &'static str {
+    match target {
+        toml::Value::String(_) => "a string",
+        toml::Value::Integer(_) => "an integer",
+        toml::Value::Float(_) => "a number",
+        toml::Value::Boolean(_) => "a boolean (true or false)",
+        toml::Value::Array(_) => "a list",
+        toml::Value::Table(_) => "a table",
+        toml::Value::Datetime(_) => "a date",
+    }
+}
+
+/// Text read as one TOML value, if it is one.
+fn toml_literal(v: &str) -> Option<toml::Value> {
+    let mut t = toml::from_str::<toml::Table>(&format!("v = {v}")).ok()?;
+    t.remove("v")
+}
+
+/// A value for a field whose type is not known (absent from the validated scenario, such as an
+/// unset optional field): text is a TOML value if it parses as one, else a string; a number that
+/// would lose digits as a float (`5.10`) stays a string.
+fn parse_value(v: &str) -> toml::Value {
+    match toml_literal(v) {
+        // "5.10" is a version, not the float 5.1: keep text whose float form reads differently.
+        Some(toml::Value::Float(f)) if f.to_string() != v.trim() => toml::Value::String(v.into()),
+        Some(x) => x,
+        None => toml::Value::String(v.into()),
+    }
+}
+
+fn untyped(v: &SetValue) -> toml::Value {
+    match v {
+        SetValue::Text(s) => parse_value(s),
+        SetValue::Bool(b) => toml::Value::Boolean(*b),
+        SetValue::Int(i) => toml::Value::Integer(*i),
+        SetValue::Float(x) => toml::Value::Float(*x),
+        SetValue::Str(s) => toml::Value::String(s.clone()),
+        SetValue::List(l) => toml::Value::Array(l.iter().map(untyped).collect()),
+    }
+}
+
+/// The value to store for `v` in a field whose current (serialised) value is `target`;
+/// Err(message) names the expected type.
+fn typed_value(v: &SetValue, target: Option<&toml::Value>) -> Result<toml::Value, String> {
+    use toml::Value as T;
+    let Some(target) = target else {
+        return Ok(untyped(v));
+    };
+    let text = match v {
+        SetValue::Text(s) => Some(s.trim()),
+        _ => None,
+    };
+    let got = match (target, v) {
+        (T::Table(_), _) => {
+            return Err("this is a table: set one of its fields (key.field=value)".into())
+        }
+        (T::Datetime(_), _) => Some(untyped(v)),
+        (T::String(_), SetValue::Str(s)) => Some(T::String(s.clone())),
+        // A quoted string (as older command lines wrote versions) is unquoted.
+        (T::String(_), SetValue::Text(_)) => match text.and_then(toml_literal) {
+            Some(T::String(s)) if text.is_some_and(|t| t.starts_with(['"', '\''])) => {
+                Some(T::String(s))
+            }
+            _ => text.map(|t| T::String(t.to_string())),
+        },
+        (T::Integer(_), SetValue::Int(i)) => Some(T::Integer(*i)),
+        (T::Float(_), SetValue::Int(i)) => Some(T::Float(*i as f64)),
+        (T::Float(_), SetValue::Float(x)) => Some(T::Float(*x)),
+        (T::Boolean(_), SetValue::Bool(b)) => Some(T::Boolean(*b)),
+        (T::Array(_), SetValue::List(_)) => Some(untyped(v)),
+        (_, SetValue::Text(_)) => match (target, text.and_then(toml_literal)) {
+            (T::Integer(_), Some(T::Integer(i))) => Some(T::Integer(i)),
+            (T::Float(_), Some(T::Integer(i))) => Some(T::Float(i as f64)),
+            (T::Float(_), Some(T::Float(x))) => Some(T::Float(x)),
+            (T::Boolean(_), Some(T::Boolean(b))) => Some(T::Boolean(b)),
+            // Python spells them so.
+            (T::Boolean(_), _) if text == Some("True") => Some(T::Boolean(true)),
+            (T::Boolean(_), _) if text == Some("False") => Some(T::Boolean(false)),
+            (T::Array(_), Some(a @ T::Array(_))) => Some(a),
+            _ => None,
+        },
+        _ => None,
+    };
+    got.ok_or_else(|| format!("expected {}, got {}", expected(target), v.describe()))
+}
+
+/// The value at a dotted path in a (serialised) scenario, if there is one.
+fn lookup<'a>(doc: &'a toml::Value, key: &str) -> Option<&'a toml::Value> {
+    key.split('.').try_fold(doc, |cur, seg| match cur {
+        toml::Value::Table(t) => t.get(seg),
+        toml::Value::Array(a) => a.get(seg.parse::<usize>().ok()?),
+        _ => None,
+    })
 }
 
 fn set_path(doc: &mut toml::Value, key: &str, v: toml::Value) -> Result<(), String> {
@@ -398,14 +529,28 @@ fn set_path(doc: &mut toml::Value, key: &str, v: toml::Value) -> Result<(), Stri
 
 impl<H, G> Scenario<H, G>
 where
-    H: DeserializeOwned + ConfigCheck,
-    G: DeserializeOwned + ConfigCheck,
+    H: DeserializeOwned + Serialize + ConfigCheck,
+    G: DeserializeOwned + Serialize + ConfigCheck,
 {
-    /// Parses and validates a scenario. `file` names the source in errors.
+    /// Parses and validates a scenario with command-line `--set key=value` overrides (each
+    /// value is text, parsed by its field's type). `file` names the source in errors.
     pub fn parse(
         file: &str,
         src: &str,
         overrides: &[(String, String)],
+    ) -> Result<Self, ScenarioError> {
+        let typed: Vec<(String, SetValue)> = overrides
+            .iter()
+            .map(|(k, v)| (k.clone(), SetValue::Text(v.clone())))
+            .collect();
+        Self::parse_with(file, src, &typed)
+    }
+
+    /// Parses and validates a scenario with typed overrides (see [`SetValue`]).
+    pub fn parse_with(
+        file: &str,
+        src: &str,
+        overrides: &[(String, SetValue)],
     ) -> Result<Self, ScenarioError> {
         let err = |line, field: &str, message: String| ScenarioError {
             file: file.to_string(),
@@ -425,18 +570,22 @@ where
         if overrides.is_empty() {
             return Ok(scenario);
         }
+        // The fields' types: the validated scenario with its defaults, serialised. Values are set
+        // in the document as written (defaults of another variant would not fit a new `kind`).
+        let schema = toml::Value::try_from(&scenario).ok();
         let mut doc: toml::Value = toml::from_str(src).map_err(|e| err(None, "", e.to_string()))?;
         for (k, v) in overrides {
-            set_path(&mut doc, k, parse_value(v))
+            let target = schema.as_ref().and_then(|s| lookup(s, k));
+            typed_value(v, target)
+                .and_then(|tv| set_path(&mut doc, k, tv))
                 .map_err(|m| err(None, k, format!("--set {k}={v}: {m}")))?;
         }
-        let text = toml::to_string(&doc).map_err(|e| err(None, "", e.to_string()))?;
         let names = overrides
             .iter()
             .map(|(k, v)| format!("{k}={v}"))
             .collect::<Vec<_>>()
             .join(", ");
-        let scenario: Self = toml::from_str(&text).map_err(|e| {
+        let scenario: Self = doc.try_into().map_err(|e: toml::de::Error| {
             err(
                 None,
                 "",
@@ -574,6 +723,153 @@ mod tests {
             toml::Value::Array(vec![0.into(), 1.into()])
         );
         assert_eq!(parse_value("native"), toml::Value::String("native".into()));
+    }
+
+    fn text(s: &str) -> SetValue {
+        SetValue::Text(s.into())
+    }
+
+    #[test]
+    fn text_is_read_by_the_fields_type() {
+        use toml::Value as T;
+        let s = T::String("4.20.2".into());
+        // A string field keeps what was typed, numbers and versions alike; quotes are removed.
+        for (given, want) in [("4.21", "4.21"), ("5.10", "5.10"), ("\"4.21\"", "4.21")] {
+            assert_eq!(
+                typed_value(&text(given), Some(&s)),
+                Ok(T::String(want.into()))
+            );
+        }
+        assert_eq!(
+            typed_value(&text("20000"), Some(&T::Integer(1))),
+            Ok(T::Integer(20000))
+        );
+        assert_eq!(
+            typed_value(&text("2"), Some(&T::Float(1.0))),
+            Ok(T::Float(2.0))
+        );
+        assert_eq!(
+            typed_value(&text("0.25"), Some(&T::Float(1.0))),
+            Ok(T::Float(0.25))
+        );
+        for (given, want) in [("true", true), ("False", false)] {
+            assert_eq!(
+                typed_value(&text(given), Some(&T::Boolean(false))),
+                Ok(T::Boolean(want))
+            );
+        }
+        let list = T::Array(vec![]);
+        assert_eq!(
+            typed_value(&text("[0, 1]"), Some(&list)),
+            Ok(T::Array(vec![0.into(), 1.into()]))
+        );
+    }
+
+    #[test]
+    fn typed_values_must_fit_the_field() {
+        use toml::Value as T;
+        assert_eq!(
+            typed_value(&SetValue::Int(3), Some(&T::Float(1.0))),
+            Ok(T::Float(3.0))
+        );
+        assert_eq!(
+            typed_value(&SetValue::Str("x".into()), Some(&T::String(String::new()))),
+            Ok(T::String("x".into()))
+        );
+        let e = typed_value(&SetValue::Float(4.21), Some(&T::String(String::new()))).unwrap_err();
+        assert_eq!(e, "expected a string, got the float 4.21");
+        let e = typed_value(&SetValue::Float(0.5), Some(&T::Integer(1))).unwrap_err();
+        assert_eq!(e, "expected an integer, got the float 0.5");
+        let e = typed_value(&SetValue::Bool(true), Some(&T::Integer(1))).unwrap_err();
+        assert!(e.starts_with("expected an integer"), "{e}");
+        let e = typed_value(&text("fast"), Some(&T::Integer(1))).unwrap_err();
+        assert_eq!(e, "expected an integer, got 'fast'");
+        let e = typed_value(&text("yes"), Some(&T::Boolean(true))).unwrap_err();
+        assert!(e.starts_with("expected a boolean"), "{e}");
+        let e = typed_value(&SetValue::Int(1), Some(&T::Table(Default::default()))).unwrap_err();
+        assert!(e.contains("table"), "{e}");
+        // No known type (an unset optional field): the value as given, text inferred.
+        assert_eq!(
+            typed_value(&text("[3]"), None),
+            Ok(T::Array(vec![3.into()]))
+        );
+        assert_eq!(typed_value(&SetValue::Int(7), None), Ok(T::Integer(7)));
+    }
+
+    #[derive(Debug, Deserialize, Serialize)]
+    #[serde(deny_unknown_fields)]
+    struct Host {
+        version: String,
+        #[serde(default = "d_ratelimit")]
+        ratelimit_us: u64,
+        #[serde(default)]
+        boost: bool,
+    }
+    fn d_ratelimit() -> u64 {
+        1000
+    }
+    impl ConfigCheck for Host {
+        fn check(&self) -> Result<(), (String, String)> {
+            if self.ratelimit_us < 100 {
+                return Err(("ratelimit_us".into(), "must be ≥ 100".into()));
+            }
+            Ok(())
+        }
+    }
+    #[derive(Debug, Deserialize, Serialize)]
+    #[serde(deny_unknown_fields)]
+    struct Guest {
+        #[serde(default)]
+        version: String,
+    }
+    impl ConfigCheck for Guest {
+        fn check(&self) -> Result<(), (String, String)> {
+            Ok(())
+        }
+    }
+    type S = Scenario<Host, Guest>;
+    const SRC: &str = "[machine]\npcpus = 2\n[host]\nversion = \"4.20.2\"\n\
+                       [[domain]]\nname = \"d\"\nvcpus = 1\n[domain.sched]\n";
+
+    fn set(k: &str, v: SetValue) -> Vec<(String, SetValue)> {
+        vec![(k.to_string(), v)]
+    }
+
+    #[test]
+    fn overrides_are_typed_by_the_schema() {
+        let s = S::parse("t.toml", SRC, &[("host.version".into(), "4.21".into())]).unwrap();
+        assert_eq!(s.host.version, "4.21");
+        // A defaulted field has its type too, and so does a field of an array's element.
+        let ov = [
+            ("host.ratelimit_us".to_string(), "20000".to_string()),
+            ("host.boost".into(), "true".into()),
+            ("domain.0.sched.version".into(), "5.10".into()),
+        ];
+        let s = S::parse("t.toml", SRC, &ov).unwrap();
+        assert_eq!((s.host.ratelimit_us, s.host.boost), (20000, true));
+        assert_eq!(s.domains[0].sched.version, "5.10");
+        let s = S::parse_with("t.toml", SRC, &set("run.seed", SetValue::Int(9))).unwrap();
+        assert_eq!(s.run.seed, 9);
+    }
+
+    #[test]
+    fn override_errors_name_the_key_and_the_type() {
+        let e =
+            S::parse_with("t.toml", SRC, &set("host.version", SetValue::Float(4.21))).unwrap_err();
+        assert_eq!(e.field, "host.version");
+        assert!(e.message.contains("expected a string"), "{e}");
+        let e = S::parse("t.toml", SRC, &[("run.seed".into(), "x".into())]).unwrap_err();
+        assert_eq!(e.field, "run.seed");
+        assert_eq!(e.message, "--set run.seed=x: expected an integer, got 'x'");
+        // Validation after the overrides still runs and says so.
+        let e = S::parse("t.toml", SRC, &[("host.ratelimit_us".into(), "50".into())]).unwrap_err();
+        assert_eq!(e.field, "host.ratelimit_us");
+        assert!(
+            e.message.starts_with("after --set host.ratelimit_us=50"),
+            "{e}"
+        );
+        let e = S::parse("t.toml", SRC, &[("host.frob".into(), "1".into())]).unwrap_err();
+        assert!(e.message.contains("frob"), "{e}");
     }
 
     #[test]

@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 use vmsched_core::report::Results;
-use vmsched_core::scenario::{Arch, ConfigCheck, Preempt, ScenarioError, Vwfi};
+use vmsched_core::scenario::{Arch, ConfigCheck, Preempt, ScenarioError, SetValue, Vwfi};
 use vmsched_core::sim::{LevelOpts, SimBuilder, Simulation};
 use vmsched_core::{CpuId, CpuSet, CpuTopo, EntityParams, LevelClock, Policy};
 
@@ -56,13 +56,26 @@ fn split_field(msg: String) -> (String, String) {
 
 pub type Scenario = vmsched_core::scenario::Scenario<HostSchedConfig, GuestSchedConfig>;
 
-/// Parses and validates a scenario file's text.
+/// Parses and validates a scenario file's text with command-line `--set` overrides.
 pub fn load(
     file: &str,
     src: &str,
     overrides: &[(String, String)],
 ) -> Result<Scenario, ScenarioError> {
-    let s = Scenario::parse(file, src, overrides)?;
+    let typed: Vec<(String, SetValue)> = overrides
+        .iter()
+        .map(|(k, v)| (k.clone(), SetValue::Text(v.clone())))
+        .collect();
+    load_with(file, src, &typed)
+}
+
+/// Parses and validates a scenario file's text with typed overrides.
+pub fn load_with(
+    file: &str,
+    src: &str,
+    overrides: &[(String, SetValue)],
+) -> Result<Scenario, ScenarioError> {
+    let s = Scenario::parse_with(file, src, overrides)?;
     check_layout(&s).map_err(|(field, message)| ScenarioError {
         file: file.to_string(),
         line: None,

@@ -4,4 +4,4 @@ pub mod build;
 pub mod guest;
 pub mod host;
 
-pub use build::{build, load, run, GuestSchedConfig, HostSchedConfig, Scenario};
+pub use build::{build, load, load_with, run, GuestSchedConfig, HostSchedConfig, Scenario};
