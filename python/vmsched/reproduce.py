@@ -102,7 +102,7 @@ def main(name: str, quick: bool = False, jobs: int | None = None, out: str = "ou
                           f"{r['vcpu0_worst_wait_ms']:.2f} ms")
             console.print(t)
             ranked = sub.sort(["score_lps", "ratelimit_ms"], descending=[True, False])
-            order = ""
+            order, prev = "", None
             for i, (r_ms, sc) in enumerate(zip(ranked["ratelimit_ms"], ranked["score_lps"])):
                 order += ("" if i == 0 else (" = " if sc == prev else " > ")) + f"{r_ms} ms"
                 prev = sc
