@@ -164,3 +164,52 @@ fn main() {
         total.wall_s
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Fraction of the pCPUs' time that vCPUs ran, over `ms` ms of `mixed_scenario(pcpus)`.
+    fn host_busy(pcpus: u32, sockets: u32, ms: u64) -> f64 {
+        let ov = vec![
+            ("run.duration_ms".to_string(), ms.to_string()),
+            ("run.warmup_ms".to_string(), (ms / 2).to_string()),
+        ];
+        let src = mixed_scenario("busy", pcpus, sockets);
+        let s = vmsched_sched::load("busy", &src, &ov).unwrap_or_else(|e| panic!("{e}"));
+        let mut sim = vmsched_sched::build(&s);
+        sim.run();
+        assert!(sim.events() > 0 && sim.actions() > 0);
+        let r = sim.results();
+        let vcpus: Vec<_> = r.entities.iter().filter(|e| e.kind == "vcpu").collect();
+        assert_eq!(vcpus.len(), 2 * pcpus as usize);
+        let busy: u64 = vcpus.iter().map(|e| e.running_ns).sum();
+        busy as f64 / (pcpus as u64 * r.measured_ns) as f64
+    }
+
+    /// The 1,024-pCPU scenario loads, builds and runs, and its pCPUs are as busy as those of the
+    /// same mix on 256 pCPUs over the same window (a 256-CPU ceiling would leave three quarters
+    /// of them idle). Both still ramp up at 40 ms: Credit2 spreads the vCPUs over its runqueues
+    /// gradually (at 64 pCPUs the host is already about 97 % busy then).
+    #[test]
+    fn x1024_runs_and_uses_its_pcpus_like_256_does() {
+        let (old_max, big) = (host_busy(256, 2, 40), host_busy(1024, 8, 40));
+        assert!(
+            big > 0.5 && (big - old_max).abs() < 0.03,
+            "256 pCPUs: {old_max}, 1024 pCPUs: {big}"
+        );
+    }
+
+    #[test]
+    fn pcpus_above_the_ceiling_are_refused_by_name() {
+        let e = vmsched_sched::load("x", &mixed_scenario("x", 4098, 16), &[])
+            .err()
+            .expect("4,098 pCPUs must be refused");
+        let msg = e.to_string();
+        assert!(
+            msg.contains("machine.pcpus") && msg.contains("4096"),
+            "{msg}"
+        );
+        assert!(vmsched_sched::load("x", &mixed_scenario("x", 4096, 16), &[]).is_ok());
+    }
+}
