@@ -202,9 +202,9 @@ mod tests {
 
     #[test]
     fn pcpus_above_the_ceiling_are_refused_by_name() {
-        let e = vmsched_sched::load("x", &mixed_scenario("x", 4098, 16), &[])
-            .err()
-            .expect("4,098 pCPUs must be refused");
+        let Err(e) = vmsched_sched::load("x", &mixed_scenario("x", 4098, 16), &[]) else {
+            panic!("4,098 pCPUs must be refused");
+        };
         let msg = e.to_string();
         assert!(
             msg.contains("machine.pcpus") && msg.contains("4096"),
