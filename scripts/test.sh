@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
-# Installs what vmsched needs and runs the whole test suite: Rust (unit, conformance, engine and
-# scenario tests) and Python (API, CLI, reproductions in their short form).
+# Installs what vmsched needs, runs the linters (rustfmt check, clippy with warnings as errors,
+# ruff) and the whole test suite: Rust (unit, conformance, engine and scenario tests) and Python
+# (API, CLI, reproductions in their short form).
 # VMSCHED_SLOW=1 also runs the full-length reproductions.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 echo "== installing vmsched (builds the Rust core with maturin) =="
 python3 -m pip install --quiet --disable-pip-version-check ".[test]"
+
+echo "== lint: rustfmt, clippy, ruff =="
+cargo fmt --all --check
+cargo clippy --workspace --exclude vmsched-py --all-targets --quiet -- -D warnings
+python3 -m ruff check python tests
 
 echo "== Rust tests =="
 cargo test --workspace --exclude vmsched-py --quiet

@@ -60,7 +60,7 @@ def test_bad_file_names_file_and_line(tmp_path):
         vmsched.check(f)
     text, file, line, field, message = e.value.args
     assert file.endswith("bad.toml") and line == 7 and field == "domain.0.vcpus"
-    assert "1..=256" in message
+    assert "1..=4096" in message
 
 
 def test_unknown_scenario_name():

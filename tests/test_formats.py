@@ -31,7 +31,7 @@ def test_cyclictest_histogram_block(tmp_path):
     rows = out[2:102]
     assert rows[0].startswith("000000 ") and rows[99].startswith("000099 ")
     counts = [int(x.split()[1]) for x in rows]
-    total = next(l for l in out if l.startswith("# Total:"))
+    total = next(line for line in out if line.startswith("# Total:"))
     assert int(total.split(":")[1]) == sum(counts) == 199
-    assert any(l.startswith("# Min Latencies: 00050") for l in out)
-    assert any(l.startswith("# Histogram Overflows:") for l in out)
+    assert any(line.startswith("# Min Latencies: 00050") for line in out)
+    assert any(line.startswith("# Histogram Overflows:") for line in out)

@@ -14,6 +14,7 @@ use std::fmt;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use crate::cpuset::MAX_CPUS;
 use crate::sched::CpuTopo;
 use crate::time::{time_ns, Nanos, NS_PER_MS, NS_PER_US};
 use crate::workload::WorkloadConfig;
@@ -601,10 +602,10 @@ where
     /// Checks what types cannot. Err((dotted field path, message)).
     pub fn validate(&self) -> Result<(), (String, String)> {
         let m = &self.machine;
-        if m.pcpus == 0 || m.pcpus > 256 {
+        if m.pcpus == 0 || m.pcpus as usize > MAX_CPUS {
             return Err((
                 "machine.pcpus".into(),
-                format!("must be 1..=256, got {}", m.pcpus),
+                format!("must be 1..={MAX_CPUS}, got {}", m.pcpus),
             ));
         }
         m.validate_topology()?;
@@ -629,8 +630,11 @@ where
                     format!("domain name '{}' is used twice", d.name),
                 ));
             }
-            if d.vcpus == 0 || d.vcpus > 256 {
-                return Err((at("vcpus"), format!("must be 1..=256, got {}", d.vcpus)));
+            if d.vcpus == 0 || d.vcpus as usize > MAX_CPUS {
+                return Err((
+                    at("vcpus"),
+                    format!("must be 1..={MAX_CPUS}, got {}", d.vcpus),
+                ));
             }
             if d.weight == 0 || d.weight > 65535 {
                 return Err((

@@ -215,6 +215,7 @@ pub struct Simulation {
     wls: Vec<WorkloadState>,
     actions: VecDeque<Action>,
     events: u64,
+    actions_run: u64,
     end: SimTime,
     warmup: SimTime,
     sample_every: Nanos,
@@ -240,8 +241,15 @@ impl Simulation {
         self.now
     }
 
+    /// Queue entries dispatched so far: the benchmark's "events" (docs/design.md, Events).
     pub fn events(&self) -> u64 {
         self.events
+    }
+
+    /// Same-instant follow-up actions run so far (reschedule deliveries, task steps, ticks and
+    /// timers run from the action FIFO after an event), counted apart from [`Self::events`].
+    pub fn actions(&self) -> u64 {
+        self.actions_run
     }
 
     pub fn end(&self) -> SimTime {
@@ -369,6 +377,7 @@ impl Simulation {
 
     fn run_actions(&mut self) {
         while let Some(a) = self.actions.pop_front() {
+            self.actions_run += 1;
             match a {
                 Action::Resched(c) => self.deliver_resched(c),
                 Action::Advance(t) => self.advance(t),

@@ -25,6 +25,7 @@ impl SimBuilder {
                 wls: Vec::new(),
                 actions: VecDeque::with_capacity(64),
                 events: 0,
+                actions_run: 0,
                 end: 0,
                 warmup: 0,
                 sample_every: 0,

@@ -340,8 +340,6 @@ pub struct Credit2 {
     load_window: u32,
     load_precision: u32,
     online: CpuSet,
-    /// For each CPU, the CPUs with a higher id (for `cpumask_cycle`).
-    above: Vec<CpuSet>,
     /// For each CPU, its SMT siblings within its runqueue (itself included).
     sibling_mask: Vec<CpuSet>,
     cpu_rq: Vec<usize>,
@@ -362,10 +360,6 @@ impl Credit2 {
             (1..=MAX_CPUS).contains(&n),
             "credit2: needs 1..={MAX_CPUS} CPUs, got {n}"
         );
-        let mut above = vec![CpuSet::empty(); n];
-        for c in 0..n {
-            above[c] = CpuSet::from_ids((c as u32 + 1)..n as u32);
-        }
         let mut s = Credit2 {
             ratelimit: params.ratelimit_us as i64 * 1000,
             migrate_resist: params.migrate_resist_us as i64 * 1000,
@@ -374,7 +368,6 @@ impl Credit2 {
             load_precision: params.load_precision_shift,
             params,
             online: CpuSet::first_n(n),
-            above,
             sibling_mask: vec![CpuSet::empty(); n],
             cpu_rq: vec![0; n],
             rqs: Vec::new(),
@@ -531,27 +524,26 @@ impl Credit2 {
             if soft_step && !u.has_soft {
                 continue;
             }
-            let balance = if soft_step { u.soft_and_hard } else { u.hard }.and(&self.online);
+            let balance = if soft_step { &u.soft_and_hard } else { &u.hard }.and(&self.online);
             let fully_idle = if self.params.smt_power_savings {
-                rq.idle.minus(&rq.smt_idle)
+                rq.idle.minus(&rq.smt_idle).and(&balance)
             } else {
-                rq.smt_idle
+                rq.smt_idle.and(&balance)
             };
-            if let Some(i) = self.test_or_cycle(cpu, &fully_idle.and(&balance)) {
+            if let Some(i) = self.test_or_cycle(cpu, &fully_idle) {
                 return tickle(self, ctx, i);
             }
-            let idlers = rq.idle.minus(&rq.tickled).and(&balance);
+            let mut idlers = rq.idle.and(&balance);
+            idlers.minus_with(&rq.tickled);
             if let Some(i) = self.test_or_cycle(cpu, &idlers) {
                 return tickle(self, ctx, i);
             }
         }
-        let mut busy = rq
-            .active
-            .minus(&rq.idle)
-            .minus(&rq.tickled)
-            .and(&u.hard)
-            .and(&self.online);
-        let soft = u.soft;
+        // In place: each set-valued operation writes a whole 512-byte set.
+        let mut busy = rq.active.minus(&rq.idle);
+        busy.minus_with(&rq.tickled);
+        busy.and_with(&u.hard);
+        busy.and_with(&self.online);
         let (mut max, mut ipid) = (0i64, None);
         if busy.contains(cpu) {
             busy.remove(cpu);
@@ -559,7 +551,7 @@ impl Credit2 {
             if score > max {
                 max = score;
                 ipid = Some(cpu);
-                if soft.contains(cpu) {
+                if self.units[new.idx()].soft.contains(cpu) {
                     return tickle(self, ctx, cpu);
                 }
             }

@@ -104,7 +104,7 @@ impl Cfs {
 
     /// CPUs of `target`'s LLC allowed for `p`, in wrap order starting at `from`.
     fn llc_wrap(&self, p: usize, target: usize, from: usize) -> impl Iterator<Item = usize> + '_ {
-        let (n, llc, allowed) = (self.ncpus(), self.topo[target].llc, self.ses[p].allowed);
+        let (n, llc, allowed) = (self.ncpus(), self.topo[target].llc, &self.ses[p].allowed);
         (0..n)
             .map(move |i| (from + i) % n)
             .filter(move |&c| self.topo[c].llc == llc && allowed.contains(CpuId(c as u32)))
@@ -150,7 +150,7 @@ impl Cfs {
 
     /// Linux v5.10: select_idle_smt
     fn select_idle_smt(&self, ctx: &SchedCtx, p: usize, target: usize) -> Option<usize> {
-        let allowed = self.ses[p].allowed;
+        let allowed = &self.ses[p].allowed;
         (0..self.ncpus()).find(|&c| {
             self.smt_siblings(c, target)
                 && allowed.contains(CpuId(c as u32))
@@ -222,7 +222,7 @@ impl Cfs {
 
     /// Linux v5.10: select_fallback_rq, reduced to "the next allowed CPU".
     fn allowed_or_fallback(&self, p: usize, cpu: usize) -> usize {
-        let allowed = self.ses[p].allowed;
+        let allowed = &self.ses[p].allowed;
         allowed
             .test_or_cycle(CpuId(cpu as u32))
             .expect("a task has at least one allowed vCPU")
@@ -231,7 +231,7 @@ impl Cfs {
 
     /// Fork placement, flattened (see the module doc). Linux v5.10: find_idlest_cpu
     pub(super) fn find_idlest_cpu(&self, ctx: &SchedCtx, p: usize, parent: usize) -> usize {
-        let allowed = self.ses[p].allowed;
+        let allowed = &self.ses[p].allowed;
         let mut idlest: Option<(usize, u64)> = None;
         let mut least: Option<(usize, u64)> = None;
         for c in (0..self.ncpus()).filter(|&c| allowed.contains(CpuId(c as u32))) {

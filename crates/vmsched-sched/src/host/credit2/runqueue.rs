@@ -122,7 +122,7 @@ impl Credit2 {
     /// Xen `cpumask_cycle`: the first member of `m` after `n`, wrapping.
     #[inline]
     pub(super) fn cycle(&self, n: CpuId, m: &CpuSet) -> Option<CpuId> {
-        m.and(&self.above[n.idx()]).first().or_else(|| m.first())
+        m.cycle(n)
     }
 
     /// Xen `cpumask_test_or_cycle`.
@@ -137,17 +137,17 @@ impl Credit2 {
 
     /// Xen: smt_idle_mask_set
     pub(super) fn smt_idle_mask_set(&mut self, r: usize, cpu: CpuId, idlers: &CpuSet) {
-        let sibs = self.sibling_mask[cpu.idx()];
+        let sibs = &self.sibling_mask[cpu.idx()];
         if sibs.is_subset(idlers) {
-            self.rqs[r].smt_idle = union(self.rqs[r].smt_idle, &sibs);
+            self.rqs[r].smt_idle.or_with(sibs);
         }
     }
 
     /// Xen: smt_idle_mask_clear
     pub(super) fn smt_idle_mask_clear(&mut self, r: usize, cpu: CpuId) {
-        let sibs = self.sibling_mask[cpu.idx()];
+        let sibs = &self.sibling_mask[cpu.idx()];
         if sibs.is_subset(&self.rqs[r].smt_idle) {
-            self.rqs[r].smt_idle = self.rqs[r].smt_idle.minus(&sibs);
+            self.rqs[r].smt_idle.minus_with(sibs);
         }
     }
 
