@@ -96,11 +96,29 @@ pub struct CpuInfo {
     /// Whether the CPU is executing right now: always for a physical CPU; for a vCPU, whether its
     /// backing entity is running all the way down to a physical CPU.
     pub executing: bool,
+    /// The runstate of the entity backing this CPU at the level below, as that level's
+    /// hypervisor reports it (Xen's runstate area, KVM's `preempted` flag): `Running` for a
+    /// physical CPU; for a vCPU `Running`, `Runnable` (preempted: it wants its CPU back),
+    /// `Blocked` (halted: the guest idles on it) or `Offline` (paused, parked). It is the
+    /// backing entity's own state: a vCPU of a nested guest whose vCPU is `Running` may still not
+    /// execute if a level further down descheduled it (see `executing`).
+    pub backing: RunState,
     /// Steal time: for a vCPU, the time its backing entity spent runnable or offline, as the
     /// host's runstate area reports it (updated at each runstate change of the vCPU, so constant
     /// while the vCPU runs). Zero for a physical CPU.
     pub steal_ns: Nanos,
     pub topo: CpuTopo,
+}
+
+impl CpuInfo {
+    /// x86 `vcpu_is_preempted` as Xen (`xen_vcpu_stolen`) and KVM (`steal_time.preempted`)
+    /// report it: the backing entity wants its CPU but the host is not running it. A halted
+    /// (blocked) vCPU is not preempted, nor is a parked (offline) one. Always false for a
+    /// physical CPU.
+    #[inline]
+    pub fn vcpu_is_preempted(&self) -> bool {
+        self.backing == RunState::Runnable
+    }
 }
 
 /// What a scheduler may read about one entity of its level.
@@ -113,16 +131,61 @@ pub struct EntityInfo {
     pub params: EntityParams,
 }
 
+/// Why an entity wakes up.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum WakeCause {
+    /// Another entity of the same level released what it waited on (a pipe write, a futex
+    /// wake, a semaphore post): Linux `try_to_wake_up` from a task, Xen `vcpu_unblock` from a
+    /// hypercall of another vCPU.
+    #[default]
+    Unblock,
+    /// A timer expired (a task's hrtimer, a vCPU's singleshot timer or guest tick).
+    Timer,
+    /// A reschedule or call-function IPI aimed at the CPU the entity backs (a halted vCPU that
+    /// must run its guest's scheduler).
+    Ipi,
+    /// An event from outside the level (an event channel, a virtual interrupt from a device
+    /// model).
+    Event,
+    /// An I/O completion.
+    Io,
+    /// The entity's very first wake-up after its creation (Linux `wake_up_new_task` after
+    /// fork: fork placement and `place_entity(initial)`; Xen: the first `vcpu_wake` of a new
+    /// vCPU).
+    Fork,
+}
+
 /// A wake-up as the waker sees it.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct WakeInfo {
-    /// The CPU (of this level) the waker runs on, if the waker is at this level.
+    /// Why the entity wakes.
+    pub cause: WakeCause,
+    /// The CPU (of this level) the waker runs on, if the waker is at this level (for a timer or
+    /// an IPI: the CPU that handles it).
     pub waker_cpu: Option<CpuId>,
+    /// The entity (of this level) that wakes it, if it is one: the task that wrote the pipe.
+    pub waker: Option<EntityId>,
+    /// For [`WakeCause::Fork`], the parent (of this level), if it has one.
+    pub parent: Option<EntityId>,
     /// Linux `WF_SYNC`: the waker is about to sleep (pipe writes).
     pub sync: bool,
-    /// The entity's very first wake-up (Linux `wake_up_new_task` after fork: fork placement and
-    /// `place_entity(initial)`).
-    pub new: bool,
+}
+
+impl WakeInfo {
+    /// The first wake-up of a new entity ([`WakeCause::Fork`]).
+    #[inline]
+    pub fn is_new(&self) -> bool {
+        self.cause == WakeCause::Fork
+    }
+
+    /// A wake-up of `cause` with nothing else known.
+    #[inline]
+    pub fn of(cause: WakeCause) -> WakeInfo {
+        WakeInfo {
+            cause,
+            ..Default::default()
+        }
+    }
 }
 
 /// The answer of `schedule(cpu)`.

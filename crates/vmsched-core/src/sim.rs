@@ -31,7 +31,7 @@ use crate::queue::{EventQueue, SlotId};
 use crate::rng::Stream;
 use crate::sched::{
     CpuInfo, CpuTopo, EntityInfo, EntityParams, LevelClock, Pick, Request, RunState, SchedCtx,
-    Scheduler, WakeInfo,
+    Scheduler, WakeCause, WakeInfo,
 };
 use crate::time::{Nanos, SimTime, NEVER};
 use crate::workload::{Chan, Dist, Step, WorkloadSpec};
@@ -345,13 +345,7 @@ impl Simulation {
             SlotKind::TaskStart(t) => {
                 self.tasks[t].phase = Phase::Ready;
                 let e = self.tasks[t].ent;
-                self.wake_entity(
-                    e,
-                    WakeInfo {
-                        new: true,
-                        ..Default::default()
-                    },
-                );
+                self.wake_entity(e, WakeInfo::of(WakeCause::Fork));
             }
             SlotKind::LevelTimer(l, k) => self.with_sched(l, |s, ctx| s.on_timer(ctx, k)),
             SlotKind::Sample => {
@@ -399,7 +393,7 @@ impl Simulation {
     fn deliver_resched(&mut self, c: GCpu) {
         if !self.cpus[c.idx()].executing {
             self.cpus[c.idx()].pending_resched = true;
-            self.kick_backing(c);
+            self.kick_backing(c, WakeCause::Ipi);
             return;
         }
         if let Some(g) = self.curr_of(c) {
@@ -415,11 +409,13 @@ impl Simulation {
         self.do_schedule(c);
     }
 
-    /// Wakes the vCPU behind `c` if it is halted, so a pending guest event gets delivered.
-    fn kick_backing(&mut self, c: GCpu) {
+    /// Wakes the vCPU behind `c` if it is halted, so a pending guest event (of `cause`) gets
+    /// delivered.
+    fn kick_backing(&mut self, c: GCpu, cause: WakeCause) {
         if let Some(b) = self.cpus[c.idx()].backing {
-            if self.ents[b.idx()].state == RunState::Blocked {
-                self.wake_entity(b, WakeInfo::default());
+            let (l, e) = (self.ents[b.idx()].level, self.ents[b.idx()].local);
+            if !self.levels[l.idx()].ent_info[e.idx()].runnable {
+                self.wake_entity(b, WakeInfo::of(cause));
             }
         }
     }
@@ -491,7 +487,9 @@ impl Simulation {
         if let EntKind::Vcpu(vc) = e.kind {
             let steal = e.steal;
             let cs = &self.cpus[vc.idx()];
-            self.levels[cs.level.idx()].cpu_info[cs.local.idx()].steal_ns = steal;
+            let ci = &mut self.levels[cs.level.idx()].cpu_info[cs.local.idx()];
+            ci.steal_ns = steal;
+            ci.backing = new;
         }
     }
 

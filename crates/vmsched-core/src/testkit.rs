@@ -7,8 +7,8 @@
 use crate::cpuset::CpuSet;
 use crate::ids::{CpuId, EntityId};
 use crate::sched::{
-    CpuInfo, CpuTopo, EntityInfo, EntityParams, LevelClock, Pick, Policy, Request, SchedCtx,
-    Scheduler, WakeInfo,
+    CpuInfo, CpuTopo, EntityInfo, EntityParams, LevelClock, Pick, Policy, Request, RunState,
+    SchedCtx, Scheduler, WakeInfo,
 };
 use crate::time::{Nanos, SimTime};
 
@@ -62,6 +62,7 @@ impl<S: Scheduler> Harness<S> {
             .map(|t| CpuInfo {
                 curr: None,
                 executing: true,
+                backing: RunState::Running,
                 steal_ns: 0,
                 topo: t,
             })

@@ -75,6 +75,11 @@ impl SimBuilder {
         lv.cpu_info.push(CpuInfo {
             curr: None,
             executing: backing.is_none(),
+            backing: if backing.is_none() {
+                RunState::Running
+            } else {
+                RunState::Blocked
+            },
             steal_ns: 0,
             topo,
         });

@@ -37,7 +37,8 @@
 //! `wake_affine` (WA_IDLE, then WA_WEIGHT with the sync adjustments of L7), then
 //! `select_idle_sibling` (target, prev, `recent_used_cpu`, an idle core if the guest has SMT
 //! siblings, an idle CPU of the LLC, an idle SMT sibling). A CPU is idle when no CFS task runs or
-//! is queued there; with `vcpu_is_preempted` on, a vCPU the host is not executing counts as busy.
+//! is queued there; with `vcpu_is_preempted` on, a vCPU the host has preempted (runnable, not
+//! running) counts as busy.
 //! Co-location of pipe partners is therefore not assumed: it emerges (L1). New tasks take the fork
 //! path: `task_fork_fair` on the parent's queue, then the idlest allowed CPU. Hard affinity is
 //! honoured everywhere.
@@ -76,9 +77,9 @@
 //!   `sched_child_runs_first` is 0. Without a waker vCPU, `initial_cpu` is the parent's vCPU.
 //! * `sched_nr_latency` is used as given; Linux recomputes it as ⌈latency / min_granularity⌉ when
 //!   `sched_latency_ns` or `sched_min_granularity_ns` is written.
-//! * `vcpu_is_preempted = true` counts every vCPU the host is not executing as preempted, halted
-//!   ones included (the engine does not say whether a vCPU is runnable or blocked); x86 Xen/KVM
-//!   guests report only runnable-but-descheduled vCPUs.
+//! * `vcpu_is_preempted = true` reads the backing vCPU's runstate as x86 Xen (`xen_vcpu_stolen`)
+//!   and KVM report it: preempted only when runnable and not running; a halted (blocked) or
+//!   parked (offline) vCPU is not.
 //! * Resched requests are deduplicated by a per-queue `need_resched` flag that `schedule` clears,
 //!   as TIF_NEED_RESCHED is; a pull by newidle needs none (the running `schedule` serves it).
 
@@ -782,11 +783,11 @@ impl Scheduler for Cfs {
 
     /// Linux v5.10: try_to_wake_up (select_task_rq_fair, migrate_task_rq_fair, enqueue with
     /// ENQUEUE_WAKEUP, check_preempt_curr, the avg_idle update), or wake_up_new_task when
-    /// `info.new`. Requests a resched of the chosen vCPU if it is idle or the wakee preempts.
+    /// `info.is_new()`. Requests a resched of the chosen vCPU if it is idle or the wakee preempts.
     fn wake(&mut self, ctx: &mut SchedCtx, e: EntityId, info: WakeInfo) {
         let e = e.idx();
         debug_assert!(!self.ses[e].on_rq, "wake of a queued task");
-        if info.new {
+        if info.is_new() {
             self.wake_up_new_task(ctx, e, info);
             return;
         }

@@ -24,7 +24,8 @@ impl Cfs {
     /// Linux v5.10: available_idle_cpu (idle_cpu && !vcpu_is_preempted)
     fn available_idle_cpu(&self, ctx: &SchedCtx, c: usize) -> bool {
         let rq = &self.rqs[c];
-        let preempted = self.params.vcpu_is_preempted && !ctx.cpu(CpuId(c as u32)).executing;
+        let preempted =
+            self.params.vcpu_is_preempted && ctx.cpu(CpuId(c as u32)).vcpu_is_preempted();
         rq.nr_running == 0 && rq.curr.is_none() && !preempted
     }
 

@@ -2,7 +2,7 @@
 //! numbers in the test names' doc comments), driven through the engine's test [`Harness`].
 
 use super::*;
-use vmsched_core::sched::EntityParams;
+use vmsched_core::sched::{EntityParams, RunState, WakeCause};
 use vmsched_core::testkit::{params, Harness};
 use vmsched_core::time::ms;
 
@@ -59,7 +59,7 @@ fn wake_from(h: &mut Harness<Cfs>, e: u32, cpu: u32, sync: bool) {
         WakeInfo {
             waker_cpu: Some(CpuId(cpu)),
             sync,
-            new: false,
+            ..Default::default()
         },
     );
 }
@@ -70,8 +70,8 @@ fn fork_from(h: &mut Harness<Cfs>, e: u32, cpu: u32) {
         e,
         WakeInfo {
             waker_cpu: Some(CpuId(cpu)),
-            sync: false,
-            new: true,
+            cause: WakeCause::Fork,
+            ..Default::default()
         },
     );
 }

@@ -156,6 +156,7 @@ fn idle_waker_cpu_takes_wakee_of_busy_prev() {
 fn vcpu_is_preempted_switch() {
     let mut h = sis_setup(&[], CfsParams::default());
     h.cpus[1].executing = false;
+    h.cpus[1].backing = RunState::Runnable;
     wake_from(&mut h, P, 0, true);
     assert_eq!(cpu_of(&h, P), 1);
     let p = CfsParams {
@@ -164,8 +165,27 @@ fn vcpu_is_preempted_switch() {
     };
     let mut h = sis_setup(&[], p);
     h.cpus[1].executing = false;
+    h.cpus[1].backing = RunState::Runnable;
     wake_from(&mut h, P, 0, true);
     assert_eq!(cpu_of(&h, P), 2);
+}
+
+/// x86 `vcpu_is_preempted` reads "runnable, not running" (Xen `xen_vcpu_stolen`): an idle vCPU
+/// the host has halted (blocked) or parked (offline) is not preempted, so it still counts as
+/// idle with the option on.
+#[test]
+fn halted_vcpu_is_not_preempted() {
+    for state in [RunState::Blocked, RunState::Offline] {
+        let p = CfsParams {
+            vcpu_is_preempted: true,
+            ..Default::default()
+        };
+        let mut h = sis_setup(&[], p);
+        h.cpus[1].executing = false;
+        h.cpus[1].backing = state;
+        wake_from(&mut h, P, 0, true);
+        assert_eq!(cpu_of(&h, P), 1, "a {state:?} vCPU is idle, not preempted");
+    }
 }
 
 /// §1.16 recent_used_cpu: the waker's vCPU is remembered and tried before the scan.
