@@ -115,7 +115,7 @@ fn make_host(
 
 fn make_guest(cfg: &GuestSchedConfig, topo: &[CpuTopo]) -> Box<dyn vmsched_core::Scheduler> {
     match cfg {
-        GuestSchedConfig::Cfs(p) => Box::new(Cfs::new(p.clone(), topo)),
+        GuestSchedConfig::Cfs(p) => Box::new(Cfs::sched(p.clone(), topo)),
     }
 }
 

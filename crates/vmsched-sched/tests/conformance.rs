@@ -148,14 +148,14 @@ fn credit2(n: usize) -> vmsched_sched::host::credit2::Credit2 {
     vmsched_sched::host::credit2::Credit2::new(Default::default(), &topo, 4)
 }
 
-fn cfs(n: usize) -> vmsched_sched::guest::cfs::Cfs {
+fn cfs(n: usize) -> vmsched_sched::guest::cfs::CfsSched {
     let topo: Vec<vmsched_core::CpuTopo> = (0..n)
         .map(|c| vmsched_core::CpuTopo {
             core: c as u32,
             ..Default::default()
         })
         .collect();
-    vmsched_sched::guest::cfs::Cfs::new(Default::default(), &topo)
+    vmsched_sched::guest::cfs::Cfs::sched(Default::default(), &topo)
 }
 
 host_conformance!(credit2_host, credit2);

@@ -44,14 +44,14 @@ fn a_nested_guest_runs_only_when_every_level_runs_it() {
     b.add_vcpu(l0, l1, params("l1.v0", 0), CpuTopo::default());
     let other = b.add_level(
         "other",
-        Box::new(Cfs::new(Default::default(), &topo)),
+        Box::new(Cfs::sched(Default::default(), &topo)),
         LevelOpts::default(),
     );
     b.add_vcpu(l0, other, params("other.v0", 1), CpuTopo::default());
     // L2: a Linux guest of the L1 hypervisor, counting 1 ms compute steps.
     let l2 = b.add_level(
         "l2",
-        Box::new(Cfs::new(Default::default(), &topo)),
+        Box::new(Cfs::sched(Default::default(), &topo)),
         LevelOpts::default(),
     );
     b.add_vcpu(l1, l2, params("l2.v0", 0), CpuTopo::default());

@@ -114,7 +114,7 @@ fn wake_info_carries_cause_waker_and_cpu() {
     let g = b.add_level(
         "g",
         Box::new(Recorder {
-            inner: Cfs::new(Default::default(), &topo),
+            inner: Cfs::sched(Default::default(), &topo),
             log: guest_log.clone(),
         }),
         LevelOpts::default(),
@@ -230,7 +230,7 @@ fn cpu_info_tells_preempted_from_halted() {
         let l = b.add_level(
             name,
             Box::new(Recorder {
-                inner: Cfs::new(Default::default(), &gtopo),
+                inner: Cfs::sched(Default::default(), &gtopo),
                 log: log.clone(),
             }),
             LevelOpts::default(),
