@@ -24,6 +24,11 @@
 //! * the periodic tick of a busy CPU, if the policy has one ([`Scheduler::tick_period`]): `tick(cpu)`;
 //! * a timer the scheduler armed with [`SchedCtx::set_timer`]: `on_timer(key)`.
 //!
+//! Requests made by a hook are applied when the hook returns, in order, before the engine does
+//! anything else (in `schedule`, before the pick is applied): a reschedule (an IPI when it
+//! crosses CPUs), a timer, or a pause ([`SchedCtx::pause`], [`SchedCtx::unpause`]: the entity
+//! still wants a CPU but the scheduler holds it back, and the engine accounts it `offline`).
+//!
 //! At a guest level, hooks that concern a CPU run only while that vCPU executes: a `resched` of a
 //! vCPU that the host has descheduled is delivered when it next runs, and one of a halted vCPU
 //! first wakes it at the host level (DESIGN.md §2).
@@ -204,6 +209,17 @@ pub enum Request {
     Resched(CpuId),
     /// Arm (Some) or cancel (None) the scheduler's own timer `key`.
     Timer(u32, Option<SimTime>),
+    /// The entity is paused (Xen pause flags such as `parked` or `migrating`): it still wants a
+    /// CPU, but the scheduler will not run it. The engine accounts it `offline` instead of
+    /// `runnable` when it next leaves a CPU while still wanting one, and when a wake-up finds it
+    /// paused (Xen's runstate rules, xen-schedulers.md §1.3). A queued entity stays `runnable`
+    /// (Xen changes no runstate when it parks a queued vCPU).
+    Pause(EntityId),
+    /// The pause is lifted. With `wake` (Xen `vcpu_wake`, as after a migration) an `offline`
+    /// entity that wants a CPU becomes `runnable` now; without it (Xen's
+    /// `unpark_parked_units`) the runstate is left alone: an `offline` entity stays offline until
+    /// it runs.
+    Unpause(EntityId, bool),
 }
 
 /// Per-level switches that change what the scheduler observes.
@@ -293,6 +309,18 @@ impl<'a> SchedCtx<'a> {
     #[inline]
     pub fn resched(&mut self, c: CpuId) {
         self.out.push(Request::Resched(c));
+    }
+
+    /// Pauses `e` ([`Request::Pause`]).
+    #[inline]
+    pub fn pause(&mut self, e: EntityId) {
+        self.out.push(Request::Pause(e));
+    }
+
+    /// Lifts the pause of `e` ([`Request::Unpause`]).
+    #[inline]
+    pub fn unpause(&mut self, e: EntityId, wake: bool) {
+        self.out.push(Request::Unpause(e, wake));
     }
 
     /// Arms the scheduler's own timer `key` (0..[`Scheduler::nr_timers`]) at `at`, or cancels it.

@@ -112,6 +112,9 @@ struct EntState {
     last_cpu: Option<GCpu>,
     /// Time runnable or offline since the start (the steal clock; never reset).
     steal: Nanos,
+    /// Paused by its scheduler ([`Request::Pause`]): it wants a CPU but is held back, so it is
+    /// accounted offline when it leaves its CPU or wakes up.
+    paused: bool,
     stats: EntStats,
 }
 
@@ -288,6 +291,18 @@ impl Simulation {
                     } else {
                         let s = self.cpus[g.idx()].resched_slot;
                         self.q.arm_min(s, self.now + lat);
+                    }
+                }
+                Request::Pause(e) => {
+                    let g = self.levels[l.idx()].ent_g[e.idx()];
+                    self.ents[g.idx()].paused = true;
+                }
+                Request::Unpause(e, wake) => {
+                    let g = self.levels[l.idx()].ent_g[e.idx()];
+                    self.ents[g.idx()].paused = false;
+                    let runnable = self.levels[l.idx()].ent_info[e.idx()].runnable;
+                    if wake && runnable && self.ents[g.idx()].state == RunState::Offline {
+                        self.set_runstate(g, RunState::Runnable);
                     }
                 }
                 Request::Timer(k, at) => {
@@ -501,10 +516,10 @@ impl Simulation {
         let runnable = lv.ent_info[e.idx()].runnable;
         self.set_runstate(
             g,
-            if runnable {
-                RunState::Runnable
-            } else {
-                RunState::Blocked
+            match (runnable, self.ents[g.idx()].paused) {
+                (false, _) => RunState::Blocked,
+                (true, false) => RunState::Runnable,
+                (true, true) => RunState::Offline,
             },
         );
         if runnable {
@@ -672,7 +687,12 @@ impl Simulation {
             ei.params.name
         );
         ei.runnable = true;
-        self.set_runstate(g, RunState::Runnable);
+        let state = if self.ents[g.idx()].paused {
+            RunState::Offline
+        } else {
+            RunState::Runnable
+        };
+        self.set_runstate(g, state);
         self.with_sched(l, |s, ctx| s.wake(ctx, e, info));
     }
 }

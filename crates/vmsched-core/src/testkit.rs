@@ -26,6 +26,8 @@ pub struct Harness<S: Scheduler> {
     pub run_ns: Vec<Nanos>,
     /// The scheduler's own timers as last armed (by key), for `run_for`.
     pub sched_timers: Vec<Option<SimTime>>,
+    /// Whether the scheduler holds each entity paused (`Request::Pause`), as of the last `pump`.
+    pub paused: Vec<bool>,
 }
 
 /// Default parameters for test entity `i` on `ncpus` CPUs: weight 256, nice 0, any CPU.
@@ -80,6 +82,7 @@ impl<S: Scheduler> Harness<S> {
         let ne = ents.len();
         let mut h = Harness {
             run_ns: vec![0; ne],
+            paused: vec![false; ne],
             sched_timers: vec![None; nt],
             sched,
             now: 0,
@@ -160,6 +163,7 @@ impl<S: Scheduler> Harness<S> {
             for (k, at) in self.take_timers() {
                 self.sched_timers[k as usize] = at;
             }
+            self.take_pauses();
             if self.deliver_resched().is_empty() {
                 return;
             }
@@ -267,6 +271,22 @@ impl<S: Scheduler> Harness<S> {
             _ => true,
         });
         v
+    }
+
+    /// Applies the pause requests made since the last call to `paused`.
+    pub fn take_pauses(&mut self) {
+        let paused = &mut self.paused;
+        self.requests.retain(|r| match r {
+            Request::Pause(e) => {
+                paused[e.idx()] = true;
+                false
+            }
+            Request::Unpause(e, _) => {
+                paused[e.idx()] = false;
+                false
+            }
+            _ => true,
+        });
     }
 
     /// Delivers every pending reschedule request (in order) and returns the CPUs rescheduled.

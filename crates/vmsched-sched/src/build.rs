@@ -108,7 +108,7 @@ fn make_host(
     nr_domains: u32,
 ) -> Box<dyn vmsched_core::Scheduler> {
     match cfg {
-        HostSchedConfig::Credit2(p) => Box::new(Credit2::new(p.clone(), topo, nr_domains)),
+        HostSchedConfig::Credit2(p) => Box::new(Credit2::sched(p.clone(), topo, nr_domains)),
         HostSchedConfig::Pinned(_) => Box::new(Pinned::new(topo.len())),
     }
 }

@@ -143,9 +143,9 @@ macro_rules! guest_conformance {
     };
 }
 
-fn credit2(n: usize) -> vmsched_sched::host::credit2::Credit2 {
+fn credit2(n: usize) -> vmsched_sched::host::credit2::Credit2Sched {
     let topo = vec![Default::default(); n];
-    vmsched_sched::host::credit2::Credit2::new(Default::default(), &topo, 4)
+    vmsched_sched::host::credit2::Credit2::sched(Default::default(), &topo, 4)
 }
 
 fn cfs(n: usize) -> vmsched_sched::guest::cfs::CfsSched {

@@ -31,14 +31,14 @@ fn a_nested_guest_runs_only_when_every_level_runs_it() {
     // L0: Credit2 on one pCPU, shared by the L1 hypervisor's vCPU and a CPU-bound L1 guest.
     let l0 = b.add_level(
         "l0",
-        Box::new(Credit2::new(Default::default(), &topo, 2)),
+        Box::new(Credit2::sched(Default::default(), &topo, 2)),
         LevelOpts::default(),
     );
     b.add_pcpus(l0, &topo);
     // L1: a guest hypervisor (Credit2 as well) with one vCPU; its entity is the L2 vCPU.
     let l1 = b.add_level(
         "l1",
-        Box::new(Credit2::new(Default::default(), &topo, 1)),
+        Box::new(Credit2::sched(Default::default(), &topo, 1)),
         LevelOpts::default(),
     );
     b.add_vcpu(l0, l1, params("l1.v0", 0), CpuTopo::default());

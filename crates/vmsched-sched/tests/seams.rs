@@ -105,7 +105,7 @@ fn wake_info_carries_cause_waker_and_cpu() {
     let host = b.add_level(
         "host",
         Box::new(Recorder {
-            inner: Credit2::new(Default::default(), &topo, 1),
+            inner: Credit2::sched(Default::default(), &topo, 1),
             log: host_log.clone(),
         }),
         LevelOpts::default(),
@@ -220,7 +220,7 @@ fn cpu_info_tells_preempted_from_halted() {
     let mut b = SimBuilder::new(5);
     let host = b.add_level(
         "host",
-        Box::new(Credit2::new(Default::default(), &topo, 2)),
+        Box::new(Credit2::sched(Default::default(), &topo, 2)),
         LevelOpts::default(),
     );
     b.add_pcpus(host, &topo);

@@ -122,6 +122,7 @@ impl SimBuilder {
             since: 0,
             last_cpu: None,
             steal: 0,
+            paused: false,
             stats: EntStats {
                 time: [0; 4],
                 runs: 0,

@@ -196,9 +196,9 @@ fn a5_runtime_worked_example() {
     wake(&mut h, 1);
     set_credit(&mut h, 0, MS);
     set_credit(&mut h, 1, 3 * MS);
-    h.sched.rqs[0]
+    h.sched.ops.rqs[0]
         .runq
-        .sort_by_key(|e| -h.sched.units[e.idx()].credit);
+        .sort_by_key(|e| -h.sched.ops.units[e.idx()].credit);
     let p = h.schedule(0);
     assert_eq!(
         p,
@@ -215,9 +215,9 @@ fn a5_runtime_worked_example() {
     wake(&mut h, 1);
     set_credit(&mut h, 0, MS);
     set_credit(&mut h, 1, 4 * MS);
-    h.sched.rqs[0]
+    h.sched.ops.rqs[0]
         .runq
-        .sort_by_key(|e| -h.sched.units[e.idx()].credit);
+        .sort_by_key(|e| -h.sched.ops.units[e.idx()].credit);
     assert_eq!(
         h.schedule(0),
         Pick {
