@@ -175,6 +175,11 @@ pub struct WakeFlags {
 /// task's run queue (and, for a migration, both) is "locked", nothing else runs meanwhile.
 /// Hooks for tasks of another class are never called, except [`SchedClass::init_task`].
 pub trait SchedClass: Send {
+    /// A class that never has tasks ([`EmptyClass`]). When every class above fair is empty,
+    /// the core skips the class lookup (Linux 5.10's fast path of `pick_next_task` when all
+    /// tasks are fair).
+    const EMPTY: bool = false;
+
     /// Whether tasks of `policy` belong to this class (`__setscheduler`'s choice of
     /// `p->sched_class`). The core gives a task to the first accepting class in chain order.
     fn accepts(&self, policy: Policy) -> bool;
@@ -268,6 +273,8 @@ pub trait SchedClass: Send {
 pub struct EmptyClass;
 
 impl SchedClass for EmptyClass {
+    const EMPTY: bool = true;
+
     fn accepts(&self, _policy: Policy) -> bool {
         false
     }
@@ -328,29 +335,35 @@ pub struct LinuxCore<Fair: SchedClass, Rt: SchedClass = EmptyClass, Dl: SchedCla
     pub idle: EmptyClass,
 }
 
-/// Runs `$body` with `$c` bound to the class `$k` of `$s` (static dispatch on `p->sched_class`).
+/// Runs `$body` with `$c` bound to the class of task `$e` in `$s` (static dispatch on
+/// `p->sched_class`; no lookup at all when only the fair class can have tasks).
 macro_rules! with_class {
-    ($s:expr, $k:expr, |$c:ident| $body:expr) => {
-        match $k {
-            ClassId::Stop => {
-                let $c = &mut $s.stop;
-                $body
-            }
-            ClassId::Deadline => {
-                let $c = &mut $s.dl;
-                $body
-            }
-            ClassId::Rt => {
-                let $c = &mut $s.rt;
-                $body
-            }
-            ClassId::Fair => {
-                let $c = &mut $s.fair;
-                $body
-            }
-            ClassId::Idle => {
-                let $c = &mut $s.idle;
-                $body
+    ($s:expr, $e:expr, |$c:ident| $body:expr) => {
+        if Self::FAIR_ONLY {
+            let $c = &mut $s.fair;
+            $body
+        } else {
+            match $s.class[$e.idx()] {
+                ClassId::Stop => {
+                    let $c = &mut $s.stop;
+                    $body
+                }
+                ClassId::Deadline => {
+                    let $c = &mut $s.dl;
+                    $body
+                }
+                ClassId::Rt => {
+                    let $c = &mut $s.rt;
+                    $body
+                }
+                ClassId::Fair => {
+                    let $c = &mut $s.fair;
+                    $body
+                }
+                ClassId::Idle => {
+                    let $c = &mut $s.idle;
+                    $body
+                }
             }
         }
     };
@@ -365,6 +378,9 @@ impl<Fair: SchedClass> LinuxCore<Fair> {
 }
 
 impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> LinuxCore<Fair, Rt, Dl> {
+    /// Only the fair class can have tasks (the RT and deadline slots are empty).
+    const FAIR_ONLY: bool = Rt::EMPTY && Dl::EMPTY;
+
     pub fn with_classes(
         name: &'static str,
         ncpus: usize,
@@ -416,22 +432,24 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> LinuxCore<Fair, Rt, Dl> {
 
     #[inline]
     fn task_cpu(&mut self, e: EntityId) -> CpuId {
-        let k = self.class[e.idx()];
-        with_class!(self, k, |c| c.task_cpu(e))
+        with_class!(self, e, |c| c.task_cpu(e))
     }
 
     /// Linux v5.10: check_preempt_curr. `p` was just queued on `cpu`.
     #[inline]
     fn check_preempt_curr(&mut self, lx: &mut LinuxCtx, cpu: CpuId, p: EntityId, f: WakeFlags) {
-        let kp = self.class[p.idx()];
         match lx.cpu(cpu).curr {
             // The idle class is preempted by anything.
             None => lx.resched_curr(cpu.idx()),
             Some(curr) if curr == p => {}
             Some(curr) => {
-                let kc = self.class[curr.idx()];
+                let (kc, kp) = if Self::FAIR_ONLY {
+                    (ClassId::Fair, ClassId::Fair)
+                } else {
+                    (self.class[curr.idx()], self.class[p.idx()])
+                };
                 if kc == kp {
-                    with_class!(self, kp, |c| c.wakeup_preempt(lx, cpu, curr, p, f));
+                    with_class!(self, p, |c| c.wakeup_preempt(lx, cpu, curr, p, f));
                 } else if kp < kc {
                     lx.resched_curr(cpu.idx());
                 }
@@ -441,17 +459,16 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> LinuxCore<Fair, Rt, Dl> {
 
     /// Linux v5.10: wake_up_new_task (with sched_fork's `task_fork`).
     fn wake_up_new_task(&mut self, lx: &mut LinuxCtx, e: EntityId, info: WakeInfo) {
-        let k = self.class[e.idx()];
         let parent_cpu = match info.parent {
             Some(p) => self.task_cpu(p),
             None => info.waker_cpu.unwrap_or_else(|| self.task_cpu(e)),
         };
-        let cpu = with_class!(self, k, |c| {
+        let cpu = with_class!(self, e, |c| {
             c.task_fork(lx, e, parent_cpu);
             c.select_task_rq_fork(lx, e, parent_cpu)
         });
         lx.update_rq_clock(cpu.idx());
-        with_class!(self, k, |c| c.enqueue_task(
+        with_class!(self, e, |c| c.enqueue_task(
             lx,
             cpu,
             e,
@@ -496,7 +513,7 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> LinuxCore<Fair, Rt, Dl> {
         let tcpu = self.task_cpu(target);
         self.with_lx(ctx, |s, lx| {
             lx.update_rq_clock(tcpu.idx());
-            let yielded = with_class!(s, kt, |c| c.yield_to_task(lx, tcpu, target));
+            let yielded = with_class!(s, target, |c| c.yield_to_task(lx, tcpu, target));
             if yielded && preempt && lx.cpu(tcpu).curr.is_some_and(|c| c != curr) {
                 lx.resched_curr(tcpu.idx());
             }
@@ -539,8 +556,7 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> Scheduler for LinuxCore<F
                 s.wake_up_new_task(lx, e, info);
                 return;
             }
-            let k = s.class[e.idx()];
-            let (cpu, migrated) = with_class!(s, k, |c| {
+            let (cpu, migrated) = with_class!(s, e, |c| {
                 let prev = c.task_cpu(e);
                 let cpu = c.select_task_rq(lx, e, info);
                 if cpu != prev {
@@ -553,7 +569,7 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> Scheduler for LinuxCore<F
                 wakeup: true,
                 migrated,
             };
-            with_class!(s, k, |c| c.enqueue_task(lx, cpu, e, f));
+            with_class!(s, e, |c| c.enqueue_task(lx, cpu, e, f));
             let wf = WakeFlags {
                 fork: false,
                 sync: info.sync,
@@ -572,20 +588,18 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> Scheduler for LinuxCore<F
     /// Linux v5.10: deactivate_task with DEQUEUE_SLEEP from `__schedule` (the engine calls
     /// `schedule` right after).
     fn block(&mut self, ctx: &mut SchedCtx, e: EntityId) {
-        let k = self.class[e.idx()];
         let cpu = self.task_cpu(e);
         self.with_lx(ctx, |s, lx| {
             lx.update_rq_clock(cpu.idx());
             let f = DequeueFlags { sleep: true };
-            with_class!(s, k, |c| c.dequeue_task(lx, cpu, e, f));
+            with_class!(s, e, |c| c.dequeue_task(lx, cpu, e, f));
         })
     }
 
     /// Linux v5.10: do_sched_yield → `yield_task` of the task's class.
     fn yield_(&mut self, ctx: &mut SchedCtx, e: EntityId) {
-        let k = self.class[e.idx()];
         let cpu = self.task_cpu(e);
-        self.with_lx(ctx, |s, lx| with_class!(s, k, |c| c.yield_task(lx, cpu, e)))
+        self.with_lx(ctx, |s, lx| with_class!(s, e, |c| c.yield_task(lx, cpu, e)))
     }
 
     /// Linux v5.10: __schedule → pick_next_task: put the previous task back into its class,
@@ -596,8 +610,7 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> Scheduler for LinuxCore<F
             lx.update_rq_clock(cpu.idx());
             lx.rq_mut(cpu.idx()).need_resched = false;
             if let Some(p) = prev {
-                let k = s.class[p.idx()];
-                with_class!(s, k, |c| c.put_prev_task(lx, cpu, p));
+                with_class!(s, p, |c| c.put_prev_task(lx, cpu, p));
             }
             let next = s
                 .stop
@@ -607,8 +620,7 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> Scheduler for LinuxCore<F
                 .or_else(|| s.fair.pick_next_task(lx, cpu))
                 .or_else(|| s.idle.pick_next_task(lx, cpu));
             if let Some(n) = next {
-                let k = s.class[n.idx()];
-                with_class!(s, k, |c| c.set_next_task(lx, cpu, n));
+                with_class!(s, n, |c| c.set_next_task(lx, cpu, n));
             }
             Pick { next, slice: None }
         })
@@ -621,8 +633,7 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> Scheduler for LinuxCore<F
         self.with_lx(ctx, |s, lx| {
             lx.update_rq_clock(cpu.idx());
             if let Some(c) = curr {
-                let k = s.class[c.idx()];
-                with_class!(s, k, |x| x.task_tick(lx, cpu, c));
+                with_class!(s, c, |x| x.task_tick(lx, cpu, c));
             }
             s.dl.trigger_load_balance(lx, cpu);
             s.rt.trigger_load_balance(lx, cpu);
