@@ -355,3 +355,91 @@ impl<P: XenOps> Scheduler for XenCore<P> {
         self.ops.probe(e)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The core's own rules, with Credit2 as the policy.
+    use super::*;
+    use crate::host::credit2::{Credit2, Credit2Params, Credit2Sched};
+    use vmsched_core::cpuset::CpuSet;
+    use vmsched_core::sched::{CpuTopo, Request};
+    use vmsched_core::testkit::{params, Harness};
+    use vmsched_core::time::ms;
+
+    fn one_cpu(p: Credit2Params, caps: &[u32]) -> Harness<Credit2Sched> {
+        let ents = caps
+            .iter()
+            .enumerate()
+            .map(|(i, &cap)| {
+                let mut e = params(i, 1);
+                e.cap_pct = cap;
+                e.hard_affinity = CpuSet::single(CpuId(0));
+                e.initial_cpu = CpuId(0);
+                e
+            })
+            .collect();
+        let n = caps.len() as u32;
+        Harness::new(Credit2::sched(p, &[CpuTopo::default()], n), 1, ents)
+    }
+
+    /// §1.8 (4.20): no timer fires earlier than `timer_slop` after it was set: the slice timer
+    /// is floored at the slop.
+    #[test]
+    fn the_slice_timer_is_floored_at_the_timer_slop() {
+        let mut h = one_cpu(Credit2Params::default(), &[0]);
+        assert_eq!(h.sched.timer_slop(), TIMER_SLOP_DEFAULT_NS);
+        h.wake(0, WakeInfo::default());
+        // A lone vCPU gets the 10 ms maximum slice.
+        assert_eq!(h.schedule(0).slice, Some(ms(10)));
+        let p = Credit2Params {
+            timer_slop_ns: ms(25),
+            ..Default::default()
+        };
+        let mut h = one_cpu(p, &[0]);
+        h.wake(0, WakeInfo::default());
+        assert_eq!(h.schedule(0).slice, Some(ms(25)));
+    }
+
+    /// §1.8: the policy's own timers are floored too (a capped domain's replenishment).
+    #[test]
+    fn policy_timers_are_floored_at_the_timer_slop() {
+        let p = Credit2Params {
+            timer_slop_ns: ms(15),
+            ..Default::default()
+        };
+        let h = one_cpu(p, &[50]);
+        let timers: Vec<_> = h
+            .requests
+            .iter()
+            .filter_map(|r| match r {
+                Request::Timer(k, at) => Some((*k, *at)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(timers, vec![(0, Some(ms(15)))], "period 10 ms, slop 15 ms");
+    }
+
+    /// §1.2: a parked vCPU is paused (not runnable for the core, which tells the engine);
+    /// the replenishment unparks it and lifts the pause, and it runs again.
+    #[test]
+    fn parking_pauses_the_vcpu_and_unparking_lifts_it() {
+        // Cap 10 %: 1 ms of budget per 10 ms period.
+        let mut h = one_cpu(Credit2Params::default(), &[10]);
+        h.wake(0, WakeInfo::default());
+        h.pump();
+        assert_eq!(h.curr(0), Some(0));
+        assert!(!h.paused[0]);
+        h.advance(ms(1));
+        h.schedule(0);
+        h.pump();
+        assert!(h.sched.is_parked(EntityId(0)), "out of budget: parked");
+        assert!(h.paused[0], "the engine is told");
+        assert_eq!(h.curr(0), None);
+        h.advance(ms(9));
+        h.fire_timer(0);
+        h.pump();
+        assert!(!h.sched.is_parked(EntityId(0)));
+        assert!(!h.paused[0]);
+        assert_eq!(h.curr(0), Some(0), "replenished: it runs again");
+    }
+}
