@@ -59,26 +59,70 @@ pub enum Policy {
     Rr,
 }
 
-/// Static parameters of an entity, given at build time.
+/// The scheduling attributes a Xen policy reads for a vCPU (from its domain: `xl
+/// sched-credit2 -d`, `xl sched-credit -d`, `xl sched-rtds -v`). Each policy reads the fields it
+/// knows and ignores the others.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct XenAttr {
+    /// Credit/Credit2 weight (1..=65535; Xen's default 256).
+    pub weight: u32,
+    /// Credit/Credit2 cap in percent of one CPU, 0 = none.
+    pub cap_pct: u32,
+    /// RTDS budget per period (µs); 0 = the policy's default.
+    pub budget_us: u64,
+    /// RTDS period (µs); 0 = the policy's default.
+    pub period_us: u64,
+    /// RTDS extratime: may run beyond its budget when CPUs idle.
+    pub extratime: bool,
+}
+
+impl Default for XenAttr {
+    fn default() -> Self {
+        XenAttr {
+            weight: 256,
+            cap_pct: 0,
+            budget_us: 0,
+            period_us: 0,
+            extratime: true,
+        }
+    }
+}
+
+/// The scheduling attributes a Linux class reads for a task (`sched_setattr`): of a guest's
+/// task, or of a vCPU thread or host process under a Linux (KVM) host.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LinuxAttr {
+    pub policy: Policy,
+    /// Nice value (SCHED_NORMAL, SCHED_BATCH), -20..=19.
+    pub nice: i32,
+    /// `sched_priority` of SCHED_FIFO/SCHED_RR (1..=99).
+    pub rt_priority: u32,
+    /// SCHED_DEADLINE `sched_runtime` (ns).
+    pub dl_runtime_ns: u64,
+    /// SCHED_DEADLINE `sched_deadline` (ns).
+    pub dl_deadline_ns: u64,
+    /// SCHED_DEADLINE `sched_period` (ns).
+    pub dl_period_ns: u64,
+}
+
+/// Static parameters of an entity, given at build time: the engine's part (name, group,
+/// affinity, first CPU) and the attributes of each policy family. An entity carries both
+/// families, as a Linux task carries `se`, `rt` and `dl` whatever its class: which one is read
+/// depends on the scheduler of its level.
 #[derive(Clone, Debug)]
 pub struct EntityParams {
     /// Display name, e.g. `d1v0` or `context1.parent`.
     pub name: String,
     /// The group the entity belongs to: its domain at the host level, its process at a guest level.
     pub group: u32,
-    /// Xen weight (host level; 256 is Xen's default).
-    pub weight: u32,
-    /// Xen cap in percent of one CPU, 0 = none (host level).
-    pub cap_pct: u32,
-    /// Nice value (guest level).
-    pub nice: i32,
-    pub policy: Policy,
-    /// RT priority for FIFO/RR (1..99).
-    pub rt_prio: u32,
     pub hard_affinity: CpuSet,
     pub soft_affinity: CpuSet,
     /// The CPU the entity is first placed on (Xen `processor(v)` at creation).
     pub initial_cpu: CpuId,
+    /// What a Xen policy reads (host level).
+    pub xen: XenAttr,
+    /// What a Linux class reads (tasks).
+    pub linux: LinuxAttr,
 }
 
 /// Where a CPU sits in the machine: what Credit2's runqueue arrangement and Linux's wake

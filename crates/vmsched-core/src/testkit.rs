@@ -7,8 +7,8 @@
 use crate::cpuset::CpuSet;
 use crate::ids::{CpuId, EntityId};
 use crate::sched::{
-    CpuInfo, CpuTopo, EntityInfo, EntityParams, LevelClock, Pick, Policy, Request, RunState,
-    SchedCtx, Scheduler, WakeInfo,
+    CpuInfo, CpuTopo, EntityInfo, EntityParams, LevelClock, LinuxAttr, Pick, Request, RunState,
+    SchedCtx, Scheduler, WakeInfo, XenAttr,
 };
 use crate::time::{Nanos, SimTime};
 
@@ -35,11 +35,8 @@ pub fn params(i: usize, ncpus: usize) -> EntityParams {
     EntityParams {
         name: format!("e{i}"),
         group: i as u32,
-        weight: 256,
-        cap_pct: 0,
-        nice: 0,
-        policy: Policy::Normal,
-        rt_prio: 0,
+        xen: XenAttr::default(),
+        linux: LinuxAttr::default(),
         hard_affinity: CpuSet::first_n(ncpus),
         soft_affinity: CpuSet::first_n(ncpus),
         initial_cpu: CpuId((i % ncpus) as u32),

@@ -9,7 +9,7 @@ use vmsched_core::report::Results;
 use vmsched_core::scenario::{Arch, ConfigCheck, Preempt, ScenarioError, Vwfi};
 use vmsched_core::sim::{LevelOpts, SimBuilder, Simulation};
 use vmsched_core::{
-    CpuId, CpuSet, CpuTopo, EntityParams, LevelClock, Policy, NS_PER_MS, NS_PER_US,
+    CpuId, CpuSet, CpuTopo, EntityParams, LevelClock, LinuxAttr, XenAttr, NS_PER_MS, NS_PER_US,
 };
 
 use crate::guest::cfs::{Cfs, CfsParams};
@@ -194,11 +194,12 @@ pub fn build(s: &Scenario) -> Simulation {
                 EntityParams {
                     name: format!("{}.v{v}", d.name),
                     group: di as u32,
-                    weight: d.weight,
-                    cap_pct: d.cap,
-                    nice: 0,
-                    policy: Policy::Normal,
-                    rt_prio: 0,
+                    xen: XenAttr {
+                        weight: d.weight,
+                        cap_pct: d.cap,
+                        ..Default::default()
+                    },
+                    linux: LinuxAttr::default(),
                     hard_affinity: hard,
                     soft_affinity: soft,
                     initial_cpu: CpuId(initial),
@@ -220,11 +221,13 @@ pub fn build(s: &Scenario) -> Simulation {
                 EntityParams {
                     name: t.name.clone(),
                     group: wi as u32,
-                    weight: 0,
-                    cap_pct: 0,
-                    nice: t.nice,
-                    policy: t.policy,
-                    rt_prio: t.rt_prio,
+                    xen: XenAttr::default(),
+                    linux: LinuxAttr {
+                        policy: t.policy,
+                        nice: t.nice,
+                        rt_priority: t.rt_prio,
+                        ..Default::default()
+                    },
                     hard_affinity: aff,
                     soft_affinity: aff,
                     initial_cpu: aff.first().unwrap_or(CpuId(0)),

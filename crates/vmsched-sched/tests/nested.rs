@@ -5,7 +5,7 @@
 use vmsched_core::sim::{LevelOpts, SimBuilder};
 use vmsched_core::workload::cpu_loop::CpuLoopConfig;
 use vmsched_core::workload::program::{ProgramConfig, StepConfig};
-use vmsched_core::{CpuId, CpuSet, CpuTopo, EntityParams, Policy, NS_PER_S};
+use vmsched_core::{CpuId, CpuSet, CpuTopo, EntityParams, LinuxAttr, Policy, XenAttr, NS_PER_S};
 use vmsched_sched::guest::cfs::Cfs;
 use vmsched_sched::host::credit2::Credit2;
 
@@ -13,11 +13,8 @@ fn params(name: &str, group: u32) -> EntityParams {
     EntityParams {
         name: name.into(),
         group,
-        weight: 256,
-        cap_pct: 0,
-        nice: 0,
-        policy: Policy::Normal,
-        rt_prio: 0,
+        xen: XenAttr::default(),
+        linux: LinuxAttr::default(),
         hard_affinity: CpuSet::single(CpuId(0)),
         soft_affinity: CpuSet::single(CpuId(0)),
         initial_cpu: CpuId(0),

@@ -9,8 +9,8 @@ use vmsched_core::sim::{LevelOpts, SimBuilder};
 use vmsched_core::workload::cpu_loop::CpuLoopConfig;
 use vmsched_core::workload::program::{ProgramConfig, StepConfig};
 use vmsched_core::{
-    CpuId, CpuSet, CpuTopo, EntityId, EntityParams, Pick, Policy, RunState, SchedCtx, Scheduler,
-    WakeCause, WakeInfo, NS_PER_MS, NS_PER_S,
+    CpuId, CpuSet, CpuTopo, EntityId, EntityParams, LinuxAttr, Pick, Policy, RunState, SchedCtx,
+    Scheduler, WakeCause, WakeInfo, XenAttr, NS_PER_MS, NS_PER_S,
 };
 use vmsched_sched::guest::cfs::Cfs;
 use vmsched_sched::host::credit2::Credit2;
@@ -73,11 +73,8 @@ fn params(name: &str, group: u32, cpus: usize) -> EntityParams {
     EntityParams {
         name: name.into(),
         group,
-        weight: 256,
-        cap_pct: 0,
-        nice: 0,
-        policy: Policy::Normal,
-        rt_prio: 0,
+        xen: XenAttr::default(),
+        linux: LinuxAttr::default(),
         hard_affinity: CpuSet::first_n(cpus),
         soft_affinity: CpuSet::first_n(cpus),
         initial_cpu: CpuId(0),

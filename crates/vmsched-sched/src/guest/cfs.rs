@@ -758,9 +758,9 @@ impl SchedClass for Cfs {
             .unwrap_or_else(|| panic!("task {} has no allowed vCPU", p.name))
             .idx();
         self.ses.push(Se {
-            load: LoadWeight::of_task(p.nice, p.policy),
+            load: LoadWeight::of_task(p.linux.nice, p.linux.policy),
             cpu,
-            policy: p.policy,
+            policy: p.linux.policy,
             allowed,
             recent_used_cpu: cpu,
             ..Default::default()

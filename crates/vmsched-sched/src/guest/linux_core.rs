@@ -536,7 +536,7 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> Scheduler for LinuxCore<F
     /// class initialises its part of the task.
     fn insert(&mut self, ctx: &mut SchedCtx, e: EntityId) {
         assert_eq!(e.idx(), self.class.len(), "insert: tasks come in id order");
-        let k = self.class_for(ctx.ent(e).params.policy);
+        let k = self.class_for(ctx.ent(e).params.linux.policy);
         self.class.push(k);
         self.with_lx(ctx, |s, lx| {
             s.stop.init_task(lx, e, k == ClassId::Stop);
@@ -738,7 +738,7 @@ mod tests {
     #[test]
     fn a_higher_class_preempts_the_fair_class() {
         let mut rt = params(1, 1);
-        rt.policy = Policy::Fifo;
+        rt.linux.policy = Policy::Fifo;
         let mut h = with_fifo(1, vec![params(0, 1), rt]);
         assert_eq!(h.sched.class_of(EntityId(0)), ClassId::Fair);
         assert_eq!(h.sched.class_of(EntityId(1)), ClassId::Rt);
@@ -768,7 +768,7 @@ mod tests {
     #[test]
     fn fifo_tasks_go_to_cfs_without_an_rt_class() {
         let mut rt = params(0, 1);
-        rt.policy = Policy::Fifo;
+        rt.linux.policy = Policy::Fifo;
         let h = Harness::new(
             Cfs::sched(CfsParams::default(), &[CpuTopo::default()]),
             1,

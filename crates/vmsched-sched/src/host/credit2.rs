@@ -46,7 +46,7 @@
 //!
 //! Credit2 implements the Xen ops ([`XenOps`]) and runs on the Xen core
 //! (`host/xen_core.rs`, `xen/common/sched/core.c`): `Credit2::sched` builds the pair. Entity =
-//! vCPU; `EntityParams.group` = domain index, `weight` = domain weight, `cap_pct` = domain cap,
+//! vCPU; `EntityParams.group` = domain index, `xen.weight` = domain weight, `xen.cap_pct` = domain cap,
 //! `initial_cpu` = `processor(v)` at creation. `insert_unit` is `csched2_unit_insert`,
 //! `do_schedule` is `csched2_schedule`, `context_saved` is `csched2_context_saved`, `wake` is
 //! `csched2_unit_wake`, `yield_` is `csched2_unit_yield`, `pick_resource` is `csched2_res_pick`
@@ -730,7 +730,7 @@ impl XenOps for Credit2 {
             self.doms.len()
         );
         assert!(
-            (1..=65535).contains(&p.weight),
+            (1..=65535).contains(&p.xen.weight),
             "credit2: weight of {} must be in 1..=65535",
             p.name
         );
@@ -746,7 +746,7 @@ impl XenOps for Credit2 {
             !soft_and_hard.is_empty() && !hard.is_subset(&soft) && !self.online.is_subset(&soft);
         self.units.push(Unit {
             credit: CREDIT_INIT,
-            weight: p.weight as i64,
+            weight: p.xen.weight as i64,
             residual: 0,
             budget: 0,
             start_time: now,
@@ -772,7 +772,7 @@ impl XenOps for Credit2 {
         self.units[e.idx()].processor = cpu;
         self.runq_assign(e, self.cpu_rq[cpu.idx()]);
 
-        let cap = p.cap_pct;
+        let cap = p.xen.cap_pct;
         let dom = &mut self.doms[d];
         dom.nr_units += 1;
         assert!(

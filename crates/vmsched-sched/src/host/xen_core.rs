@@ -372,7 +372,7 @@ mod tests {
             .enumerate()
             .map(|(i, &cap)| {
                 let mut e = params(i, 1);
-                e.cap_pct = cap;
+                e.xen.cap_pct = cap;
                 e.hard_affinity = CpuSet::single(CpuId(0));
                 e.initial_cpu = CpuId(0);
                 e

@@ -177,7 +177,7 @@ fn vruntime_starts_from_minus_two_to_the_twenty() {
 #[test]
 fn update_curr_charges_weighted_time() {
     let mut p = pinned(0, 1, 0);
-    p.nice = 5;
+    p.linux.nice = 5;
     let mut h = harness(1, vec![p]);
     start(&mut h, A);
     h.advance(ms(1));
@@ -417,9 +417,9 @@ fn check_preempt_tick_gap_below_slice_and_buddy_clearing() {
 #[test]
 fn wakeup_preempt_entity_granularity() {
     let mut heavy = pinned(2, 4, 0);
-    heavy.nice = -5;
+    heavy.linux.nice = -5;
     let mut light = pinned(3, 4, 0);
-    light.nice = 5;
+    light.linux.nice = 5;
     let mut h = harness(4, vec![pinned(0, 4, 0), pinned(1, 4, 0), heavy, light]);
     let s = &mut h.sched.fair;
     let set = |s: &mut Cfs, e: usize, v: i64| s.ses[e].vruntime = v as u64;
@@ -475,9 +475,9 @@ fn wakeup_preemption_policies_and_feature() {
         (Policy::Normal, Policy::Idle, false, true),
     ] {
         let mut a = pinned(0, 4, 0);
-        a.policy = curr_policy;
+        a.linux.policy = curr_policy;
         let mut b = pinned(1, 4, 0);
-        b.policy = wakee_policy;
+        b.linux.policy = wakee_policy;
         let p = CfsParams {
             wakeup_preemption: feature,
             ..Default::default()
@@ -705,7 +705,7 @@ fn reschedule_restarts_the_slice_count() {
 #[test]
 fn long_run_shares_follow_weights() {
     let mut c5 = pinned(2, 1, 0);
-    c5.nice = 5;
+    c5.linux.nice = 5;
     let mut h = harness(1, vec![pinned(0, 1, 0), pinned(1, 1, 0), c5]);
     for e in 0..3 {
         wake(&mut h, e);

@@ -90,7 +90,7 @@ fn x12_balance_overload_test_reads_the_last_runqueue() {
 #[test]
 fn reset_tickles_a_running_capped_vcpu_out_of_budget() {
     let mut ents = vec![params(0, 2), params(1, 2)];
-    ents[0].cap_pct = 50;
+    ents[0].xen.cap_pct = 50;
     let mut h = harness(rl(0), flat(2), ents);
     wake(&mut h, 0);
     wake(&mut h, 1);

@@ -10,7 +10,7 @@ use super::*;
 #[test]
 fn burn_half_weight_burns_twice_as_fast() {
     let mut ents = vec![params(0, 2), params(1, 2)];
-    ents[0].weight = 512;
+    ents[0].xen.weight = 512;
     let mut h = harness(rl(0), flat(2), ents);
     assert_eq!(h.sched.ops.rqs[0].max_weight, 512);
     wake(&mut h, 0);
@@ -28,8 +28,8 @@ fn burn_half_weight_burns_twice_as_fast() {
 fn burn_keeps_the_residual() {
     // weights 3 and 2 → max_weight 3; the weight-2 vCPU burns 1.5 credits/ns.
     let mut ents = vec![params(0, 2), params(1, 2)];
-    ents[0].weight = 3;
-    ents[1].weight = 2;
+    ents[0].xen.weight = 3;
+    ents[1].xen.weight = 2;
     let mut h = harness(rl(0), flat(2), ents);
     wake(&mut h, 1);
     h.deliver_resched();

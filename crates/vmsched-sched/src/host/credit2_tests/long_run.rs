@@ -6,7 +6,7 @@ use super::*;
 #[test]
 fn long_run_shares_follow_weights() {
     let mut ents: Vec<EntityParams> = (0..3).map(|i| pinned(i, 1, 0)).collect();
-    ents[1].weight = 512;
+    ents[1].xen.weight = 512;
     let h = harness(Credit2Params::default(), flat(1), ents);
     let mut s = Sim::new(h, 0);
     for e in 0..3 {
@@ -65,7 +65,7 @@ fn a_failed_budget_grab_ends_the_candidate_scan() {
     // Upstream runq_candidate breaks after the first eligible vCPU even when it is capped and
     // gets parked: the CPU goes idle this time although an uncapped vCPU is queued behind.
     let mut ents = vec![pinned(0, 1, 0), pinned(1, 1, 0)];
-    ents[0].cap_pct = 10;
+    ents[0].xen.cap_pct = 10;
     let mut h = harness(Credit2Params::default(), flat(1), ents);
     h.sched.ops.doms[0].budget = 0;
     set_credit(&mut h, 1, MS);

@@ -84,7 +84,7 @@ fn runq(h: &Harness<Credit2Sched>, r: usize) -> Vec<u32> {
 
 fn capped(cap: u32, n: usize) -> Harness<Credit2Sched> {
     let mut ents: Vec<EntityParams> = (0..n).map(|i| pinned(i, 1, 0)).collect();
-    ents[0].cap_pct = cap;
+    ents[0].xen.cap_pct = cap;
     harness(Credit2Params::default(), flat(1), ents)
 }
 

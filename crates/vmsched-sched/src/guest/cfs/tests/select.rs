@@ -211,7 +211,7 @@ fn recent_used_cpu_is_tried_before_the_scan() {
 fn sched_idle_cpu_counts_as_idle() {
     let mut ents = vec![pinned(0, 2, 0), free(1, 2, 0)];
     let mut bg = pinned(2, 2, 1);
-    bg.policy = Policy::Idle;
+    bg.linux.policy = Policy::Idle;
     ents.push(bg);
     let mut h = harness(2, ents);
     start(&mut h, A);
