@@ -300,19 +300,6 @@ impl<'a> SchedCtx<'a> {
         }
     }
 
-    /// A shorter-lived context over the same level and request list (for wrappers such as a
-    /// policy core that adds its own state to the context, without a second indirection).
-    #[inline]
-    pub fn reborrow(&mut self) -> SchedCtx<'_> {
-        SchedCtx {
-            now: self.now,
-            clock: self.clock,
-            cpus: self.cpus,
-            ents: self.ents,
-            out: self.out,
-        }
-    }
-
     #[inline]
     pub fn now(&self) -> SimTime {
         self.now

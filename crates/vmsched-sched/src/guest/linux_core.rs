@@ -69,33 +69,30 @@ pub struct Rq {
 }
 
 /// What a class hook sees: the engine's context of the level plus the core's run queues.
-pub struct LinuxCtx<'c> {
-    sched: SchedCtx<'c>,
+pub struct LinuxCtx<'c, 'a> {
+    sched: &'c mut SchedCtx<'a>,
     rq: &'c mut [Rq],
 }
 
-impl<'c> Deref for LinuxCtx<'c> {
-    type Target = SchedCtx<'c>;
+impl<'a> Deref for LinuxCtx<'_, 'a> {
+    type Target = SchedCtx<'a>;
     #[inline]
-    fn deref(&self) -> &SchedCtx<'c> {
-        &self.sched
+    fn deref(&self) -> &SchedCtx<'a> {
+        self.sched
     }
 }
 
-impl DerefMut for LinuxCtx<'_> {
+impl DerefMut for LinuxCtx<'_, '_> {
     #[inline]
     fn deref_mut(&mut self) -> &mut Self::Target {
-        &mut self.sched
+        self.sched
     }
 }
 
-impl<'c> LinuxCtx<'c> {
+impl<'c, 'a> LinuxCtx<'c, 'a> {
     #[inline]
-    pub fn new(sched: &'c mut SchedCtx, rq: &'c mut [Rq]) -> Self {
-        LinuxCtx {
-            sched: sched.reborrow(),
-            rq,
-        }
+    pub fn new(sched: &'c mut SchedCtx<'a>, rq: &'c mut [Rq]) -> Self {
+        LinuxCtx { sched, rq }
     }
 
     #[inline]
@@ -326,6 +323,12 @@ pub struct LinuxCore<Fair: SchedClass, Rt: SchedClass = EmptyClass, Dl: SchedCla
     name: &'static str,
     tick_ns: Nanos,
     pub rq: Vec<Rq>,
+    pub cls: Classes<Fair, Rt, Dl>,
+}
+
+/// The class chain of a [`LinuxCore`], in order, and each task's class.
+pub struct Classes<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> {
+    name: &'static str,
     /// `p->sched_class` of every task.
     class: Vec<ClassId>,
     pub stop: EmptyClass,
@@ -399,19 +402,36 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> LinuxCore<Fair, Rt, Dl> {
             name,
             tick_ns,
             rq,
-            class: Vec::new(),
-            stop: EmptyClass,
-            dl,
-            rt,
-            fair,
-            idle: EmptyClass,
+            cls: Classes {
+                name,
+                class: Vec::new(),
+                stop: EmptyClass,
+                dl,
+                rt,
+                fair,
+                idle: EmptyClass,
+            },
         }
     }
 
     /// The class of task `e`.
     pub fn class_of(&self, e: EntityId) -> ClassId {
-        self.class[e.idx()]
+        self.cls.class[e.idx()]
     }
+
+    /// The classes and a context over the run queues, borrowed apart.
+    #[inline]
+    fn split<'c, 'a>(
+        &'c mut self,
+        ctx: &'c mut SchedCtx<'a>,
+    ) -> (&'c mut Classes<Fair, Rt, Dl>, LinuxCtx<'c, 'a>) {
+        (&mut self.cls, LinuxCtx::new(ctx, &mut self.rq))
+    }
+}
+
+impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> Classes<Fair, Rt, Dl> {
+    /// Only the fair class can have tasks (the RT and deadline slots are empty).
+    const FAIR_ONLY: bool = Rt::EMPTY && Dl::EMPTY;
 
     fn class_for(&self, policy: Policy) -> ClassId {
         if self.stop.accepts(policy) {
@@ -480,20 +500,9 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> LinuxCore<Fair, Rt, Dl> {
         };
         self.check_preempt_curr(lx, cpu, e, f);
     }
+}
 
-    /// Runs `f` with the level's context and the core's run queues.
-    #[inline]
-    fn with_lx<R>(
-        &mut self,
-        ctx: &mut SchedCtx,
-        f: impl FnOnce(&mut Self, &mut LinuxCtx) -> R,
-    ) -> R {
-        let mut rq = std::mem::take(&mut self.rq);
-        let r = f(self, &mut LinuxCtx::new(ctx, &mut rq));
-        self.rq = rq;
-        r
-    }
-
+impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> LinuxCore<Fair, Rt, Dl> {
     /// Linux v5.10: yield_to. The current task `curr` gives its CPU to `target` (same class,
     /// runnable, not running): the class marks `target` to run next, and with `preempt` the
     /// target's CPU reschedules if it runs another task. Returns whether the class obliged; the
@@ -506,19 +515,19 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> LinuxCore<Fair, Rt, Dl> {
         target: EntityId,
         preempt: bool,
     ) -> bool {
-        let (kc, kt) = (self.class[curr.idx()], self.class[target.idx()]);
+        let (kc, kt) = (self.class_of(curr), self.class_of(target));
         if kc != kt || !ctx.ent(target).runnable || ctx.ent(target).on_cpu.is_some() {
             return false;
         }
-        let tcpu = self.task_cpu(target);
-        self.with_lx(ctx, |s, lx| {
-            lx.update_rq_clock(tcpu.idx());
-            let yielded = with_class!(s, target, |c| c.yield_to_task(lx, tcpu, target));
-            if yielded && preempt && lx.cpu(tcpu).curr.is_some_and(|c| c != curr) {
-                lx.resched_curr(tcpu.idx());
-            }
-            yielded
-        })
+        let (s, mut lx) = self.split(ctx);
+        let lx = &mut lx;
+        let tcpu = s.task_cpu(target);
+        lx.update_rq_clock(tcpu.idx());
+        let yielded = with_class!(s, target, |c| c.yield_to_task(lx, tcpu, target));
+        if yielded && preempt && lx.cpu(tcpu).curr.is_some_and(|c| c != curr) {
+            lx.resched_curr(tcpu.idx());
+        }
+        yielded
     }
 }
 
@@ -535,119 +544,120 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> Scheduler for LinuxCore<F
     /// Build time (`sched_fork`'s initialisation): the task's class by its policy, then every
     /// class initialises its part of the task.
     fn insert(&mut self, ctx: &mut SchedCtx, e: EntityId) {
-        assert_eq!(e.idx(), self.class.len(), "insert: tasks come in id order");
-        let k = self.class_for(ctx.ent(e).params.linux.policy);
-        self.class.push(k);
-        self.with_lx(ctx, |s, lx| {
-            s.stop.init_task(lx, e, k == ClassId::Stop);
-            s.dl.init_task(lx, e, k == ClassId::Deadline);
-            s.rt.init_task(lx, e, k == ClassId::Rt);
-            s.fair.init_task(lx, e, k == ClassId::Fair);
-            s.idle.init_task(lx, e, k == ClassId::Idle);
-        });
+        let (s, mut lx) = self.split(ctx);
+        let lx = &mut lx;
+        assert_eq!(e.idx(), s.class.len(), "insert: tasks come in id order");
+        let k = s.class_for(lx.ent(e).params.linux.policy);
+        s.class.push(k);
+        s.stop.init_task(lx, e, k == ClassId::Stop);
+        s.dl.init_task(lx, e, k == ClassId::Deadline);
+        s.rt.init_task(lx, e, k == ClassId::Rt);
+        s.fair.init_task(lx, e, k == ClassId::Fair);
+        s.idle.init_task(lx, e, k == ClassId::Idle);
     }
 
     /// Linux v5.10: try_to_wake_up (select_task_rq, set_task_cpu, ttwu_do_activate:
     /// enqueue_task with ENQUEUE_WAKEUP, check_preempt_curr, the avg_idle update of
     /// ttwu_do_wakeup), or wake_up_new_task for a first wake-up.
     fn wake(&mut self, ctx: &mut SchedCtx, e: EntityId, info: WakeInfo) {
-        self.with_lx(ctx, |s, lx| {
-            if info.is_new() {
-                s.wake_up_new_task(lx, e, info);
-                return;
+        let (s, mut lx) = self.split(ctx);
+        let lx = &mut lx;
+        if info.is_new() {
+            s.wake_up_new_task(lx, e, info);
+            return;
+        }
+        let (cpu, migrated) = with_class!(s, e, |c| {
+            let prev = c.task_cpu(e);
+            let cpu = c.select_task_rq(lx, e, info);
+            if cpu != prev {
+                c.migrate_task_rq(lx, e, cpu);
             }
-            let (cpu, migrated) = with_class!(s, e, |c| {
-                let prev = c.task_cpu(e);
-                let cpu = c.select_task_rq(lx, e, info);
-                if cpu != prev {
-                    c.migrate_task_rq(lx, e, cpu);
-                }
-                (cpu, cpu != prev)
-            });
-            lx.update_rq_clock(cpu.idx());
-            let f = EnqueueFlags {
-                wakeup: true,
-                migrated,
-            };
-            with_class!(s, e, |c| c.enqueue_task(lx, cpu, e, f));
-            let wf = WakeFlags {
-                fork: false,
-                sync: info.sync,
-            };
-            s.check_preempt_curr(lx, cpu, e, wf);
-            let rq = lx.rq_mut(cpu.idx());
-            if let Some(stamp) = rq.idle_stamp.take() {
-                let sample = rq.clock - stamp;
-                let diff = sample as i64 - rq.avg_idle as i64;
-                rq.avg_idle =
-                    ((rq.avg_idle as i64 + diff / 8) as u64).min(rq.max_idle_balance_cost);
-            }
-        })
+            (cpu, cpu != prev)
+        });
+        lx.update_rq_clock(cpu.idx());
+        let f = EnqueueFlags {
+            wakeup: true,
+            migrated,
+        };
+        with_class!(s, e, |c| c.enqueue_task(lx, cpu, e, f));
+        let wf = WakeFlags {
+            fork: false,
+            sync: info.sync,
+        };
+        s.check_preempt_curr(lx, cpu, e, wf);
+        let rq = lx.rq_mut(cpu.idx());
+        if let Some(stamp) = rq.idle_stamp.take() {
+            let sample = rq.clock - stamp;
+            let diff = sample as i64 - rq.avg_idle as i64;
+            rq.avg_idle = ((rq.avg_idle as i64 + diff / 8) as u64).min(rq.max_idle_balance_cost);
+        }
     }
 
     /// Linux v5.10: deactivate_task with DEQUEUE_SLEEP from `__schedule` (the engine calls
     /// `schedule` right after).
     fn block(&mut self, ctx: &mut SchedCtx, e: EntityId) {
-        let cpu = self.task_cpu(e);
-        self.with_lx(ctx, |s, lx| {
-            lx.update_rq_clock(cpu.idx());
-            let f = DequeueFlags { sleep: true };
-            with_class!(s, e, |c| c.dequeue_task(lx, cpu, e, f));
-        })
+        let (s, mut lx) = self.split(ctx);
+        let cpu = s.task_cpu(e);
+        let lx = &mut lx;
+        lx.update_rq_clock(cpu.idx());
+        let f = DequeueFlags { sleep: true };
+        with_class!(s, e, |c| c.dequeue_task(lx, cpu, e, f));
     }
 
     /// Linux v5.10: do_sched_yield → `yield_task` of the task's class.
     fn yield_(&mut self, ctx: &mut SchedCtx, e: EntityId) {
-        let cpu = self.task_cpu(e);
-        self.with_lx(ctx, |s, lx| with_class!(s, e, |c| c.yield_task(lx, cpu, e)))
+        let (s, mut lx) = self.split(ctx);
+        let cpu = s.task_cpu(e);
+        with_class!(s, e, |c| c.yield_task(&mut lx, cpu, e))
     }
 
     /// Linux v5.10: __schedule → pick_next_task: put the previous task back into its class,
     /// then ask the classes in order. No HRTICK: no slice timer.
     fn schedule(&mut self, ctx: &mut SchedCtx, cpu: CpuId) -> Pick {
         let prev = ctx.cpu(cpu).curr;
-        self.with_lx(ctx, |s, lx| {
-            lx.update_rq_clock(cpu.idx());
-            lx.rq_mut(cpu.idx()).need_resched = false;
-            if let Some(p) = prev {
-                with_class!(s, p, |c| c.put_prev_task(lx, cpu, p));
-            }
-            let next = s
-                .stop
-                .pick_next_task(lx, cpu)
-                .or_else(|| s.dl.pick_next_task(lx, cpu))
-                .or_else(|| s.rt.pick_next_task(lx, cpu))
-                .or_else(|| s.fair.pick_next_task(lx, cpu))
-                .or_else(|| s.idle.pick_next_task(lx, cpu));
-            if let Some(n) = next {
-                with_class!(s, n, |c| c.set_next_task(lx, cpu, n));
-            }
-            Pick { next, slice: None }
-        })
+        let (s, mut lx) = self.split(ctx);
+        let lx = &mut lx;
+        lx.update_rq_clock(cpu.idx());
+        lx.rq_mut(cpu.idx()).need_resched = false;
+        if let Some(p) = prev {
+            with_class!(s, p, |c| c.put_prev_task(lx, cpu, p));
+        }
+        let next = s
+            .stop
+            .pick_next_task(lx, cpu)
+            .or_else(|| s.dl.pick_next_task(lx, cpu))
+            .or_else(|| s.rt.pick_next_task(lx, cpu))
+            .or_else(|| s.fair.pick_next_task(lx, cpu))
+            .or_else(|| s.idle.pick_next_task(lx, cpu));
+        if let Some(n) = next {
+            with_class!(s, n, |c| c.set_next_task(lx, cpu, n));
+        }
+        Pick { next, slice: None }
     }
 
     /// Linux v5.10: scheduler_tick: the clock, the current task's `task_tick`, then
     /// `trigger_load_balance`.
     fn tick(&mut self, ctx: &mut SchedCtx, cpu: CpuId) {
         let curr = ctx.cpu(cpu).curr;
-        self.with_lx(ctx, |s, lx| {
-            lx.update_rq_clock(cpu.idx());
-            if let Some(c) = curr {
-                with_class!(s, c, |x| x.task_tick(lx, cpu, c));
-            }
-            s.dl.trigger_load_balance(lx, cpu);
-            s.rt.trigger_load_balance(lx, cpu);
-            s.fair.trigger_load_balance(lx, cpu);
-        })
+        let (s, mut lx) = self.split(ctx);
+        let lx = &mut lx;
+        lx.update_rq_clock(cpu.idx());
+        if let Some(c) = curr {
+            with_class!(s, c, |x| x.task_tick(lx, cpu, c));
+        }
+        s.dl.trigger_load_balance(lx, cpu);
+        s.rt.trigger_load_balance(lx, cpu);
+        s.fair.trigger_load_balance(lx, cpu);
     }
 
     fn probe(&self, e: EntityId) -> Option<i64> {
-        match self.class.get(e.idx())? {
-            ClassId::Stop => self.stop.probe(e),
-            ClassId::Deadline => self.dl.probe(e),
-            ClassId::Rt => self.rt.probe(e),
-            ClassId::Fair => self.fair.probe(e),
-            ClassId::Idle => self.idle.probe(e),
+        let s = &self.cls;
+        match s.class.get(e.idx())? {
+            ClassId::Stop => s.stop.probe(e),
+            ClassId::Deadline => s.dl.probe(e),
+            ClassId::Rt => s.rt.probe(e),
+            ClassId::Fair => s.fair.probe(e),
+            ClassId::Idle => s.idle.probe(e),
         }
     }
 }

@@ -59,35 +59,31 @@ const VPF_PARKED: u8 = 1;
 const VPF_MIGRATING: u8 = 2;
 
 /// What a policy hook sees: the engine's context of the level plus the core's pause flags.
-pub struct XenCtx<'c> {
-    sched: SchedCtx<'c>,
+pub struct XenCtx<'c, 'a> {
+    sched: &'c mut SchedCtx<'a>,
     pause: &'c mut [u8],
     slop: Nanos,
 }
 
-impl<'c> Deref for XenCtx<'c> {
-    type Target = SchedCtx<'c>;
+impl<'a> Deref for XenCtx<'_, 'a> {
+    type Target = SchedCtx<'a>;
     #[inline]
-    fn deref(&self) -> &SchedCtx<'c> {
-        &self.sched
+    fn deref(&self) -> &SchedCtx<'a> {
+        self.sched
     }
 }
 
-impl DerefMut for XenCtx<'_> {
+impl DerefMut for XenCtx<'_, '_> {
     #[inline]
     fn deref_mut(&mut self) -> &mut Self::Target {
-        &mut self.sched
+        self.sched
     }
 }
 
-impl<'c> XenCtx<'c> {
+impl<'c, 'a> XenCtx<'c, 'a> {
     #[inline]
-    pub fn new(sched: &'c mut SchedCtx, pause: &'c mut [u8], slop: Nanos) -> Self {
-        XenCtx {
-            sched: sched.reborrow(),
-            pause,
-            slop,
-        }
+    pub fn new(sched: &'c mut SchedCtx<'a>, pause: &'c mut [u8], slop: Nanos) -> Self {
+        XenCtx { sched, pause, slop }
     }
 
     /// Xen `unit_runnable`: the vCPU wants a CPU (not `blocked`) and no pause flag is set.

@@ -77,7 +77,7 @@ fn fork_from(h: &mut Harness<CfsSched>, e: u32, cpu: u32) {
 }
 
 fn cpu_of(h: &Harness<CfsSched>, e: u32) -> usize {
-    h.sched.fair.ses[e as usize].cpu
+    h.sched.cls.fair.ses[e as usize].cpu
 }
 
 /// Wakes `e` with nothing else around and lets its CPU pick it.
@@ -147,14 +147,14 @@ fn sched_slice_is_weighted_share_of_period() {
     wake(&mut h, 0);
     wake(&mut h, 1);
     h.deliver_resched();
-    assert_eq!(h.sched.fair.sched_slice(0, 0), 8_999_995);
+    assert_eq!(h.sched.cls.fair.sched_slice(0, 0), 8_999_995);
     for e in 2..10 {
         wake(&mut h, e);
     }
     // 10 > 8 runnable: period = 10 × 2.25 ms, slice = 22.5 ms × 1024 / 10240.
-    assert_eq!(h.sched.fair.sched_period(10), 22_500_000);
+    assert_eq!(h.sched.cls.fair.sched_period(10), 22_500_000);
     assert_eq!(
-        h.sched.fair.sched_slice(0, 0),
+        h.sched.cls.fair.sched_slice(0, 0),
         calc_delta(22_500_000, 1024, LoadWeight::of_queue(10240))
     );
 }
@@ -165,7 +165,7 @@ fn sched_slice_is_weighted_share_of_period() {
 #[test]
 fn vruntime_starts_from_minus_two_to_the_twenty() {
     let h = harness(1, vec![params(0, 1)]);
-    assert_eq!(h.sched.fair.rqs[0].min_vruntime as i64, -(1 << 20));
+    assert_eq!(h.sched.cls.fair.rqs[0].min_vruntime as i64, -(1 << 20));
     assert_eq!(vr(&h, A), 0);
     // Signed-difference comparisons survive wrap-around.
     assert!(entity_before(u64::MAX - 5, 3));
@@ -183,7 +183,7 @@ fn update_curr_charges_weighted_time() {
     h.advance(ms(1));
     h.tick(0);
     assert_eq!(vr(&h, A), 3_056_716);
-    assert_eq!(h.sched.fair.ses[0].sum_exec_runtime, 1_000_000);
+    assert_eq!(h.sched.cls.fair.ses[0].sum_exec_runtime, 1_000_000);
 }
 
 /// §1.5: min_vruntime never decreases, even when a sleeper is placed behind it.
@@ -191,20 +191,20 @@ fn update_curr_charges_weighted_time() {
 fn min_vruntime_is_monotonic() {
     let mut h = harness(4, vec![pinned(0, 4, 0), pinned(1, 4, 0), pinned(2, 4, 0)]);
     start(&mut h, A);
-    let mut last = h.sched.fair.rqs[0].min_vruntime as i64;
+    let mut last = h.sched.cls.fair.rqs[0].min_vruntime as i64;
     let mut check = |h: &Harness<CfsSched>| {
-        let m = h.sched.fair.rqs[0].min_vruntime as i64;
+        let m = h.sched.cls.fair.rqs[0].min_vruntime as i64;
         assert!(m >= last, "min_vruntime went back from {last} to {m}");
         last = m;
     };
     h.advance(ms(30));
     h.tick(0);
     check(&h);
-    assert_eq!(h.sched.fair.rqs[0].min_vruntime as i64, 30 * MS);
+    assert_eq!(h.sched.cls.fair.rqs[0].min_vruntime as i64, 30 * MS);
     wake(&mut h, B); // placed at 30 − 9 = 21 ms, left of min_vruntime
     check(&h);
     assert_eq!(vr(&h, B), 21 * MS);
-    assert_eq!(h.sched.fair.rqs[0].min_vruntime as i64, 30 * MS);
+    assert_eq!(h.sched.cls.fair.rqs[0].min_vruntime as i64, 30 * MS);
     h.deliver_resched();
     for i in 0..50u64 {
         h.advance(ms(1 + i % 3));
@@ -258,7 +258,7 @@ fn place_entity_sleeper_credit_and_never_backwards() {
     wake(&mut h, B);
     assert_eq!(vr(&h, B), 31 * MS);
     // C is recent: its own vruntime (38 ms) is kept, not moved back to 31 ms.
-    h.sched.fair.ses[2].vruntime = (38 * MS) as u64;
+    h.sched.cls.fair.ses[2].vruntime = (38 * MS) as u64;
     wake(&mut h, C);
     assert_eq!(vr(&h, C), 38 * MS);
 }
@@ -332,10 +332,10 @@ fn wake_migration_renormalises_vruntime() {
     h.advance(ms(10));
     h.tick(0);
     h.tick(1);
-    assert_eq!(h.sched.fair.rqs[0].min_vruntime as i64, 50 * MS);
-    assert_eq!(h.sched.fair.rqs[1].min_vruntime as i64, 10 * MS);
-    h.sched.fair.ses[2].vruntime = (45 * MS) as u64; // slept 5 ms behind CPU 0's min_vruntime
-                                                     // Sync wake-up from CPU 1 whose only task is the waker: the wakee joins CPU 1.
+    assert_eq!(h.sched.cls.fair.rqs[0].min_vruntime as i64, 50 * MS);
+    assert_eq!(h.sched.cls.fair.rqs[1].min_vruntime as i64, 10 * MS);
+    h.sched.cls.fair.ses[2].vruntime = (45 * MS) as u64; // slept 5 ms behind CPU 0's min_vruntime
+                                                         // Sync wake-up from CPU 1 whose only task is the waker: the wakee joins CPU 1.
     wake_from(&mut h, C, 1, true);
     assert_eq!(cpu_of(&h, C), 1);
     assert_eq!(vr(&h, C), 5 * MS); // 45 − 50 + 10, within the 9 ms credit
@@ -376,7 +376,7 @@ fn check_preempt_tick_min_granularity_and_gap() {
     wake(&mut h, B);
     h.deliver_resched();
     // B far behind in vruntime (only queued entity, so the order stays valid).
-    h.sched.fair.ses[1].vruntime = (-20 * MS) as u64;
+    h.sched.cls.fair.ses[1].vruntime = (-20 * MS) as u64;
     h.advance(ms(1));
     h.tick(0);
     h.advance(ms(1));
@@ -397,18 +397,18 @@ fn check_preempt_tick_gap_below_slice_and_buddy_clearing() {
     wake(&mut h, A);
     wake(&mut h, B);
     h.deliver_resched();
-    h.sched.fair.ses[1].vruntime = (-4 * MS) as u64;
+    h.sched.cls.fair.ses[1].vruntime = (-4 * MS) as u64;
     h.advance(ms(4));
     h.tick(0);
     assert!(
         h.take_resched().is_empty(),
         "ran 4 ms, gap 8 ms: both below the 8 999 995 ns slice"
     );
-    h.sched.fair.rqs[0].last = Some(0);
+    h.sched.cls.fair.rqs[0].last = Some(0);
     h.advance(ms(8));
     h.tick(0);
     assert_eq!(h.take_resched(), vec![0]);
-    assert_eq!(h.sched.fair.rqs[0].last, None);
+    assert_eq!(h.sched.cls.fair.rqs[0].last, None);
 }
 
 // --- §1.12 wakeup preemption ---------------------------------------------------------------------
@@ -421,7 +421,7 @@ fn wakeup_preempt_entity_granularity() {
     let mut light = pinned(3, 4, 0);
     light.linux.nice = 5;
     let mut h = harness(4, vec![pinned(0, 4, 0), pinned(1, 4, 0), heavy, light]);
-    let s = &mut h.sched.fair;
+    let s = &mut h.sched.cls.fair;
     let set = |s: &mut Cfs, e: usize, v: i64| s.ses[e].vruntime = v as u64;
     set(s, 0, 10 * MS);
     for (v, want) in [(10 * MS, -1), (11 * MS, -1), (7 * MS, 0), (7 * MS - 1, 1)] {
@@ -450,17 +450,17 @@ fn check_preempt_wakeup_preempts_and_sets_next_buddy() {
     start(&mut h, A);
     h.advance(ms(5));
     h.tick(0);
-    h.sched.fair.ses[1].vruntime = (2 * MS) as u64; // exactly 3 ms behind: not enough
+    h.sched.cls.fair.ses[1].vruntime = (2 * MS) as u64; // exactly 3 ms behind: not enough
     wake_from(&mut h, B, 0, true);
     assert!(h.take_resched().is_empty());
-    assert_eq!(h.sched.fair.rqs[0].next, None);
+    assert_eq!(h.sched.cls.fair.rqs[0].next, None);
     h.block(A);
     assert_eq!(h.curr(0), Some(B));
     h.advance(ms(8));
     h.tick(0);
     wake_from(&mut h, A, 0, true); // A at 5 ms, B at 10 ms: gap 5 ms > 3 ms
     assert_eq!(h.take_resched(), vec![0]);
-    assert_eq!(h.sched.fair.rqs[0].next, Some(0));
+    assert_eq!(h.sched.cls.fair.rqs[0].next, Some(0));
 }
 
 /// §1.12 steps 4–5: BATCH and IDLE wakees never preempt; a SCHED_IDLE curr always yields to a
@@ -507,13 +507,13 @@ fn last_buddy_needs_nr_latency_tasks() {
         for e in 2..n as u32 {
             wake(&mut h, e);
         }
-        h.sched.fair.ses[1].vruntime = 0;
-        h.sched.fair.rqs[0].min_vruntime = 0;
-        h.sched.fair.ses[0].vruntime = (20 * MS) as u64;
+        h.sched.cls.fair.ses[1].vruntime = 0;
+        h.sched.cls.fair.rqs[0].min_vruntime = 0;
+        h.sched.cls.fair.ses[0].vruntime = (20 * MS) as u64;
         wake(&mut h, B);
         assert_eq!(h.take_resched(), vec![0]);
         let want = if n >= 8 { Some(0) } else { None };
-        assert_eq!(h.sched.fair.rqs[0].last, want, "{n} runnable");
+        assert_eq!(h.sched.cls.fair.rqs[0].last, want, "{n} runnable");
     }
 }
 
@@ -603,10 +603,10 @@ fn buddy_setup(b: i64) -> Harness<CfsSched> {
     let mut h = harness(4, vec![pinned(0, 4, 0), pinned(1, 4, 0), pinned(2, 4, 0)]);
     start(&mut h, A);
     wake(&mut h, C);
-    h.sched.fair.ses[0].vruntime = (30 * MS) as u64;
-    h.sched.fair.ses[2].vruntime = (20 * MS) as u64;
-    h.sched.fair.rqs[0].min_vruntime = (20 * MS) as u64;
-    h.sched.fair.ses[1].vruntime = b as u64;
+    h.sched.cls.fair.ses[0].vruntime = (30 * MS) as u64;
+    h.sched.cls.fair.ses[2].vruntime = (20 * MS) as u64;
+    h.sched.cls.fair.rqs[0].min_vruntime = (20 * MS) as u64;
+    h.sched.cls.fair.ses[1].vruntime = b as u64;
     h
 }
 
@@ -616,14 +616,14 @@ fn next_buddy_is_picked_within_granularity() {
     let mut h = buddy_setup(22 * MS);
     wake_from(&mut h, B, 0, true);
     assert_eq!(h.take_resched(), vec![0]);
-    assert_eq!(h.sched.fair.rqs[0].next, Some(1));
+    assert_eq!(h.sched.cls.fair.rqs[0].next, Some(1));
     h.schedule(0);
     assert_eq!(h.curr(0), Some(B), "2 ms right of the leftmost: buddy wins");
-    assert_eq!(h.sched.fair.rqs[0].next, None, "cleared once picked");
+    assert_eq!(h.sched.cls.fair.rqs[0].next, None, "cleared once picked");
     // 4 ms right of the leftmost: the leftmost wins.
     let mut h = buddy_setup(24 * MS);
     wake_from(&mut h, B, 0, true);
-    assert_eq!(h.sched.fair.rqs[0].next, Some(1));
+    assert_eq!(h.sched.cls.fair.rqs[0].next, Some(1));
     h.schedule(0);
     assert_eq!(h.curr(0), Some(C));
 }
@@ -637,12 +637,12 @@ fn yield_skips_to_the_second_within_granularity() {
         wake(&mut h, B);
         h.advance(ms(1));
         h.tick(0);
-        h.sched.fair.ses[1].vruntime = (vr(&h, A) + gap) as u64;
+        h.sched.cls.fair.ses[1].vruntime = (vr(&h, A) + gap) as u64;
         h.yield_(A);
         assert_eq!(h.curr(0), Some(want), "second {gap} ns to the right");
         // pick_next_entity clears only the buddies equal to the pick.
         assert_eq!(
-            h.sched.fair.rqs[0].skip,
+            h.sched.cls.fair.rqs[0].skip,
             if want == B { Some(0) } else { None }
         );
     }
@@ -660,13 +660,13 @@ fn yield_to_runs_the_target_next() {
     h.advance(ms(1));
     h.tick(0);
     let base = vr(&h, A);
-    h.sched.fair.ses[1].vruntime = (base + MS / 4) as u64;
-    h.sched.fair.ses[2].vruntime = (base + MS / 2) as u64;
+    h.sched.cls.fair.ses[1].vruntime = (base + MS / 4) as u64;
+    h.sched.cls.fair.ses[2].vruntime = (base + MS / 2) as u64;
     let (ents, cpus) = (h.ents.clone(), h.cpus.clone());
     let mut reqs = Vec::new();
     let mut ctx = SchedCtx::new(h.now, h.clock, &cpus, &ents, &mut reqs);
     assert!(h.sched.yield_to(&mut ctx, EntityId(A), EntityId(C), false));
-    assert_eq!(h.sched.fair.rqs[0].next, Some(C as usize));
+    assert_eq!(h.sched.cls.fair.rqs[0].next, Some(C as usize));
     h.schedule(0);
     assert_eq!(h.curr(0), Some(C), "B is leftmost, but C was yielded to");
     // A running or blocked target is refused.
@@ -683,7 +683,7 @@ fn yield_alone_keeps_running() {
     h.advance(ms(1));
     h.yield_(A);
     assert_eq!(h.curr(0), Some(A));
-    assert_eq!(h.sched.fair.rqs[0].skip, None);
+    assert_eq!(h.sched.cls.fair.rqs[0].skip, None);
 }
 
 /// §1.13: set_next_entity restarts the "ran" count even when the same task is re-picked.
@@ -693,7 +693,7 @@ fn reschedule_restarts_the_slice_count() {
     start(&mut h, A);
     h.advance(ms(7));
     h.schedule(0);
-    let se = &h.sched.fair.ses[0];
+    let se = &h.sched.cls.fair.ses[0];
     assert_eq!(se.sum_exec_runtime, 7_000_000);
     assert_eq!(se.prev_sum_exec_runtime, 7_000_000);
 }
