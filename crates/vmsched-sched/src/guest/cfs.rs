@@ -20,12 +20,13 @@
 //!
 //! **vruntime arithmetic.** As in the kernel, vruntimes are `u64` that may wrap, and every
 //! comparison is on the signed difference (`(a − b) as i64`). `min_vruntime` starts at −2^20 ns.
-//! [`Scheduler::probe`] returns the raw value reinterpreted as `i64` (so the initial
+//! [`SchedClass::probe`] returns the raw value reinterpreted as `i64` (so the initial
 //! `min_vruntime` reads −1048576), which keeps differences between tasks exact.
 //!
-//! **Clocks and steal time.** Each run queue keeps `clock`, `clock_task` and `prev_steal_time_rq`
-//! and advances them at every point where Linux calls `update_rq_clock` (wake-up on the target
-//! queue, block, schedule, tick, yield, both queues of a migration). The steal reading is
+//! **Clocks and steal time.** The Linux core (`linux_core.rs`) keeps each run queue's `clock`,
+//! `clock_task` and `prev_steal_time_rq`; it and CFS advance them at every point where Linux
+//! calls `update_rq_clock` (wake-up on the target queue, block, schedule, tick, yield, both
+//! queues of a migration, the parent's queue at fork). The steal reading is
 //! `now − ctx.clock_task(cpu)`, i.e. the engine's steal clock when the guest has
 //! PARAVIRT_TIME_ACCOUNTING and 0 otherwise. As in 5.10.y (ERRATA L5) steal is capped at the clock
 //! delta and the excess is carried over to later updates. Without steal accounting a vCPU's
@@ -64,8 +65,9 @@
 //!
 //! # Other simplifications
 //!
-//! * Tasks only: no group scheduling, bandwidth control, PELT, RT/DL classes. FIFO/RR tasks are
-//!   treated as SCHED_NORMAL at their nice value; nice is clamped to −20..19.
+//! * Tasks only: no group scheduling, bandwidth control, PELT. CFS is the fair class of the Linux
+//!   core; while the core's RT and deadline slots are empty, CFS accepts FIFO/RR tasks and treats
+//!   them as SCHED_NORMAL at their nice value; nice is clamped to −20..19.
 //! * `wake_affine_weight` compares runnable weights, so the wakee's load is *not* subtracted from
 //!   its previous CPU (PELT would still carry the sleeper's decaying load there).
 //! * SIS_PROP: the budget `nr = max(4, span·(avg_idle/512)/(avg_scan_cost+1))` is as in 5.10, and at
