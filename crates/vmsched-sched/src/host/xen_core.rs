@@ -28,7 +28,9 @@
 //! * **Migration** (§1.7). A balancer that moves a running vCPU sets `migrating` and tickles its
 //!   CPU. When the vCPU has been switched out and its context saved, the core completes the
 //!   move (`sched_unit_migrate_finish`): `pick_resource`, the policy's `migrate`, clears the
-//!   flag and wakes the vCPU on its new CPU through `vcpu_wake`.
+//!   flag and wakes the vCPU on its new CPU through `vcpu_wake`. A pause flag does not stop a
+//!   switch already decided: Credit2's balancer runs inside `do_schedule` and may mark the very
+//!   vCPU being picked; as upstream, it runs until the tickle reschedules its CPU.
 //! * **Idle** (§1.6). A CPU whose policy picks nothing runs the idle vCPU with no timer (4.20);
 //!   the engine halts it until a tickle. There are no tasklets.
 //! * **Timer slop** (§1.8). Xen 4.20 programs the timer hardware for
