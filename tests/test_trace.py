@@ -7,8 +7,9 @@ import sys
 from collections import defaultdict
 
 import pytest
-import vmsched
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+
+import vmsched
 
 TrackEvent = pb.TrackEvent
 

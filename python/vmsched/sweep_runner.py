@@ -26,7 +26,13 @@ import polars as pl
 import vmsched
 from vmsched import _core
 from vmsched.api import (
-    _atomic_write, _overrides, _replace_file, _toml_value, check_output_dir, run, scenario_path,
+    _atomic_write,
+    _overrides,
+    _replace_file,
+    _toml_value,
+    check_output_dir,
+    run,
+    scenario_path,
 )
 from vmsched.executor import make_executor
 

@@ -24,6 +24,11 @@
 //! * the periodic tick of a busy CPU, if the policy has one ([`Scheduler::tick_period`]): `tick(cpu)`;
 //! * a timer the scheduler armed with [`SchedCtx::set_timer`]: `on_timer(key)`.
 //!
+//! Requests made by a hook are applied when the hook returns, in order, before the engine does
+//! anything else (in `schedule`, before the pick is applied): a reschedule (an IPI when it
+//! crosses CPUs), a timer, or a pause ([`SchedCtx::pause`], [`SchedCtx::unpause`]: the entity
+//! still wants a CPU but the scheduler holds it back, and the engine accounts it `offline`).
+//!
 //! At a guest level, hooks that concern a CPU run only while that vCPU executes: a `resched` of a
 //! vCPU that the host has descheduled is delivered when it next runs, and one of a halted vCPU
 //! first wakes it at the host level (DESIGN.md §2).
@@ -54,26 +59,70 @@ pub enum Policy {
     Rr,
 }
 
-/// Static parameters of an entity, given at build time.
+/// The scheduling attributes a Xen policy reads for a vCPU (from its domain: `xl
+/// sched-credit2 -d`, `xl sched-credit -d`, `xl sched-rtds -v`). Each policy reads the fields it
+/// knows and ignores the others.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct XenAttr {
+    /// Credit/Credit2 weight (1..=65535; Xen's default 256).
+    pub weight: u32,
+    /// Credit/Credit2 cap in percent of one CPU, 0 = none.
+    pub cap_pct: u32,
+    /// RTDS budget per period (µs); 0 = the policy's default.
+    pub budget_us: u64,
+    /// RTDS period (µs); 0 = the policy's default.
+    pub period_us: u64,
+    /// RTDS extratime: may run beyond its budget when CPUs idle.
+    pub extratime: bool,
+}
+
+impl Default for XenAttr {
+    fn default() -> Self {
+        XenAttr {
+            weight: 256,
+            cap_pct: 0,
+            budget_us: 0,
+            period_us: 0,
+            extratime: true,
+        }
+    }
+}
+
+/// The scheduling attributes a Linux class reads for a task (`sched_setattr`): of a guest's
+/// task, or of a vCPU thread or host process under a Linux (KVM) host.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LinuxAttr {
+    pub policy: Policy,
+    /// Nice value (SCHED_NORMAL, SCHED_BATCH), -20..=19.
+    pub nice: i32,
+    /// `sched_priority` of SCHED_FIFO/SCHED_RR (1..=99).
+    pub rt_priority: u32,
+    /// SCHED_DEADLINE `sched_runtime` (ns).
+    pub dl_runtime_ns: u64,
+    /// SCHED_DEADLINE `sched_deadline` (ns).
+    pub dl_deadline_ns: u64,
+    /// SCHED_DEADLINE `sched_period` (ns).
+    pub dl_period_ns: u64,
+}
+
+/// Static parameters of an entity, given at build time: the engine's part (name, group,
+/// affinity, first CPU) and the attributes of each policy family. An entity carries both
+/// families, as a Linux task carries `se`, `rt` and `dl` whatever its class: which one is read
+/// depends on the scheduler of its level.
 #[derive(Clone, Debug)]
 pub struct EntityParams {
     /// Display name, e.g. `d1v0` or `context1.parent`.
     pub name: String,
     /// The group the entity belongs to: its domain at the host level, its process at a guest level.
     pub group: u32,
-    /// Xen weight (host level; 256 is Xen's default).
-    pub weight: u32,
-    /// Xen cap in percent of one CPU, 0 = none (host level).
-    pub cap_pct: u32,
-    /// Nice value (guest level).
-    pub nice: i32,
-    pub policy: Policy,
-    /// RT priority for FIFO/RR (1..99).
-    pub rt_prio: u32,
     pub hard_affinity: CpuSet,
     pub soft_affinity: CpuSet,
     /// The CPU the entity is first placed on (Xen `processor(v)` at creation).
     pub initial_cpu: CpuId,
+    /// What a Xen policy reads (host level).
+    pub xen: XenAttr,
+    /// What a Linux class reads (tasks).
+    pub linux: LinuxAttr,
 }
 
 /// Where a CPU sits in the machine: what Credit2's runqueue arrangement and Linux's wake
@@ -96,11 +145,29 @@ pub struct CpuInfo {
     /// Whether the CPU is executing right now: always for a physical CPU; for a vCPU, whether its
     /// backing entity is running all the way down to a physical CPU.
     pub executing: bool,
+    /// The runstate of the entity backing this CPU at the level below, as that level's
+    /// hypervisor reports it (Xen's runstate area, KVM's `preempted` flag): `Running` for a
+    /// physical CPU; for a vCPU `Running`, `Runnable` (preempted: it wants its CPU back),
+    /// `Blocked` (halted: the guest idles on it) or `Offline` (paused, parked). It is the
+    /// backing entity's own state: a vCPU of a nested guest whose vCPU is `Running` may still not
+    /// execute if a level further down descheduled it (see `executing`).
+    pub backing: RunState,
     /// Steal time: for a vCPU, the time its backing entity spent runnable or offline, as the
     /// host's runstate area reports it (updated at each runstate change of the vCPU, so constant
     /// while the vCPU runs). Zero for a physical CPU.
     pub steal_ns: Nanos,
     pub topo: CpuTopo,
+}
+
+impl CpuInfo {
+    /// x86 `vcpu_is_preempted` as Xen (`xen_vcpu_stolen`) and KVM (`steal_time.preempted`)
+    /// report it: the backing entity wants its CPU but the host is not running it. A halted
+    /// (blocked) vCPU is not preempted, nor is a parked (offline) one. Always false for a
+    /// physical CPU.
+    #[inline]
+    pub fn vcpu_is_preempted(&self) -> bool {
+        self.backing == RunState::Runnable
+    }
 }
 
 /// What a scheduler may read about one entity of its level.
@@ -113,16 +180,75 @@ pub struct EntityInfo {
     pub params: EntityParams,
 }
 
+/// Why an entity wakes up.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum WakeCause {
+    /// Another entity of the same level released what it waited on (a pipe write, a futex
+    /// wake, a semaphore post): Linux `try_to_wake_up` from a task, Xen `vcpu_unblock` from a
+    /// hypercall of another vCPU.
+    #[default]
+    Unblock,
+    /// A timer expired (a task's hrtimer, a vCPU's singleshot timer or guest tick).
+    Timer,
+    /// A reschedule or call-function IPI aimed at the CPU the entity backs (a halted vCPU that
+    /// must run its guest's scheduler).
+    Ipi,
+    /// An event from outside the level (an event channel, a virtual interrupt from a device
+    /// model).
+    Event,
+    /// An I/O completion.
+    Io,
+    /// The entity's very first wake-up after its creation (Linux `wake_up_new_task` after
+    /// fork: fork placement and `place_entity(initial)`; Xen: the first `vcpu_wake` of a new
+    /// vCPU).
+    Fork,
+}
+
+impl WakeCause {
+    /// The cause as a lower-case word (for traces).
+    pub fn name(self) -> &'static str {
+        match self {
+            WakeCause::Unblock => "unblock",
+            WakeCause::Timer => "timer",
+            WakeCause::Ipi => "ipi",
+            WakeCause::Event => "event",
+            WakeCause::Io => "io",
+            WakeCause::Fork => "fork",
+        }
+    }
+}
+
 /// A wake-up as the waker sees it.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct WakeInfo {
-    /// The CPU (of this level) the waker runs on, if the waker is at this level.
+    /// Why the entity wakes.
+    pub cause: WakeCause,
+    /// The CPU (of this level) the waker runs on, if the waker is at this level (for a timer or
+    /// an IPI: the CPU that handles it).
     pub waker_cpu: Option<CpuId>,
+    /// The entity (of this level) that wakes it, if it is one: the task that wrote the pipe.
+    pub waker: Option<EntityId>,
+    /// For [`WakeCause::Fork`], the parent (of this level), if it has one.
+    pub parent: Option<EntityId>,
     /// Linux `WF_SYNC`: the waker is about to sleep (pipe writes).
     pub sync: bool,
-    /// The entity's very first wake-up (Linux `wake_up_new_task` after fork: fork placement and
-    /// `place_entity(initial)`).
-    pub new: bool,
+}
+
+impl WakeInfo {
+    /// The first wake-up of a new entity ([`WakeCause::Fork`]).
+    #[inline]
+    pub fn is_new(&self) -> bool {
+        self.cause == WakeCause::Fork
+    }
+
+    /// A wake-up of `cause` with nothing else known.
+    #[inline]
+    pub fn of(cause: WakeCause) -> WakeInfo {
+        WakeInfo {
+            cause,
+            ..Default::default()
+        }
+    }
 }
 
 /// The answer of `schedule(cpu)`.
@@ -141,6 +267,17 @@ pub enum Request {
     Resched(CpuId),
     /// Arm (Some) or cancel (None) the scheduler's own timer `key`.
     Timer(u32, Option<SimTime>),
+    /// The entity is paused (Xen pause flags such as `parked` or `migrating`): it still wants a
+    /// CPU, but the scheduler will not run it. The engine accounts it `offline` instead of
+    /// `runnable` when it next leaves a CPU while still wanting one, and when a wake-up finds it
+    /// paused (Xen's runstate rules, xen-schedulers.md §1.3). A queued entity stays `runnable`
+    /// (Xen changes no runstate when it parks a queued vCPU).
+    Pause(EntityId),
+    /// The pause is lifted. With `wake` (Xen `vcpu_wake`, as after a migration) an `offline`
+    /// entity that wants a CPU becomes `runnable` now; without it (Xen's
+    /// `unpark_parked_units`) the runstate is left alone: an `offline` entity stays offline until
+    /// it runs.
+    Unpause(EntityId, bool),
 }
 
 /// Per-level switches that change what the scheduler observes.
@@ -217,6 +354,18 @@ impl<'a> SchedCtx<'a> {
     #[inline]
     pub fn resched(&mut self, c: CpuId) {
         self.out.push(Request::Resched(c));
+    }
+
+    /// Pauses `e` ([`Request::Pause`]).
+    #[inline]
+    pub fn pause(&mut self, e: EntityId) {
+        self.out.push(Request::Pause(e));
+    }
+
+    /// Lifts the pause of `e` ([`Request::Unpause`]).
+    #[inline]
+    pub fn unpause(&mut self, e: EntityId, wake: bool) {
+        self.out.push(Request::Unpause(e, wake));
     }
 
     /// Arms the scheduler's own timer `key` (0..[`Scheduler::nr_timers`]) at `at`, or cancels it.

@@ -31,7 +31,7 @@ use crate::queue::{EventQueue, SlotId};
 use crate::rng::Stream;
 use crate::sched::{
     CpuInfo, CpuTopo, EntityInfo, EntityParams, LevelClock, Pick, Request, RunState, SchedCtx,
-    Scheduler, WakeInfo,
+    Scheduler, WakeCause, WakeInfo,
 };
 use crate::time::{Nanos, SimTime, NEVER};
 use crate::trace::{emit, TraceBuf};
@@ -113,6 +113,9 @@ struct EntState {
     last_cpu: Option<GCpu>,
     /// Time runnable or offline since the start (the steal clock; never reset).
     steal: Nanos,
+    /// Paused by its scheduler ([`Request::Pause`]): it wants a CPU but is held back, so it is
+    /// accounted offline when it leaves its CPU or wakes up.
+    paused: bool,
     stats: EntStats,
 }
 
@@ -302,6 +305,18 @@ impl Simulation {
                         self.q.arm_min(s, self.now + lat);
                     }
                 }
+                Request::Pause(e) => {
+                    let g = self.levels[l.idx()].ent_g[e.idx()];
+                    self.ents[g.idx()].paused = true;
+                }
+                Request::Unpause(e, wake) => {
+                    let g = self.levels[l.idx()].ent_g[e.idx()];
+                    self.ents[g.idx()].paused = false;
+                    let runnable = self.levels[l.idx()].ent_info[e.idx()].runnable;
+                    if wake && runnable && self.ents[g.idx()].state == RunState::Offline {
+                        self.set_runstate(g, RunState::Runnable);
+                    }
+                }
                 Request::Timer(k, at) => {
                     let s = *self.levels[l.idx()]
                         .timer_slots
@@ -357,13 +372,7 @@ impl Simulation {
             SlotKind::TaskStart(t) => {
                 self.tasks[t].phase = Phase::Ready;
                 let e = self.tasks[t].ent;
-                self.wake_entity(
-                    e,
-                    WakeInfo {
-                        new: true,
-                        ..Default::default()
-                    },
-                );
+                self.wake_entity(e, WakeInfo::of(WakeCause::Fork));
             }
             SlotKind::LevelTimer(l, k) => self.with_sched(l, |s, ctx| s.on_timer(ctx, k)),
             SlotKind::Sample => {
@@ -413,7 +422,7 @@ impl Simulation {
         emit!(self.trace_resched(c));
         if !self.cpus[c.idx()].executing {
             self.cpus[c.idx()].pending_resched = true;
-            self.kick_backing(c);
+            self.kick_backing(c, WakeCause::Ipi);
             return;
         }
         if let Some(g) = self.curr_of(c) {
@@ -429,11 +438,13 @@ impl Simulation {
         self.do_schedule(c);
     }
 
-    /// Wakes the vCPU behind `c` if it is halted, so a pending guest event gets delivered.
-    fn kick_backing(&mut self, c: GCpu) {
+    /// Wakes the vCPU behind `c` if it is halted, so a pending guest event (of `cause`) gets
+    /// delivered.
+    fn kick_backing(&mut self, c: GCpu, cause: WakeCause) {
         if let Some(b) = self.cpus[c.idx()].backing {
-            if self.ents[b.idx()].state == RunState::Blocked {
-                self.wake_entity(b, WakeInfo::default());
+            let (l, e) = (self.ents[b.idx()].level, self.ents[b.idx()].local);
+            if !self.levels[l.idx()].ent_info[e.idx()].runnable {
+                self.wake_entity(b, WakeInfo::of(cause));
             }
         }
     }
@@ -507,7 +518,9 @@ impl Simulation {
         if let EntKind::Vcpu(vc) = e.kind {
             let steal = e.steal;
             let cs = &self.cpus[vc.idx()];
-            self.levels[cs.level.idx()].cpu_info[cs.local.idx()].steal_ns = steal;
+            let ci = &mut self.levels[cs.level.idx()].cpu_info[cs.local.idx()];
+            ci.steal_ns = steal;
+            ci.backing = new;
         }
     }
 
@@ -519,10 +532,10 @@ impl Simulation {
         let runnable = lv.ent_info[e.idx()].runnable;
         self.set_runstate(
             g,
-            if runnable {
-                RunState::Runnable
-            } else {
-                RunState::Blocked
+            match (runnable, self.ents[g.idx()].paused) {
+                (false, _) => RunState::Blocked,
+                (true, false) => RunState::Runnable,
+                (true, true) => RunState::Offline,
             },
         );
         if runnable {
@@ -693,7 +706,12 @@ impl Simulation {
             ei.params.name
         );
         ei.runnable = true;
-        self.set_runstate(g, RunState::Runnable);
+        let state = if self.ents[g.idx()].paused {
+            RunState::Offline
+        } else {
+            RunState::Runnable
+        };
+        self.set_runstate(g, state);
         self.with_sched(l, |s, ctx| s.wake(ctx, e, info));
     }
 }

@@ -7,8 +7,8 @@
 use crate::cpuset::CpuSet;
 use crate::ids::{CpuId, EntityId};
 use crate::sched::{
-    CpuInfo, CpuTopo, EntityInfo, EntityParams, LevelClock, Pick, Policy, Request, SchedCtx,
-    Scheduler, WakeInfo,
+    CpuInfo, CpuTopo, EntityInfo, EntityParams, LevelClock, LinuxAttr, Pick, Request, RunState,
+    SchedCtx, Scheduler, WakeInfo, XenAttr,
 };
 use crate::time::{Nanos, SimTime};
 
@@ -26,6 +26,8 @@ pub struct Harness<S: Scheduler> {
     pub run_ns: Vec<Nanos>,
     /// The scheduler's own timers as last armed (by key), for `run_for`.
     pub sched_timers: Vec<Option<SimTime>>,
+    /// Whether the scheduler holds each entity paused (`Request::Pause`), as of the last `pump`.
+    pub paused: Vec<bool>,
 }
 
 /// Default parameters for test entity `i` on `ncpus` CPUs: weight 256, nice 0, any CPU.
@@ -33,11 +35,8 @@ pub fn params(i: usize, ncpus: usize) -> EntityParams {
     EntityParams {
         name: format!("e{i}"),
         group: i as u32,
-        weight: 256,
-        cap_pct: 0,
-        nice: 0,
-        policy: Policy::Normal,
-        rt_prio: 0,
+        xen: XenAttr::default(),
+        linux: LinuxAttr::default(),
         hard_affinity: CpuSet::first_n(ncpus),
         soft_affinity: CpuSet::first_n(ncpus),
         initial_cpu: CpuId((i % ncpus) as u32),
@@ -62,6 +61,7 @@ impl<S: Scheduler> Harness<S> {
             .map(|t| CpuInfo {
                 curr: None,
                 executing: true,
+                backing: RunState::Running,
                 steal_ns: 0,
                 topo: t,
             })
@@ -79,6 +79,7 @@ impl<S: Scheduler> Harness<S> {
         let ne = ents.len();
         let mut h = Harness {
             run_ns: vec![0; ne],
+            paused: vec![false; ne],
             sched_timers: vec![None; nt],
             sched,
             now: 0,
@@ -159,6 +160,7 @@ impl<S: Scheduler> Harness<S> {
             for (k, at) in self.take_timers() {
                 self.sched_timers[k as usize] = at;
             }
+            self.take_pauses();
             if self.deliver_resched().is_empty() {
                 return;
             }
@@ -266,6 +268,22 @@ impl<S: Scheduler> Harness<S> {
             _ => true,
         });
         v
+    }
+
+    /// Applies the pause requests made since the last call to `paused`.
+    pub fn take_pauses(&mut self) {
+        let paused = &mut self.paused;
+        self.requests.retain(|r| match r {
+            Request::Pause(e) => {
+                paused[e.idx()] = true;
+                false
+            }
+            Request::Unpause(e, _) => {
+                paused[e.idx()] = false;
+                false
+            }
+            _ => true,
+        });
     }
 
     /// Delivers every pending reschedule request (in order) and returns the CPUs rescheduled.

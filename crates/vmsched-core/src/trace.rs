@@ -20,7 +20,7 @@
 //! Sinks: [`perfetto`] writes a Perfetto trace.
 
 use crate::ids::{GCpu, GEnt, LevelId};
-use crate::sched::RunState;
+use crate::sched::{RunState, WakeCause};
 use crate::time::SimTime;
 
 pub mod perfetto;
@@ -64,14 +64,14 @@ pub enum Record {
         from: RunState,
         to: RunState,
     },
-    /// `ent` is woken; `waker_cpu` is the CPU of its level the waker runs on, if any; `new` for
-    /// its first wake-up (task start).
+    /// `ent` is woken for `cause`; `waker_cpu` is the CPU of its level the waker runs on, if
+    /// any.
     Wake {
         t: SimTime,
         level: LevelId,
         ent: GEnt,
         waker_cpu: Option<GCpu>,
-        new: bool,
+        cause: WakeCause,
     },
     /// `ent`, current on its CPU, stops being runnable (sleeps, waits, halts, exits).
     Block {

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use vmsched_core::report::Results;
 use vmsched_core::scenario::{Arch, ConfigCheck, Preempt, ScenarioError, SetValue, Vwfi};
 use vmsched_core::sim::{LevelOpts, SimBuilder, Simulation};
-use vmsched_core::{CpuId, CpuSet, CpuTopo, EntityParams, LevelClock, Policy};
+use vmsched_core::{CpuId, CpuSet, CpuTopo, EntityParams, LevelClock, LinuxAttr, XenAttr};
 
 use crate::guest::cfs::{Cfs, CfsParams};
 use crate::host::credit2::{Credit2, Credit2Params};
@@ -87,30 +87,41 @@ pub fn load_with(
 
 /// Checks that need the host policy and the whole machine together.
 fn check_layout(s: &Scenario) -> Result<(), (String, String)> {
-    if let HostSchedConfig::Pinned(_) = s.host {
-        let total: u32 = s.domains.iter().map(|d| d.vcpus).sum();
-        if total > s.machine.pcpus {
-            return Err((
-                "host.scheduler".into(),
-                format!(
-                    "the pinned host gives every vCPU a pCPU of its own: {total} vCPUs need {total} pCPUs, the machine has {}",
-                    s.machine.pcpus
-                ),
-            ));
-        }
-        if let Some((i, _)) = s
-            .domains
-            .iter()
-            .enumerate()
-            .find(|(_, d)| d.pcpus.is_some() || d.vcpu_pcpus.is_some())
-        {
-            return Err((
-                format!("domain.{i}.pcpus"),
-                "the pinned host places vCPUs itself; remove the affinity".into(),
-            ));
+    match &s.host {
+        HostSchedConfig::Credit2(_) => Ok(()),
+        HostSchedConfig::Pinned(_) => crate::host::pinned::check_layout(s),
+    }
+}
+
+/// How a host configuration places vCPUs at build time.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum VcpuPlacement {
+    /// Hard affinity and first CPU from the scenario (Xen 4.20's `sched_init_vcpu`).
+    Affinity,
+    /// vCPU k of the machine, in domain order, owns pCPU k.
+    OwnPcpu,
+}
+
+impl HostSchedConfig {
+    fn placement(&self) -> VcpuPlacement {
+        match self {
+            HostSchedConfig::Credit2(_) => VcpuPlacement::Affinity,
+            HostSchedConfig::Pinned(_) => VcpuPlacement::OwnPcpu,
         }
     }
-    Ok(())
+
+    /// The per-vCPU attributes this host takes from a domain's scheduling parameters
+    /// (`[[domain]]` `weight`, `cap`): the host configuration owns what they mean.
+    fn vcpu_attr(&self, d: &vmsched_core::scenario::DomainConfig<GuestSchedConfig>) -> XenAttr {
+        match self {
+            HostSchedConfig::Credit2(_) => XenAttr {
+                weight: d.weight,
+                cap_pct: d.cap,
+                ..Default::default()
+            },
+            HostSchedConfig::Pinned(_) => XenAttr::default(),
+        }
+    }
 }
 
 fn make_host(
@@ -119,14 +130,14 @@ fn make_host(
     nr_domains: u32,
 ) -> Box<dyn vmsched_core::Scheduler> {
     match cfg {
-        HostSchedConfig::Credit2(p) => Box::new(Credit2::new(p.clone(), topo, nr_domains)),
+        HostSchedConfig::Credit2(p) => Box::new(Credit2::sched(p.clone(), topo, nr_domains)),
         HostSchedConfig::Pinned(_) => Box::new(Pinned::new(topo.len())),
     }
 }
 
 fn make_guest(cfg: &GuestSchedConfig, topo: &[CpuTopo]) -> Box<dyn vmsched_core::Scheduler> {
     match cfg {
-        GuestSchedConfig::Cfs(p) => Box::new(Cfs::new(p.clone(), topo)),
+        GuestSchedConfig::Cfs(p) => Box::new(Cfs::sched(p.clone(), topo)),
     }
 }
 
@@ -154,7 +165,7 @@ pub fn build(s: &Scenario) -> Simulation {
         0
     };
     b.add_pcpus(host, &ptopo);
-    let pinned = matches!(s.host, HostSchedConfig::Pinned(_));
+    let placement = s.host.placement();
     let all_p = CpuSet::first_n(s.machine.pcpus as usize);
     let mut next_pcpu = 0u32;
     let mut prev_cpu: Option<u32> = None;
@@ -180,7 +191,7 @@ pub fn build(s: &Scenario) -> Simulation {
             },
         );
         for v in 0..d.vcpus {
-            let (hard, initial) = if pinned {
+            let (hard, initial) = if placement == VcpuPlacement::OwnPcpu {
                 let c = next_pcpu;
                 next_pcpu += 1;
                 (CpuSet::single(CpuId(c)), c)
@@ -205,11 +216,8 @@ pub fn build(s: &Scenario) -> Simulation {
                 EntityParams {
                     name: format!("{}.v{v}", d.name),
                     group: di as u32,
-                    weight: d.weight,
-                    cap_pct: d.cap,
-                    nice: 0,
-                    policy: Policy::Normal,
-                    rt_prio: 0,
+                    xen: s.host.vcpu_attr(d),
+                    linux: LinuxAttr::default(),
                     hard_affinity: hard,
                     soft_affinity: soft,
                     initial_cpu: CpuId(initial),
@@ -231,11 +239,13 @@ pub fn build(s: &Scenario) -> Simulation {
                 EntityParams {
                     name: t.name.clone(),
                     group: wi as u32,
-                    weight: 0,
-                    cap_pct: 0,
-                    nice: t.nice,
-                    policy: t.policy,
-                    rt_prio: t.rt_prio,
+                    xen: XenAttr::default(),
+                    linux: LinuxAttr {
+                        policy: t.policy,
+                        nice: t.nice,
+                        rt_priority: t.rt_prio,
+                        ..Default::default()
+                    },
                     hard_affinity: aff,
                     soft_affinity: aff,
                     initial_cpu: aff.first().unwrap_or(CpuId(0)),

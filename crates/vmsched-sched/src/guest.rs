@@ -1,2 +1,3 @@
 //! Guest schedulers (place tasks on vCPUs).
 pub mod cfs;
+pub mod linux_core;

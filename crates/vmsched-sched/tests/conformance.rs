@@ -4,7 +4,9 @@
 //! every pick that the entity is runnable, inside its hard affinity and not running elsewhere.
 
 use vmsched_core::testkit::{params, Harness};
-use vmsched_core::{CpuId, CpuSet, EntityParams, Scheduler, WakeInfo, NS_PER_MS, NS_PER_S};
+use vmsched_core::{
+    CpuId, CpuSet, EntityParams, Scheduler, WakeCause, WakeInfo, NS_PER_MS, NS_PER_S,
+};
 
 fn pinned_to(mut p: EntityParams, c: u32) -> EntityParams {
     p.hard_affinity = CpuSet::single(CpuId(c));
@@ -15,13 +17,7 @@ fn pinned_to(mut p: EntityParams, c: u32) -> EntityParams {
 /// A lone entity gets its CPU at once and keeps it.
 fn lone_entity_runs<S: Scheduler>(s: S) {
     let mut h = Harness::new(s, 1, vec![params(0, 1)]);
-    h.wake(
-        0,
-        WakeInfo {
-            new: true,
-            ..Default::default()
-        },
-    );
+    h.wake(0, WakeInfo::of(WakeCause::Fork));
     h.pump();
     assert_eq!(h.curr(0), Some(0), "a lone runnable entity must be running");
     h.run_for(NS_PER_S, NS_PER_MS);
@@ -35,13 +31,7 @@ fn n_entities_one_cpu_all_progress<S: Scheduler>(s: S, ncpus: usize) {
     let ents = (0..n).map(|i| pinned_to(params(i, ncpus), 0)).collect();
     let mut h = Harness::new(s, ncpus, ents);
     for e in 0..n as u32 {
-        h.wake(
-            e,
-            WakeInfo {
-                new: true,
-                ..Default::default()
-            },
-        );
+        h.wake(e, WakeInfo::of(WakeCause::Fork));
         h.pump();
     }
     h.run_for(3 * NS_PER_S, 100_000);
@@ -65,13 +55,7 @@ fn idle_cpu_takes_waking_entity<S: Scheduler>(s: S) {
     let mut p1 = params(1, 2);
     p1.initial_cpu = CpuId(0);
     let mut h = Harness::new(s, 2, vec![params(0, 2), p1]);
-    h.wake(
-        0,
-        WakeInfo {
-            new: true,
-            ..Default::default()
-        },
-    );
+    h.wake(0, WakeInfo::of(WakeCause::Fork));
     h.pump();
     h.run_for(10 * NS_PER_MS, NS_PER_MS);
     let c0 = (0..2)
@@ -101,13 +85,7 @@ fn affinity_holds<S: Scheduler>(s: S) {
         .collect();
     let mut h = Harness::new(s, 4, ents);
     for e in 0..4 {
-        h.wake(
-            e,
-            WakeInfo {
-                new: true,
-                ..Default::default()
-            },
-        );
+        h.wake(e, WakeInfo::of(WakeCause::Fork));
         h.pump();
     }
     h.run_for(NS_PER_S, 100_000);
@@ -123,13 +101,7 @@ fn work_conserving<S: Scheduler>(s: S) {
     let ents = (0..3).map(|i| params(i, 4)).collect();
     let mut h = Harness::new(s, 4, ents);
     for e in 0..3 {
-        h.wake(
-            e,
-            WakeInfo {
-                new: true,
-                ..Default::default()
-            },
-        );
+        h.wake(e, WakeInfo::of(WakeCause::Fork));
         h.pump();
     }
     h.run_for(200 * NS_PER_MS, 100_000);
@@ -171,19 +143,19 @@ macro_rules! guest_conformance {
     };
 }
 
-fn credit2(n: usize) -> vmsched_sched::host::credit2::Credit2 {
+fn credit2(n: usize) -> vmsched_sched::host::credit2::Credit2Sched {
     let topo = vec![Default::default(); n];
-    vmsched_sched::host::credit2::Credit2::new(Default::default(), &topo, 4)
+    vmsched_sched::host::credit2::Credit2::sched(Default::default(), &topo, 4)
 }
 
-fn cfs(n: usize) -> vmsched_sched::guest::cfs::Cfs {
+fn cfs(n: usize) -> vmsched_sched::guest::cfs::CfsSched {
     let topo: Vec<vmsched_core::CpuTopo> = (0..n)
         .map(|c| vmsched_core::CpuTopo {
             core: c as u32,
             ..Default::default()
         })
         .collect();
-    vmsched_sched::guest::cfs::Cfs::new(Default::default(), &topo)
+    vmsched_sched::guest::cfs::Cfs::sched(Default::default(), &topo)
 }
 
 host_conformance!(credit2_host, credit2);

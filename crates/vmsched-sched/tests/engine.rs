@@ -159,6 +159,72 @@ fn credit2_cpu_shares_follow_weights() {
     );
 }
 
+/// A capped vCPU out of budget is parked (Xen `_VPF_parked`): it is `offline`, not `runnable`
+/// (xen-schedulers.md §1.2–1.3), so its parked time is offline time, not wait time; the guest
+/// still sees it as steal. The runstate times sum to the elapsed time.
+#[test]
+fn a_parked_capped_vcpu_is_offline_not_runnable() {
+    let src = machine(
+        "duration_ms = 2000\nwarmup_ms = 0",
+        "pcpus = 1",
+        "scheduler = \"credit2\"",
+    ) + &domain(
+        "name = \"capped\"\nvcpus = 1\ncap = 30",
+        &[&format!("{CPU_LOOP}\nname = \"c\"")],
+    );
+    let r = run_src(&src, &[]);
+    let v = ent(&r, "capped.v0");
+    let total = v.running_ns + v.runnable_ns + v.blocked_ns + v.offline_ns;
+    assert_eq!(total, 2_000_000_000, "runstate sum: {v:?}");
+    assert!(
+        (v.cpu_share - 0.3).abs() < 0.02,
+        "the cap holds: {}",
+        v.cpu_share
+    );
+    assert!(
+        v.offline_ns > 1_300_000_000,
+        "70 % parked, offline: {} ns",
+        v.offline_ns
+    );
+    assert!(
+        v.runnable_ns < 20_000_000,
+        "alone on its pCPU, it never waits runnable: {} ns",
+        v.runnable_ns
+    );
+    assert!(v.wait_max_ns < 1_000_000, "parked time is not wait time");
+}
+
+/// The Xen core's migration protocol (§1.7) in a whole run: Credit2's balancer moves running
+/// vCPUs between per-CPU runqueues; each passes through `offline` for no time (migrating set at
+/// switch-out, cleared by the core's `vcpu_wake` at the same instant), the runstate sums hold
+/// and the invariants are checked after every event.
+#[test]
+fn balancer_migrations_go_through_the_core() {
+    // Three hogs on two per-CPU runqueues, with a balancing tolerance of half a vCPU: the
+    // balancer keeps moving one of the pair across.
+    let mut src = machine(
+        "duration_ms = 3000\nwarmup_ms = 0",
+        "pcpus = 2",
+        "scheduler = \"credit2\"\nrunqueue = \"cpu\"\nbalance_under = -1",
+    );
+    for d in 0..3 {
+        src += &domain(
+            &format!("name = \"d{d}\"\nvcpus = 1"),
+            &[&format!("{CPU_LOOP}\nname = \"l{d}\"")],
+        );
+    }
+    let r = run_src(&src, &[]);
+    let mut migrations = 0;
+    for d in 0..3 {
+        let v = ent(&r, &format!("d{d}.v0"));
+        let total = v.running_ns + v.runnable_ns + v.blocked_ns + v.offline_ns;
+        assert_eq!(total, 3_000_000_000, "runstate sum of d{d}.v0");
+        assert_eq!(v.offline_ns, 0, "a migration is offline for no time");
+        migrations += v.migrations;
+    }
+    assert!(migrations > 0, "the balancer moved someone");
+}
+
 #[test]
 fn halted_vcpu_is_woken_by_its_guest_timer() {
     // A task sleeping 1 ms at a time in an otherwise idle guest: the vCPU halts between wake-ups

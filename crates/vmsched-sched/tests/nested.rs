@@ -5,7 +5,7 @@
 use vmsched_core::sim::{LevelOpts, SimBuilder};
 use vmsched_core::workload::cpu_loop::CpuLoopConfig;
 use vmsched_core::workload::program::{ProgramConfig, StepConfig};
-use vmsched_core::{CpuId, CpuSet, CpuTopo, EntityParams, Policy, NS_PER_S};
+use vmsched_core::{CpuId, CpuSet, CpuTopo, EntityParams, LinuxAttr, Policy, XenAttr, NS_PER_S};
 use vmsched_sched::guest::cfs::Cfs;
 use vmsched_sched::host::credit2::Credit2;
 
@@ -13,11 +13,8 @@ fn params(name: &str, group: u32) -> EntityParams {
     EntityParams {
         name: name.into(),
         group,
-        weight: 256,
-        cap_pct: 0,
-        nice: 0,
-        policy: Policy::Normal,
-        rt_prio: 0,
+        xen: XenAttr::default(),
+        linux: LinuxAttr::default(),
         hard_affinity: CpuSet::single(CpuId(0)),
         soft_affinity: CpuSet::single(CpuId(0)),
         initial_cpu: CpuId(0),
@@ -31,27 +28,27 @@ fn a_nested_guest_runs_only_when_every_level_runs_it() {
     // L0: Credit2 on one pCPU, shared by the L1 hypervisor's vCPU and a CPU-bound L1 guest.
     let l0 = b.add_level(
         "l0",
-        Box::new(Credit2::new(Default::default(), &topo, 2)),
+        Box::new(Credit2::sched(Default::default(), &topo, 2)),
         LevelOpts::default(),
     );
     b.add_pcpus(l0, &topo);
     // L1: a guest hypervisor (Credit2 as well) with one vCPU; its entity is the L2 vCPU.
     let l1 = b.add_level(
         "l1",
-        Box::new(Credit2::new(Default::default(), &topo, 1)),
+        Box::new(Credit2::sched(Default::default(), &topo, 1)),
         LevelOpts::default(),
     );
     b.add_vcpu(l0, l1, params("l1.v0", 0), CpuTopo::default());
     let other = b.add_level(
         "other",
-        Box::new(Cfs::new(Default::default(), &topo)),
+        Box::new(Cfs::sched(Default::default(), &topo)),
         LevelOpts::default(),
     );
     b.add_vcpu(l0, other, params("other.v0", 1), CpuTopo::default());
     // L2: a Linux guest of the L1 hypervisor, counting 1 ms compute steps.
     let l2 = b.add_level(
         "l2",
-        Box::new(Cfs::new(Default::default(), &topo)),
+        Box::new(Cfs::sched(Default::default(), &topo)),
         LevelOpts::default(),
     );
     b.add_vcpu(l1, l2, params("l2.v0", 0), CpuTopo::default());

@@ -77,6 +77,11 @@ impl SimBuilder {
         lv.cpu_info.push(CpuInfo {
             curr: None,
             executing: backing.is_none(),
+            backing: if backing.is_none() {
+                RunState::Running
+            } else {
+                RunState::Blocked
+            },
             steal_ns: 0,
             topo,
         });
@@ -119,6 +124,7 @@ impl SimBuilder {
             since: 0,
             last_cpu: None,
             steal: 0,
+            paused: false,
             stats: EntStats {
                 time: [0; 4],
                 runs: 0,

@@ -322,7 +322,7 @@ impl Simulation {
             if !self.cpus[c.idx()].pending_timers.contains(&t) {
                 self.cpus[c.idx()].pending_timers.push(t);
             }
-            self.kick_backing(c);
+            self.kick_backing(c, WakeCause::Timer);
             return;
         }
         self.on_cpu(c, |sim| sim.timer_interrupt(c));
@@ -350,9 +350,9 @@ impl Simulation {
             self.wake_entity(
                 g,
                 WakeInfo {
+                    cause: WakeCause::Timer,
                     waker_cpu: Some(waker),
-                    sync: false,
-                    new: false,
+                    ..Default::default()
                 },
             );
         }
@@ -363,14 +363,22 @@ impl Simulation {
         let ch = &mut self.wls[wl].chans[chan as usize];
         if let Some(w) = ch.waiters.pop_front() {
             self.tasks[w].phase = Phase::Ready;
-            let waker = from.map(|c| self.cpus[c.idx()].local);
+            let waker_cpu = from.map(|c| self.cpus[c.idx()].local);
+            // The signalling task is current on `from`, at the wakee's level (one workload
+            // lives at one level).
+            let waker = from.and_then(|c| {
+                let cs = &self.cpus[c.idx()];
+                self.levels[cs.level.idx()].cpu_info[cs.local.idx()].curr
+            });
             let g = self.tasks[w].ent;
             self.wake_entity(
                 g,
                 WakeInfo {
-                    waker_cpu: waker,
+                    cause: WakeCause::Unblock,
+                    waker_cpu,
+                    waker,
+                    parent: None,
                     sync,
-                    new: false,
                 },
             );
             return true;

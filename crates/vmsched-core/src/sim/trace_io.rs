@@ -119,7 +119,7 @@ impl Simulation {
             level,
             ent: g,
             waker_cpu,
-            new: info.new,
+            cause: info.cause,
         });
     }
 

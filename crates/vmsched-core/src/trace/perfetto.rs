@@ -364,10 +364,10 @@ pub fn write<W: Write>(tr: &Trace, out: W) -> io::Result<()> {
                 t,
                 ent,
                 waker_cpu,
-                new,
+                cause,
                 ..
             } => {
-                let mut args = vec![Arg::Bool("new", new)];
+                let mut args = vec![Arg::Str("cause", cause.name())];
                 if let Some(c) = waker_cpu {
                     args.push(Arg::Str("waker_cpu", &names.cpu[c.idx()]));
                 }

@@ -20,12 +20,13 @@
 //!
 //! **vruntime arithmetic.** As in the kernel, vruntimes are `u64` that may wrap, and every
 //! comparison is on the signed difference (`(a − b) as i64`). `min_vruntime` starts at −2^20 ns.
-//! [`Scheduler::probe`] returns the raw value reinterpreted as `i64` (so the initial
+//! [`SchedClass::probe`] returns the raw value reinterpreted as `i64` (so the initial
 //! `min_vruntime` reads −1048576), which keeps differences between tasks exact.
 //!
-//! **Clocks and steal time.** Each run queue keeps `clock`, `clock_task` and `prev_steal_time_rq`
-//! and advances them at every point where Linux calls `update_rq_clock` (wake-up on the target
-//! queue, block, schedule, tick, yield, both queues of a migration). The steal reading is
+//! **Clocks and steal time.** The Linux core (`linux_core.rs`) keeps each run queue's `clock`,
+//! `clock_task` and `prev_steal_time_rq`; it and CFS advance them at every point where Linux
+//! calls `update_rq_clock` (wake-up on the target queue, block, schedule, tick, yield, both
+//! queues of a migration, the parent's queue at fork). The steal reading is
 //! `now − ctx.clock_task(cpu)`, i.e. the engine's steal clock when the guest has
 //! PARAVIRT_TIME_ACCOUNTING and 0 otherwise. As in 5.10.y (ERRATA L5) steal is capped at the clock
 //! delta and the excess is carried over to later updates. Without steal accounting a vCPU's
@@ -37,7 +38,8 @@
 //! `wake_affine` (WA_IDLE, then WA_WEIGHT with the sync adjustments of L7), then
 //! `select_idle_sibling` (target, prev, `recent_used_cpu`, an idle core if the guest has SMT
 //! siblings, an idle CPU of the LLC, an idle SMT sibling). A CPU is idle when no CFS task runs or
-//! is queued there; with `vcpu_is_preempted` on, a vCPU the host is not executing counts as busy.
+//! is queued there; with `vcpu_is_preempted` on, a vCPU the host has preempted (runnable, not
+//! running) counts as busy.
 //! Co-location of pipe partners is therefore not assumed: it emerges (L1). New tasks take the fork
 //! path: `task_fork_fair` on the parent's queue, then the idlest allowed CPU. Hard affinity is
 //! honoured everywhere.
@@ -63,8 +65,9 @@
 //!
 //! # Other simplifications
 //!
-//! * Tasks only: no group scheduling, bandwidth control, PELT, RT/DL classes. FIFO/RR tasks are
-//!   treated as SCHED_NORMAL at their nice value; nice is clamped to −20..19.
+//! * Tasks only: no group scheduling, bandwidth control, PELT. CFS is the fair class of the Linux
+//!   core; while the core's RT and deadline slots are empty, CFS accepts FIFO/RR tasks and treats
+//!   them as SCHED_NORMAL at their nice value; nice is clamped to −20..19.
 //! * `wake_affine_weight` compares runnable weights, so the wakee's load is *not* subtracted from
 //!   its previous CPU (PELT would still carry the sleeper's decaying load there).
 //! * SIS_PROP: the budget `nr = max(4, span·(avg_idle/512)/(avg_scan_cost+1))` is as in 5.10, and at
@@ -76,9 +79,9 @@
 //!   `sched_child_runs_first` is 0. Without a waker vCPU, `initial_cpu` is the parent's vCPU.
 //! * `sched_nr_latency` is used as given; Linux recomputes it as ⌈latency / min_granularity⌉ when
 //!   `sched_latency_ns` or `sched_min_granularity_ns` is written.
-//! * `vcpu_is_preempted = true` counts every vCPU the host is not executing as preempted, halted
-//!   ones included (the engine does not say whether a vCPU is runnable or blocked); x86 Xen/KVM
-//!   guests report only runnable-but-descheduled vCPUs.
+//! * `vcpu_is_preempted = true` reads the backing vCPU's runstate as x86 Xen (`xen_vcpu_stolen`)
+//!   and KVM report it: preempted only when runnable and not running; a halted (blocked) or
+//!   parked (offline) vCPU is not.
 //! * Resched requests are deduplicated by a per-queue `need_resched` flag that `schedule` clears,
 //!   as TIF_NEED_RESCHED is; a pull by newidle needs none (the running `schedule` serves it).
 
@@ -88,10 +91,14 @@ mod weights; // weight tables, struct load_weight, calc_delta
 
 use vmsched_core::cpuset::CpuSet;
 use vmsched_core::ids::{CpuId, EntityId};
-use vmsched_core::sched::{CpuTopo, Pick, Policy, SchedCtx, Scheduler, WakeInfo};
-use vmsched_core::time::{Nanos, NS_PER_S};
+use vmsched_core::sched::{CpuTopo, Policy, WakeInfo};
+use vmsched_core::time::NS_PER_S;
 
 use weights::{calc_delta, calc_delta_fair, LoadWeight};
+
+use crate::guest::linux_core::{
+    DequeueFlags, EnqueueFlags, LinuxCore, LinuxCtx, Rq, SchedClass, WakeFlags,
+};
 
 // ------------------------------------------------------------------------------------------------
 // Parameters
@@ -290,12 +297,6 @@ struct CfsRq {
     nr_running: u32,
     idle_nr_running: u32,
     load: u64,
-    clock: u64,
-    clock_task: u64,
-    prev_steal_time_rq: u64,
-    need_resched: bool,
-    idle_stamp: Option<u64>,
-    avg_idle: u64,
     last_balance: u64,
     balance_interval_ms: u64,
     nr_balance_failed: u32,
@@ -342,7 +343,6 @@ impl Cfs {
         let smt = (0..n).any(|i| (i + 1..n).any(|j| siblings(&cpus[i], &cpus[j])));
         let rq = CfsRq {
             min_vruntime: MIN_VRUNTIME_INIT,
-            avg_idle: 2 * tun.migration_cost,
             balance_interval_ms: n.max(1) as u64,
             ..Default::default()
         };
@@ -376,28 +376,12 @@ impl Cfs {
 
     // --- time ------------------------------------------------------------------------------------
 
-    /// Linux v5.10: update_rq_clock + update_rq_clock_task (steal capped at the delta, the excess
-    /// carried over, as in 5.10.y).
-    fn update_rq_clock(&mut self, ctx: &SchedCtx, cpu: usize) {
-        let now = ctx.now();
-        let steal_clock = now - ctx.clock_task(CpuId(cpu as u32));
-        let rq = &mut self.rqs[cpu];
-        if now <= rq.clock {
-            return;
-        }
-        let mut delta = now - rq.clock;
-        rq.clock = now;
-        let steal = steal_clock.saturating_sub(rq.prev_steal_time_rq).min(delta);
-        rq.prev_steal_time_rq += steal;
-        delta -= steal;
-        rq.clock_task += delta;
-    }
-
     /// Linux v5.10: update_curr
-    fn update_curr(&mut self, cpu: usize) {
+    #[inline]
+    fn update_curr(&mut self, ctx: &LinuxCtx, cpu: usize) {
         let rq = &self.rqs[cpu];
         let Some(c) = rq.curr else { return };
-        let now = rq.clock_task;
+        let now = ctx.rq_clock_task(cpu);
         let se = &mut self.ses[c];
         let delta = vdiff(now, se.exec_start);
         if delta <= 0 {
@@ -412,6 +396,7 @@ impl Cfs {
     }
 
     /// Linux v5.10: update_min_vruntime
+    #[inline]
     fn update_min_vruntime(&mut self, cpu: usize) {
         let rq = &self.rqs[cpu];
         let curr = rq.curr.filter(|&c| self.ses[c].on_rq);
@@ -503,7 +488,14 @@ impl Cfs {
     // --- enqueue / dequeue -----------------------------------------------------------------------
 
     /// Linux v5.10: enqueue_entity (+ the task-level counters of enqueue_task_fair)
-    fn enqueue_entity(&mut self, cpu: usize, e: usize, wakeup: bool, migrated: bool) {
+    fn enqueue_entity(
+        &mut self,
+        ctx: &LinuxCtx,
+        cpu: usize,
+        e: usize,
+        wakeup: bool,
+        migrated: bool,
+    ) {
         let renorm = !wakeup || migrated;
         let is_curr = self.rqs[cpu].curr == Some(e);
         if renorm && is_curr {
@@ -511,7 +503,7 @@ impl Cfs {
                 .vruntime
                 .wrapping_add(self.rqs[cpu].min_vruntime);
         }
-        self.update_curr(cpu);
+        self.update_curr(ctx, cpu);
         if renorm && !is_curr {
             self.ses[e].vruntime = self.ses[e]
                 .vruntime
@@ -534,8 +526,8 @@ impl Cfs {
 
     /// Linux v5.10: dequeue_entity (+ dequeue_task_fair counters). `sleep`: DEQUEUE_SLEEP, the
     /// vruntime stays absolute; otherwise it is made relative to this queue's min_vruntime.
-    fn dequeue_entity(&mut self, cpu: usize, e: usize, sleep: bool) {
-        self.update_curr(cpu);
+    fn dequeue_entity(&mut self, ctx: &LinuxCtx, cpu: usize, e: usize, sleep: bool) {
+        self.update_curr(ctx, cpu);
         self.clear_buddies(cpu, e);
         if self.rqs[cpu].curr != Some(e) {
             self.timeline_remove(cpu, e);
@@ -571,21 +563,13 @@ impl Cfs {
 
     // --- preemption ------------------------------------------------------------------------------
 
-    /// Linux v5.10: resched_curr (once until the next schedule)
-    fn resched_curr(&mut self, ctx: &mut SchedCtx, cpu: usize) {
-        if !self.rqs[cpu].need_resched {
-            self.rqs[cpu].need_resched = true;
-            ctx.resched(CpuId(cpu as u32));
-        }
-    }
-
     /// Linux v5.10: check_preempt_tick
-    fn check_preempt_tick(&mut self, ctx: &mut SchedCtx, cpu: usize, curr: usize) {
+    fn check_preempt_tick(&mut self, ctx: &mut LinuxCtx, cpu: usize, curr: usize) {
         let ideal = self.sched_slice(cpu, curr);
         let se = &self.ses[curr];
         let ran = se.sum_exec_runtime - se.prev_sum_exec_runtime;
         if ran > ideal {
-            self.resched_curr(ctx, cpu);
+            ctx.resched_curr(cpu);
             self.clear_buddies(cpu, curr);
             return;
         }
@@ -598,7 +582,7 @@ impl Cfs {
             return;
         }
         if d as u64 > ideal {
-            self.resched_curr(ctx, cpu);
+            ctx.resched_curr(cpu);
         }
     }
 
@@ -622,10 +606,16 @@ impl Cfs {
     }
 
     /// `p` was just queued on `cpu`. Linux v5.10: check_preempt_curr → check_preempt_wakeup
-    fn check_preempt_curr(&mut self, ctx: &mut SchedCtx, cpu: usize, p: usize, fork: bool) {
+    pub(super) fn check_preempt_curr(
+        &mut self,
+        ctx: &mut LinuxCtx,
+        cpu: usize,
+        p: usize,
+        fork: bool,
+    ) {
         let Some(curr) = self.rqs[cpu].curr else {
             // The idle class is always preempted.
-            self.resched_curr(ctx, cpu);
+            ctx.resched_curr(cpu);
             return;
         };
         if curr == p {
@@ -637,7 +627,7 @@ impl Cfs {
             self.rqs[cpu].next = Some(p);
             next_marked = true;
         }
-        if self.rqs[cpu].need_resched {
+        if ctx.rq(cpu).need_resched {
             return;
         }
         let curr_idle = self.ses[curr].policy == Policy::Idle;
@@ -649,7 +639,7 @@ impl Cfs {
             {
                 return;
             }
-            self.update_curr(cpu);
+            self.update_curr(ctx, cpu);
             if self.wakeup_preempt_entity(curr, p) != 1 {
                 return;
             }
@@ -657,7 +647,7 @@ impl Cfs {
                 self.rqs[cpu].next = Some(p);
             }
         }
-        self.resched_curr(ctx, cpu);
+        ctx.resched_curr(cpu);
         if !self.ses[curr].on_rq {
             return;
         }
@@ -669,12 +659,13 @@ impl Cfs {
     // --- picking ---------------------------------------------------------------------------------
 
     /// Linux v5.10: put_prev_entity
-    fn put_prev_entity(&mut self, cpu: usize) {
+    #[inline]
+    fn put_prev_entity(&mut self, ctx: &LinuxCtx, cpu: usize) {
         let Some(prev) = self.rqs[cpu].curr else {
             return;
         };
         if self.ses[prev].on_rq {
-            self.update_curr(cpu);
+            self.update_curr(ctx, cpu);
             self.timeline_insert(cpu, prev);
         }
         self.rqs[cpu].curr = None;
@@ -709,9 +700,10 @@ impl Cfs {
     }
 
     /// Linux v5.10: set_next_entity
-    fn set_next_entity(&mut self, cpu: usize, e: usize) {
+    #[inline]
+    fn set_next_entity(&mut self, ctx: &LinuxCtx, cpu: usize, e: usize) {
         self.timeline_remove(cpu, e);
-        let now = self.rqs[cpu].clock_task;
+        let now = ctx.rq_clock_task(cpu);
         let se = &mut self.ses[e];
         se.exec_start = now;
         se.prev_sum_exec_runtime = se.sum_exec_runtime;
@@ -722,44 +714,45 @@ impl Cfs {
 
     /// Leaves the child's vruntime relative to the parent queue's min_vruntime.
     /// Linux v5.10: task_fork_fair
-    fn task_fork_fair(&mut self, ctx: &SchedCtx, parent_cpu: usize, e: usize) {
-        self.update_rq_clock(ctx, parent_cpu);
+    fn task_fork_fair(&mut self, ctx: &mut LinuxCtx, parent_cpu: usize, e: usize) {
+        ctx.update_rq_clock(parent_cpu);
         self.ses[e].vruntime = 0;
         if let Some(curr) = self.rqs[parent_cpu].curr {
-            self.update_curr(parent_cpu);
+            self.update_curr(ctx, parent_cpu);
             self.ses[e].vruntime = self.ses[curr].vruntime;
         }
         self.place_entity(parent_cpu, e, true);
         let min_v = self.rqs[parent_cpu].min_vruntime;
         self.ses[e].vruntime = self.ses[e].vruntime.wrapping_sub(min_v);
     }
+}
 
-    /// Linux v5.10: wake_up_new_task
-    fn wake_up_new_task(&mut self, ctx: &mut SchedCtx, e: usize, info: WakeInfo) {
-        let parent = info.waker_cpu.map(|c| c.idx()).unwrap_or(self.ses[e].cpu);
-        self.task_fork_fair(ctx, parent, e);
-        self.ses[e].recent_used_cpu = parent;
-        let cpu = self.find_idlest_cpu(ctx, e, parent);
-        self.ses[e].cpu = cpu;
-        self.ses[e].exec_start = 0;
-        self.update_rq_clock(ctx, cpu);
-        self.enqueue_entity(cpu, e, false, false);
-        self.check_preempt_curr(ctx, cpu, e, true);
+impl Cfs {
+    /// CFS as the fair class of a Linux 5.10 core, with a tick every 1/HZ (TICK_NSEC, rounded).
+    pub fn sched(params: CfsParams, cpus: &[CpuTopo]) -> CfsSched {
+        let cfs = Cfs::new(params, cpus);
+        LinuxCore::new("cfs", cpus.len(), cfs.tun.tick_ns, cfs)
     }
 }
 
-impl Scheduler for Cfs {
-    fn name(&self) -> &'static str {
-        "cfs"
+/// A Linux 5.10 kernel whose fair class is CFS (and no RT or deadline class yet).
+pub type CfsSched = LinuxCore<Cfs>;
+
+impl SchedClass for Cfs {
+    /// SCHED_NORMAL, SCHED_BATCH and SCHED_IDLE; also SCHED_FIFO and SCHED_RR, scheduled as
+    /// normal tasks at their nice value, as long as no RT class precedes CFS in the chain.
+    fn accepts(&self, _policy: Policy) -> bool {
+        true
     }
 
-    /// One tick every 1/HZ (TICK_NSEC, rounded).
-    fn tick_period(&self) -> Option<Nanos> {
-        Some(self.tun.tick_ns)
+    /// Linux v5.10: sched_init (`rq->avg_idle = 2 * sysctl_sched_migration_cost`).
+    fn init_rq(&self, rq: &mut Rq) {
+        rq.avg_idle = 2 * self.tun.migration_cost;
+        rq.max_idle_balance_cost = 2 * self.tun.migration_cost;
     }
 
     /// Build time: a blocked task with vruntime 0 on its initial vCPU (or the first allowed one).
-    fn insert(&mut self, ctx: &mut SchedCtx, e: EntityId) {
+    fn init_task(&mut self, ctx: &mut LinuxCtx, e: EntityId, _owned: bool) {
         assert_eq!(e.idx(), self.ses.len(), "insert: entities come in id order");
         let p = &ctx.ent(e).params;
         let allowed = p.hard_affinity.and(&CpuSet::first_n(self.ncpus()));
@@ -768,9 +761,9 @@ impl Scheduler for Cfs {
             .unwrap_or_else(|| panic!("task {} has no allowed vCPU", p.name))
             .idx();
         self.ses.push(Se {
-            load: LoadWeight::of_task(p.nice, p.policy),
+            load: LoadWeight::of_task(p.linux.nice, p.linux.policy),
             cpu,
-            policy: p.policy,
+            policy: p.linux.policy,
             allowed,
             recent_used_cpu: cpu,
             ..Default::default()
@@ -781,108 +774,155 @@ impl Scheduler for Cfs {
         }
     }
 
-    /// Linux v5.10: try_to_wake_up (select_task_rq_fair, migrate_task_rq_fair, enqueue with
-    /// ENQUEUE_WAKEUP, check_preempt_curr, the avg_idle update), or wake_up_new_task when
-    /// `info.new`. Requests a resched of the chosen vCPU if it is idle or the wakee preempts.
-    fn wake(&mut self, ctx: &mut SchedCtx, e: EntityId, info: WakeInfo) {
-        let e = e.idx();
-        debug_assert!(!self.ses[e].on_rq, "wake of a queued task");
-        if info.new {
-            self.wake_up_new_task(ctx, e, info);
-            return;
-        }
-        let prev = self.ses[e].cpu;
-        let cpu = self.select_task_rq_fair(ctx, e, info);
-        let migrated = cpu != prev;
-        if migrated {
-            let se = &mut self.ses[e];
-            se.vruntime = se.vruntime.wrapping_sub(self.rqs[prev].min_vruntime);
-            se.exec_start = 0;
-            se.cpu = cpu;
-        }
-        self.update_rq_clock(ctx, cpu);
-        self.enqueue_entity(cpu, e, true, migrated);
-        self.check_preempt_curr(ctx, cpu, e, false);
-        let max = 2 * self.tun.migration_cost;
-        let rq = &mut self.rqs[cpu];
-        if let Some(stamp) = rq.idle_stamp.take() {
-            let sample = rq.clock - stamp;
-            let diff = sample as i64 - rq.avg_idle as i64;
-            rq.avg_idle = ((rq.avg_idle as i64 + diff / 8) as u64).min(max);
-        }
+    #[inline]
+    fn task_cpu(&self, e: EntityId) -> CpuId {
+        CpuId(self.ses[e.idx()].cpu as u32)
     }
 
-    /// Linux v5.10: dequeue_task_fair with DEQUEUE_SLEEP (the vruntime stays absolute). The
-    /// engine calls `schedule` right after; nothing is requested here.
-    fn block(&mut self, ctx: &mut SchedCtx, e: EntityId) {
-        let e = e.idx();
-        let cpu = self.ses[e].cpu;
-        debug_assert_eq!(
-            self.rqs[cpu].curr,
-            Some(e),
+    /// Linux v5.10: select_task_rq_fair for SD_BALANCE_WAKE (the fast path).
+    #[inline]
+    fn select_task_rq(&mut self, ctx: &mut LinuxCtx, e: EntityId, info: WakeInfo) -> CpuId {
+        debug_assert!(!self.ses[e.idx()].on_rq, "wake of a queued task");
+        CpuId(self.select_task_rq_fair(ctx, e.idx(), info) as u32)
+    }
+
+    /// Fork placement (`find_idlest_cpu`, flattened), then `__set_task_cpu` with a fresh
+    /// `exec_start`.
+    #[inline]
+    fn select_task_rq_fork(&mut self, ctx: &mut LinuxCtx, e: EntityId, parent: CpuId) -> CpuId {
+        let cpu = self.find_idlest_cpu(ctx, e.idx(), parent.idx());
+        let se = &mut self.ses[e.idx()];
+        se.cpu = cpu;
+        se.exec_start = 0;
+        CpuId(cpu as u32)
+    }
+
+    /// Linux v5.10: migrate_task_rq_fair (the vruntime made relative to the old queue) and
+    /// set_task_cpu.
+    #[inline]
+    fn migrate_task_rq(&mut self, _ctx: &mut LinuxCtx, e: EntityId, new_cpu: CpuId) {
+        let se = &mut self.ses[e.idx()];
+        se.vruntime = se.vruntime.wrapping_sub(self.rqs[se.cpu].min_vruntime);
+        se.exec_start = 0;
+        se.cpu = new_cpu.idx();
+    }
+
+    /// Linux v5.10: task_fork_fair on the parent's queue (the child's vruntime is left relative
+    /// to it) and the child's `recent_used_cpu`.
+    #[inline]
+    fn task_fork(&mut self, ctx: &mut LinuxCtx, e: EntityId, parent: CpuId) {
+        self.task_fork_fair(ctx, parent.idx(), e.idx());
+        self.ses[e.idx()].recent_used_cpu = parent.idx();
+    }
+
+    /// Linux v5.10: enqueue_task_fair → enqueue_entity (place_entity for a wake-up).
+    #[inline]
+    fn enqueue_task(&mut self, ctx: &mut LinuxCtx, cpu: CpuId, e: EntityId, f: EnqueueFlags) {
+        self.enqueue_entity(ctx, cpu.idx(), e.idx(), f.wakeup, f.migrated);
+    }
+
+    /// Linux v5.10: dequeue_task_fair; with DEQUEUE_SLEEP the vruntime stays absolute.
+    #[inline]
+    fn dequeue_task(&mut self, ctx: &mut LinuxCtx, cpu: CpuId, e: EntityId, f: DequeueFlags) {
+        let (cpu, e) = (cpu.idx(), e.idx());
+        debug_assert!(
+            !f.sleep || self.rqs[cpu].curr == Some(e),
             "block of a task that is not current"
         );
-        self.update_rq_clock(ctx, cpu);
-        self.dequeue_entity(cpu, e, true);
+        self.dequeue_entity(ctx, cpu, e, f.sleep);
     }
 
     /// Linux v5.10: yield_task_fair (the early exit tests the whole queue, ERRATA L7): sets the
     /// skip buddy for the `schedule` that follows.
-    fn yield_(&mut self, ctx: &mut SchedCtx, e: EntityId) {
-        let e = e.idx();
-        let cpu = self.ses[e].cpu;
+    fn yield_task(&mut self, ctx: &mut LinuxCtx, cpu: CpuId, e: EntityId) {
+        let (cpu, e) = (cpu.idx(), e.idx());
         if self.rqs[cpu].nr_running == 1 {
             return;
         }
         self.clear_buddies(cpu, e);
         if self.ses[e].policy != Policy::Batch {
-            self.update_rq_clock(ctx, cpu);
-            self.update_curr(cpu);
+            ctx.update_rq_clock(cpu);
+            self.update_curr(ctx, cpu);
         }
         self.rqs[cpu].skip = Some(e);
     }
 
-    /// Linux v5.10: pick_next_task_fair (the "simple" path: put_prev_entity, pick_next_entity,
-    /// set_next_entity), with newidle_balance when the queue is empty. No HRTICK: no slice timer.
-    /// Requests nothing: a task pulled by newidle is picked by this very call.
-    fn schedule(&mut self, ctx: &mut SchedCtx, cpu: CpuId) -> Pick {
-        let cpu = cpu.idx();
-        debug_assert_eq!(
-            ctx.cpu(CpuId(cpu as u32)).curr.map(|e| e.idx()),
-            self.rqs[cpu].curr
-        );
-        self.update_rq_clock(ctx, cpu);
-        self.rqs[cpu].need_resched = false;
-        self.put_prev_entity(cpu);
-        if self.rqs[cpu].nr_running == 0 {
-            // A task pulled here needs no resched request: this very pick serves it.
-            self.rqs[cpu].need_resched = true;
-            self.newidle_balance(ctx, cpu);
-            self.rqs[cpu].need_resched = false;
+    /// Linux v5.10: yield_to_task_fair: `target` becomes the next buddy of its queue, then the
+    /// current task yields.
+    fn yield_to_task(&mut self, ctx: &mut LinuxCtx, cpu: CpuId, target: EntityId) -> bool {
+        let t = target.idx();
+        if !self.ses[t].on_rq {
+            return false;
         }
-        let next = self.pick_next_entity(cpu);
-        if let Some(n) = next {
-            self.set_next_entity(cpu, n);
+        if self.buddy_ok(t) {
+            self.rqs[cpu.idx()].next = Some(t);
         }
-        Pick {
-            next: next.map(|n| EntityId(n as u32)),
-            slice: None,
+        if let Some(curr) = ctx.cpu(cpu).curr {
+            if self.ses[curr.idx()].cpu == cpu.idx() {
+                self.yield_task(ctx, cpu, curr);
+            }
         }
+        true
     }
 
-    /// Linux v5.10: scheduler_tick → task_tick_fair → entity_tick (update_curr,
-    /// check_preempt_tick when nr_running > 1), then trigger_load_balance. Requests a resched of
-    /// this vCPU when its slice is over, and of any vCPU that balancing gave a task to preempt.
-    fn tick(&mut self, ctx: &mut SchedCtx, cpu: CpuId) {
+    /// Linux v5.10: check_preempt_wakeup.
+    #[inline]
+    fn wakeup_preempt(
+        &mut self,
+        ctx: &mut LinuxCtx,
+        cpu: CpuId,
+        _curr: EntityId,
+        p: EntityId,
+        f: WakeFlags,
+    ) {
+        self.check_preempt_curr(ctx, cpu.idx(), p.idx(), f.fork);
+    }
+
+    /// Linux v5.10: pick_next_task_fair (the "simple" path: pick_next_entity; set_next_entity
+    /// follows in `set_next_task`), with newidle_balance when the queue is empty. Requests
+    /// nothing: a task pulled by newidle is picked by this very call.
+    #[inline]
+    fn pick_next_task(&mut self, ctx: &mut LinuxCtx, cpu: CpuId) -> Option<EntityId> {
         let cpu = cpu.idx();
-        self.update_rq_clock(ctx, cpu);
+        if self.rqs[cpu].nr_running == 0 {
+            // A task pulled here needs no resched request: this very pick serves it.
+            ctx.rq_mut(cpu).need_resched = true;
+            self.newidle_balance(ctx, cpu);
+            ctx.rq_mut(cpu).need_resched = false;
+        }
+        self.pick_next_entity(cpu).map(|n| EntityId(n as u32))
+    }
+
+    /// Linux v5.10: put_prev_task_fair → put_prev_entity.
+    #[inline]
+    fn put_prev_task(&mut self, ctx: &mut LinuxCtx, cpu: CpuId, prev: EntityId) {
+        debug_assert_eq!(Some(prev.idx()), self.rqs[cpu.idx()].curr);
+        self.put_prev_entity(ctx, cpu.idx());
+    }
+
+    /// Linux v5.10: set_next_entity.
+    #[inline]
+    fn set_next_task(&mut self, ctx: &mut LinuxCtx, cpu: CpuId, e: EntityId) {
+        self.set_next_entity(ctx, cpu.idx(), e.idx());
+    }
+
+    /// Linux v5.10: task_tick_fair → entity_tick (update_curr, check_preempt_tick when
+    /// nr_running > 1). Requests a resched of this vCPU when its slice is over.
+    #[inline]
+    fn task_tick(&mut self, ctx: &mut LinuxCtx, cpu: CpuId, _curr: EntityId) {
+        let cpu = cpu.idx();
         if let Some(curr) = self.rqs[cpu].curr.filter(|&c| self.ses[c].on_rq) {
-            self.update_curr(cpu);
+            self.update_curr(ctx, cpu);
             if self.rqs[cpu].nr_running > 1 {
                 self.check_preempt_tick(ctx, cpu, curr);
             }
         }
-        self.trigger_load_balance(ctx, cpu);
+    }
+
+    /// Linux v5.10: trigger_load_balance (periodic and NOHZ idle balancing, see the module
+    /// doc); requests a resched of any vCPU that balancing gave a task to preempt.
+    fn trigger_load_balance(&mut self, ctx: &mut LinuxCtx, cpu: CpuId) {
+        self.trigger_load_balance(ctx, cpu.idx());
     }
 
     /// The task's vruntime as of its last accounting (absolute; the raw u64 read as i64).

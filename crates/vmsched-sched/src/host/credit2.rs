@@ -44,14 +44,18 @@
 //!
 //! # Engine mapping
 //!
-//! Entity = vCPU; `EntityParams.group` = domain index, `weight` = domain weight, `cap_pct` =
-//! domain cap, `initial_cpu` = `processor(v)` at creation. `schedule` is `csched2_schedule`
-//! (`do_schedule`), `context_saved` is `csched2_context_saved` followed by the core's completion
-//! of a pending migration, `wake` is `csched2_unit_wake`, `yield_` is `csched2_unit_yield`, and
-//! the scheduler's timers are the domains' replenishment timers (key = domain index). Xen calls
-//! no hook when a vCPU blocks: the next `schedule` sees it not runnable, so `block` does nothing.
-//! Parking and a pending balancer migration make a vCPU not runnable in Xen's sense although the
-//! engine still sees it runnable; the scheduler keeps those two flags itself.
+//! Credit2 implements the Xen ops ([`XenOps`]) and runs on the Xen core
+//! (`host/xen_core.rs`, `xen/common/sched/core.c`): `Credit2::sched` builds the pair. Entity =
+//! vCPU; `EntityParams.group` = domain index, `xen.weight` = domain weight, `xen.cap_pct` = domain cap,
+//! `initial_cpu` = `processor(v)` at creation. `insert_unit` is `csched2_unit_insert`,
+//! `do_schedule` is `csched2_schedule`, `context_saved` is `csched2_context_saved`, `wake` is
+//! `csched2_unit_wake`, `yield_` is `csched2_unit_yield`, `pick_resource` is `csched2_res_pick`
+//! and `migrate` is `csched2_unit_migrate`; the policy's timers are the domains' replenishment
+//! timers (key = domain index). The core owns the pause flags: parking (`park_unit`) and a
+//! balancer's migration of a running vCPU set them through the context, so the core calls
+//! `wake` only for runnable vCPUs, completes migrations after `context_saved`, and has the
+//! engine account a parked vCPU `offline`. Xen calls no hook when a vCPU blocks: the next
+//! `do_schedule` sees it not runnable.
 //!
 //! # Simplifications (deliberate)
 //!
@@ -65,7 +69,8 @@
 //!   100 × nr_vcpus, which `xl` rejects, is applied as given.
 //! * SMT siblings are CPUs with the same socket and core but different `thread` ids; CPUs that
 //!   share socket, core *and* thread id (Arm reports core 0 for every CPU) are not siblings.
-//! * Timer slop is the engine's concern; so are runstates and the idle loop.
+//! * Timer slop (`timer_slop_ns`) is the Xen core's concern; runstates and the idle loop are
+//!   the core's and the engine's.
 //! * Trace records (TRC_CSCHED2_*) are not emitted.
 //! * `initial_cpu` is only where the vCPU starts: at insertion `csched2_res_pick` chooses its
 //!   CPU by runqueue load, as upstream's `csched2_unit_insert` does (the fallback that would
@@ -93,7 +98,10 @@
 
 use vmsched_core::cpuset::{CpuSet, MAX_CPUS};
 use vmsched_core::ids::{CpuId, EntityId};
-use vmsched_core::sched::{CpuTopo, Pick, SchedCtx, Scheduler, WakeInfo};
+use vmsched_core::sched::{CpuTopo, Pick, WakeInfo};
+use vmsched_core::time::Nanos;
+
+use crate::host::xen_core::{XenCore, XenCtx, XenOps, TIMER_SLOP_DEFAULT_NS};
 
 mod balance;
 mod caps;
@@ -183,6 +191,9 @@ pub struct Credit2Params {
     pub balance_over: i32,
     /// `sched_smt_power_savings`: fill busy cores before idle ones.
     pub smt_power_savings: bool,
+    /// Xen's `timer_slop` boot parameter (ns), applied by the Xen core to every timer it arms
+    /// for the policy (xen-schedulers.md §1.8).
+    pub timer_slop_ns: Nanos,
 }
 
 impl Default for Credit2Params {
@@ -199,6 +210,7 @@ impl Default for Credit2Params {
             balance_under: 0,
             balance_over: -3,
             smt_power_savings: false,
+            timer_slop_ns: TIMER_SLOP_DEFAULT_NS,
         }
     }
 }
@@ -282,10 +294,6 @@ struct Unit {
     yield_: bool,
     /// Hard affinity of a single CPU (CSFLAG_pinned).
     pinned: bool,
-    /// Xen `_VPF_parked`: no budget.
-    parked: bool,
-    /// Xen `_VPF_migrating`: a balancer migration waits for the switch-out.
-    migrating: bool,
     hard: CpuSet,
     soft: CpuSet,
     soft_and_hard: CpuSet,
@@ -329,6 +337,9 @@ struct Domain {
     /// Parked vCPUs in parking order (Xen walks them newest first).
     parked: Vec<EntityId>,
 }
+
+/// Credit2 as the engine runs it: the policy on the Xen core.
+pub type Credit2Sched = XenCore<Credit2>;
 
 /// The Credit2 scheduler of one pool holding every CPU of the level.
 pub struct Credit2 {
@@ -385,6 +396,12 @@ impl Credit2 {
         s
     }
 
+    /// Credit2 on the Xen core, with the timer slop of `params`.
+    pub fn sched(params: Credit2Params, cpus: &[CpuTopo], nr_domains: u32) -> Credit2Sched {
+        let slop = params.timer_slop_ns;
+        XenCore::with_timer_slop(Credit2::new(params, cpus, nr_domains), slop)
+    }
+
     /// Number of runqueues.
     pub fn nr_runqueues(&self) -> usize {
         self.rqs.len()
@@ -409,15 +426,14 @@ impl Credit2 {
         e.map_or(IDLE_CREDIT, |e| self.units[e.idx()].credit)
     }
 
-    /// Xen `unit_runnable`: the engine's runnability minus the scheduler's own pause flags.
+    /// Xen `unit_runnable`: wants a CPU and no pause flag (`parked`, `migrating`) is set.
     #[inline]
-    fn runnable(&self, ctx: &SchedCtx, e: EntityId) -> bool {
-        let u = &self.units[e.idx()];
-        ctx.ent(e).runnable && !u.parked && !u.migrating
+    fn runnable(&self, ctx: &XenCtx, e: EntityId) -> bool {
+        ctx.unit_runnable(e)
     }
 
     /// Xen: tickle_cpu
-    fn tickle_cpu(&mut self, ctx: &mut SchedCtx, cpu: CpuId, r: usize) {
+    fn tickle_cpu(&mut self, ctx: &mut XenCtx, cpu: CpuId, r: usize) {
         self.rqs[r].tickled.insert(cpu);
         self.smt_idle_mask_clear(r, cpu);
         ctx.resched(cpu);
@@ -451,7 +467,7 @@ impl Credit2 {
     }
 
     /// Xen: reset_credit
-    fn reset_credit(&mut self, ctx: &mut SchedCtx, cpu: CpuId, now: i64, snext: EntityId) {
+    fn reset_credit(&mut self, ctx: &mut XenCtx, cpu: CpuId, now: i64, snext: EntityId) {
         let r = self.cpu_rq[cpu.idx()];
         let mut reset = CREDIT_INIT;
         if self.units[snext.idx()].credit == CREDIT_MIN {
@@ -484,7 +500,7 @@ impl Credit2 {
     }
 
     /// Xen: tickle_score
-    fn tickle_score(&mut self, ctx: &SchedCtx, now: i64, new: EntityId, cpu: CpuId) -> i64 {
+    fn tickle_score(&mut self, ctx: &XenCtx, now: i64, new: EntityId, cpu: CpuId) -> i64 {
         let Some(cur) = ctx.cpu(cpu).curr else {
             return -1;
         };
@@ -509,11 +525,11 @@ impl Credit2 {
     }
 
     /// Xen: runq_tickle
-    fn runq_tickle(&mut self, ctx: &mut SchedCtx, new: EntityId, now: i64) {
+    fn runq_tickle(&mut self, ctx: &mut XenCtx, new: EntityId, now: i64) {
         let u = &self.units[new.idx()];
         let (cpu, r) = (u.processor, u.rq);
         let rq = &self.rqs[r];
-        let tickle = |s: &mut Self, ctx: &mut SchedCtx, ipid: CpuId| {
+        let tickle = |s: &mut Self, ctx: &mut XenCtx, ipid: CpuId| {
             s.tickle_cpu(ctx, ipid, r);
             s.units[new.idx()].tickled_cpu = Some(ipid);
         };
@@ -576,7 +592,7 @@ impl Credit2 {
     /// Xen: runq_candidate
     fn runq_candidate(
         &mut self,
-        ctx: &SchedCtx,
+        ctx: &mut XenCtx,
         r: usize,
         scurr: Option<EntityId>,
         cpu: CpuId,
@@ -677,7 +693,7 @@ impl Credit2 {
     }
 }
 
-impl Scheduler for Credit2 {
+impl XenOps for Credit2 {
     fn name(&self) -> &'static str {
         "credit2"
     }
@@ -690,7 +706,7 @@ impl Scheduler for Credit2 {
     /// Xen: csched2_alloc_udata + csched2_unit_insert (+ csched2_aff_cntl, and the cap of the
     /// domain applied through csched2_dom_cntl). Picks the vCPU's CPU by load and assigns it to
     /// that CPU's runqueue; the vCPU starts blocked.
-    fn insert(&mut self, ctx: &mut SchedCtx, e: EntityId) {
+    fn insert_unit(&mut self, ctx: &mut XenCtx, e: EntityId) {
         assert_eq!(
             e.idx(),
             self.units.len(),
@@ -706,7 +722,7 @@ impl Scheduler for Credit2 {
             self.doms.len()
         );
         assert!(
-            (1..=65535).contains(&p.weight),
+            (1..=65535).contains(&p.xen.weight),
             "credit2: weight of {} must be in 1..=65535",
             p.name
         );
@@ -722,7 +738,7 @@ impl Scheduler for Credit2 {
             !soft_and_hard.is_empty() && !hard.is_subset(&soft) && !self.online.is_subset(&soft);
         self.units.push(Unit {
             credit: CREDIT_INIT,
-            weight: p.weight as i64,
+            weight: p.xen.weight as i64,
             residual: 0,
             budget: 0,
             start_time: now,
@@ -739,8 +755,6 @@ impl Scheduler for Credit2 {
             delayed_runq_add: false,
             yield_: false,
             pinned: hard.len() == 1,
-            parked: false,
-            migrating: false,
             hard,
             soft,
             soft_and_hard,
@@ -750,7 +764,7 @@ impl Scheduler for Credit2 {
         self.units[e.idx()].processor = cpu;
         self.runq_assign(e, self.cpu_rq[cpu.idx()]);
 
-        let cap = p.cap_pct;
+        let cap = p.xen.cap_pct;
         let dom = &mut self.doms[d];
         dom.nr_units += 1;
         assert!(
@@ -777,7 +791,7 @@ impl Scheduler for Credit2 {
 
     /// Xen: csched2_unit_wake. Queues `e` on the runqueue of `processor(e)` and tickles.
     /// A parked vCPU is not runnable for Xen, which calls no hook; it is queued when unparked.
-    fn wake(&mut self, ctx: &mut SchedCtx, e: EntityId, _info: WakeInfo) {
+    fn wake(&mut self, ctx: &mut XenCtx, e: EntityId, _info: WakeInfo) {
         let u = &self.units[e.idx()];
         if ctx.cpu(u.processor).curr == Some(e) || u.on_runq || !self.runnable(ctx, e) {
             return;
@@ -793,13 +807,9 @@ impl Scheduler for Credit2 {
         self.runq_tickle(ctx, e, now);
     }
 
-    /// Xen calls no scheduler hook when a vCPU blocks (SCHEDOP_block, WFI): the `schedule`
-    /// that follows sees it not runnable, switches it out, and `context_saved` drops its load.
-    fn block(&mut self, _ctx: &mut SchedCtx, _e: EntityId) {}
-
     /// Xen: csched2_unit_yield. The flag is consumed by the next `runq_candidate`, where it
     /// bypasses the ratelimit and the credit comparison (not migration resistance).
-    fn yield_(&mut self, _ctx: &mut SchedCtx, e: EntityId) {
+    fn yield_(&mut self, _ctx: &mut XenCtx, e: EntityId) {
         self.units[e.idx()].yield_ = true;
     }
 
@@ -808,7 +818,7 @@ impl Scheduler for Credit2 {
     /// vCPU, picks the next one, may end the epoch (credit reset, then load balancing, which may
     /// tickle other CPUs), and returns the slice; idle gets no timer. A preempted vCPU is not
     /// queued here but in `context_saved`.
-    fn schedule(&mut self, ctx: &mut SchedCtx, cpu: CpuId) -> Pick {
+    fn do_schedule(&mut self, ctx: &mut XenCtx, cpu: CpuId) -> Pick {
         let now = ctx.now() as i64;
         let r = self.cpu_rq[cpu.idx()];
         let scurr = ctx.cpu(cpu).curr;
@@ -891,7 +901,7 @@ impl Scheduler for Credit2 {
     /// migration (csched2_res_pick, csched2_unit_migrate, and the wake on the new CPU). Called
     /// right after `schedule` switched `e` out (the CPU's `curr` is already the new pick):
     /// returns leftover budget (maybe unparking), re-queues a still runnable `e` and tickles.
-    fn context_saved(&mut self, ctx: &mut SchedCtx, e: EntityId) {
+    fn context_saved(&mut self, ctx: &mut XenCtx, e: EntityId) {
         let now = ctx.now() as i64;
         self.units[e.idx()].scheduled = false;
         let mut unpark = false;
@@ -908,22 +918,30 @@ impl Scheduler for Credit2 {
         if unpark {
             self.unpark_parked_units(ctx, self.units[e.idx()].dom);
         }
-        if self.units[e.idx()].migrating {
-            let new_cpu = self.csched2_res_pick(e, Some(r));
-            let trq = self.cpu_rq[new_cpu.idx()];
-            if trq != self.units[e.idx()].rq {
-                self.migrate(ctx, e, trq, now);
-            } else {
-                self.units[e.idx()].processor = new_cpu;
-            }
-            self.units[e.idx()].migrating = false;
-            self.wake(ctx, e, WakeInfo::default());
+    }
+
+    /// Xen: csched2_res_pick, from the core's sched_unit_migrate_finish (a balancer migration
+    /// of a vCPU that was running) with the vCPU's own runqueue.
+    fn pick_resource(&mut self, _ctx: &mut XenCtx, e: EntityId) -> CpuId {
+        let r = self.units[e.idx()].rq;
+        self.csched2_res_pick(e, Some(r))
+    }
+
+    /// Xen: csched2_unit_migrate: another runqueue takes the vCPU (`migrate`), or it only
+    /// changes CPU within its runqueue.
+    fn migrate(&mut self, ctx: &mut XenCtx, e: EntityId, cpu: CpuId) {
+        let trq = self.cpu_rq[cpu.idx()];
+        if trq != self.units[e.idx()].rq {
+            let now = ctx.now() as i64;
+            self.migrate_to_rq(ctx, e, trq, now);
+        } else {
+            self.units[e.idx()].processor = cpu;
         }
     }
 
     /// Xen: replenish_domain_budget, the timer of domain `key`, armed at build for capped
     /// domains and re-armed every `cap_period_ms`. May unpark vCPUs and tickle CPUs.
-    fn on_timer(&mut self, ctx: &mut SchedCtx, key: u32) {
+    fn on_timer(&mut self, ctx: &mut XenCtx, key: u32) {
         let d = key as usize;
         assert!(
             d < self.doms.len(),

@@ -10,6 +10,35 @@ use vmsched_core::{CpuId, EntityId, Pick, SchedCtx, Scheduler, WakeInfo};
 #[serde(deny_unknown_fields)]
 pub struct PinnedParams {}
 
+/// The machine must have a pCPU for every vCPU, and no domain may set an affinity (the host
+/// places vCPUs itself). Returns the offending field and the message.
+pub fn check_layout<H, G>(
+    s: &vmsched_core::scenario::Scenario<H, G>,
+) -> Result<(), (String, String)> {
+    let total: u32 = s.domains.iter().map(|d| d.vcpus).sum();
+    if total > s.machine.pcpus {
+        return Err((
+            "host.scheduler".into(),
+            format!(
+                "the pinned host gives every vCPU a pCPU of its own: {total} vCPUs need {total} pCPUs, the machine has {}",
+                s.machine.pcpus
+            ),
+        ));
+    }
+    if let Some((i, _)) = s
+        .domains
+        .iter()
+        .enumerate()
+        .find(|(_, d)| d.pcpus.is_some() || d.vcpu_pcpus.is_some())
+    {
+        return Err((
+            format!("domain.{i}.pcpus"),
+            "the pinned host places vCPUs itself; remove the affinity".into(),
+        ));
+    }
+    Ok(())
+}
+
 pub struct Pinned {
     /// The entity owning each CPU.
     owner: Vec<Option<EntityId>>,

@@ -3,9 +3,10 @@
 //! the tick, and the NOHZ idle balance that the tick of a busy vCPU runs for idle ones.
 
 use vmsched_core::ids::CpuId;
-use vmsched_core::sched::{Policy, SchedCtx};
+use vmsched_core::sched::Policy;
 
 use super::{vdiff, Cfs};
+use crate::guest::linux_core::LinuxCtx;
 
 /// Load-balancing constants of the one modelled domain (Linux v5.10: sd_init, sysctl_sched_nr_migrate).
 const LB_IMBALANCE_PCT: i64 = 117;
@@ -21,7 +22,7 @@ enum Balance {
 
 impl Cfs {
     /// Linux v5.10: task_hot
-    fn task_hot(&self, e: usize, src: usize, dst: usize) -> bool {
+    fn task_hot(&self, ctx: &LinuxCtx, e: usize, src: usize, dst: usize) -> bool {
         let se = &self.ses[e];
         if se.policy == Policy::Idle {
             return false;
@@ -33,7 +34,7 @@ impl Cfs {
         if self.tun.migration_cost == 0 {
             return false;
         }
-        vdiff(src_rq.clock_task, se.exec_start) < self.tun.migration_cost as i64
+        vdiff(ctx.rq_clock_task(src), se.exec_start) < self.tun.migration_cost as i64
     }
 
     /// The busiest CPU for `dst` (see the module doc); `llc`: restrict to `dst`'s LLC.
@@ -60,7 +61,7 @@ impl Cfs {
 
     /// Moves queued tasks from the busiest CPU to `dst`; returns how many moved.
     /// Linux v5.10: load_balance / detach_tasks / attach_tasks (simplified)
-    fn load_balance(&mut self, ctx: &mut SchedCtx, dst: usize, kind: Balance, llc: bool) -> u32 {
+    fn load_balance(&mut self, ctx: &mut LinuxCtx, dst: usize, kind: Balance, llc: bool) -> u32 {
         let Some(src) = self.find_busiest(dst, llc) else {
             if kind == Balance::Periodic {
                 self.balanced(dst);
@@ -83,8 +84,8 @@ impl Cfs {
             }
             (src_load - avg).min(avg - dst_load)
         };
-        self.update_rq_clock(ctx, src);
-        self.update_rq_clock(ctx, dst);
+        ctx.update_rq_clock(src);
+        ctx.update_rq_clock(dst);
         let failed = self.rqs[dst].nr_balance_failed;
         let mut moved = 0;
         while moved < SCHED_NR_MIGRATE && !self.rqs[src].timeline.is_empty() {
@@ -98,7 +99,7 @@ impl Cfs {
                 .filter(|&e| {
                     let se = &self.ses[e];
                     se.allowed.contains(CpuId(dst as u32))
-                        && (!self.task_hot(e, src, dst) || failed > CACHE_NICE_TRIES)
+                        && (!self.task_hot(ctx, e, src, dst) || failed > CACHE_NICE_TRIES)
                         && (dst_idle || (se.load.weight >> failed.min(63)) as i64 <= imbalance)
                 })
                 .min_by_key(|&e| (self.ses[e].exec_start, e));
@@ -138,25 +139,26 @@ impl Cfs {
     }
 
     /// Linux v5.10: detach_task + attach_task (migrate_task_rq_fair clears exec_start).
-    fn move_queued_task(&mut self, ctx: &mut SchedCtx, e: usize, src: usize, dst: usize) {
-        self.dequeue_entity(src, e, false);
+    fn move_queued_task(&mut self, ctx: &mut LinuxCtx, e: usize, src: usize, dst: usize) {
+        self.dequeue_entity(ctx, src, e, false);
         self.ses[e].cpu = dst;
         self.ses[e].exec_start = 0;
-        self.enqueue_entity(dst, e, false, false);
+        self.enqueue_entity(ctx, dst, e, false, false);
         self.check_preempt_curr(ctx, dst, e, false);
     }
 
     /// Linux v5.10: newidle_balance
-    pub(super) fn newidle_balance(&mut self, ctx: &mut SchedCtx, cpu: usize) -> bool {
-        self.rqs[cpu].idle_stamp = Some(self.rqs[cpu].clock);
+    pub(super) fn newidle_balance(&mut self, ctx: &mut LinuxCtx, cpu: usize) -> bool {
+        let rq = ctx.rq_mut(cpu);
+        rq.idle_stamp = Some(rq.clock);
         let overload = self.rqs.iter().any(|rq| rq.nr_running >= 2);
-        if self.rqs[cpu].avg_idle < self.tun.migration_cost || !overload {
+        if ctx.rq(cpu).avg_idle < self.tun.migration_cost || !overload {
             return false;
         }
         let pulled = self.load_balance(ctx, cpu, Balance::NewIdle, true) > 0
             || self.load_balance(ctx, cpu, Balance::NewIdle, false) > 0;
         if pulled {
-            self.rqs[cpu].idle_stamp = None;
+            ctx.rq_mut(cpu).idle_stamp = None;
         }
         pulled
     }
@@ -177,8 +179,8 @@ impl Cfs {
 
     /// Periodic balancing of `cpu` and the NOHZ idle balance it kicks.
     /// Linux v5.10: trigger_load_balance → rebalance_domains, nohz_balancer_kick
-    pub(super) fn trigger_load_balance(&mut self, ctx: &mut SchedCtx, cpu: usize) {
-        let now = self.rqs[cpu].clock;
+    pub(super) fn trigger_load_balance(&mut self, ctx: &mut LinuxCtx, cpu: usize) {
+        let now = ctx.rq(cpu).clock;
         if now >= self.rqs[cpu].last_balance + self.balance_interval_ns(cpu, true) {
             self.rqs[cpu].last_balance = now;
             self.load_balance(ctx, cpu, Balance::Periodic, false);

@@ -5,9 +5,10 @@
 
 use vmsched_core::cpuset::CpuSet;
 use vmsched_core::ids::CpuId;
-use vmsched_core::sched::{SchedCtx, WakeInfo};
+use vmsched_core::sched::WakeInfo;
 
 use super::Cfs;
+use crate::guest::linux_core::LinuxCtx;
 
 /// One wake-up being placed: the wakee `p`, its previous CPU, the waker's CPU (`this`) and the
 /// task running there (`waker`), WF_SYNC.
@@ -22,9 +23,10 @@ struct Wakeup {
 
 impl Cfs {
     /// Linux v5.10: available_idle_cpu (idle_cpu && !vcpu_is_preempted)
-    fn available_idle_cpu(&self, ctx: &SchedCtx, c: usize) -> bool {
+    fn available_idle_cpu(&self, ctx: &LinuxCtx, c: usize) -> bool {
         let rq = &self.rqs[c];
-        let preempted = self.params.vcpu_is_preempted && !ctx.cpu(CpuId(c as u32)).executing;
+        let preempted =
+            self.params.vcpu_is_preempted && ctx.cpu(CpuId(c as u32)).vcpu_is_preempted();
         rq.nr_running == 0 && rq.curr.is_none() && !preempted
     }
 
@@ -34,7 +36,7 @@ impl Cfs {
         rq.nr_running > 0 && rq.nr_running == rq.idle_nr_running
     }
 
-    fn idle_or_sched_idle(&self, ctx: &SchedCtx, c: usize) -> bool {
+    fn idle_or_sched_idle(&self, ctx: &LinuxCtx, c: usize) -> bool {
         self.available_idle_cpu(ctx, c) || self.sched_idle_cpu(c)
     }
 
@@ -65,7 +67,7 @@ impl Cfs {
     }
 
     /// Linux v5.10: wake_affine_idle
-    fn wake_affine_idle(&self, ctx: &SchedCtx, w: Wakeup) -> Option<usize> {
+    fn wake_affine_idle(&self, ctx: &LinuxCtx, w: Wakeup) -> Option<usize> {
         if self.available_idle_cpu(ctx, w.this) && self.share_cache(w.this, w.prev) {
             let prev_idle = self.available_idle_cpu(ctx, w.prev);
             return Some(if prev_idle { w.prev } else { w.this });
@@ -96,7 +98,7 @@ impl Cfs {
     }
 
     /// Linux v5.10: wake_affine (WA_IDLE, then WA_WEIGHT)
-    fn wake_affine(&self, ctx: &SchedCtx, w: Wakeup) -> usize {
+    fn wake_affine(&self, ctx: &LinuxCtx, w: Wakeup) -> usize {
         self.wake_affine_idle(ctx, w)
             .or_else(|| self.wake_affine_weight(w))
             .unwrap_or(w.prev)
@@ -111,7 +113,7 @@ impl Cfs {
     }
 
     /// Linux v5.10: select_idle_core (the has_idle_cores hint is not modelled: always scans)
-    fn select_idle_core(&self, ctx: &SchedCtx, p: usize, target: usize) -> Option<usize> {
+    fn select_idle_core(&self, ctx: &LinuxCtx, p: usize, target: usize) -> Option<usize> {
         if !self.smt {
             return None;
         }
@@ -134,9 +136,9 @@ impl Cfs {
 
     /// Linux v5.10: select_idle_cpu with the SIS_PROP budget (ERRATA L7: at most nr − 1 CPUs
     /// from target+1; avg_scan_cost is 0 because scans take no simulated time).
-    fn select_idle_cpu(&self, ctx: &SchedCtx, w: Wakeup, target: usize) -> Option<usize> {
+    fn select_idle_cpu(&self, ctx: &LinuxCtx, w: Wakeup, target: usize) -> Option<usize> {
         let avg_cost = 1;
-        let span_avg = self.llc_size[target] as u64 * (self.rqs[w.this].avg_idle / 512);
+        let span_avg = self.llc_size[target] as u64 * (ctx.rq(w.this).avg_idle / 512);
         let nr = if span_avg > 4 * avg_cost {
             span_avg / avg_cost
         } else {
@@ -149,7 +151,7 @@ impl Cfs {
     }
 
     /// Linux v5.10: select_idle_smt
-    fn select_idle_smt(&self, ctx: &SchedCtx, p: usize, target: usize) -> Option<usize> {
+    fn select_idle_smt(&self, ctx: &LinuxCtx, p: usize, target: usize) -> Option<usize> {
         let allowed = &self.ses[p].allowed;
         (0..self.ncpus()).find(|&c| {
             self.smt_siblings(c, target)
@@ -159,7 +161,7 @@ impl Cfs {
     }
 
     /// Linux v5.10: select_idle_sibling
-    fn select_idle_sibling(&mut self, ctx: &SchedCtx, w: Wakeup, target: usize) -> usize {
+    fn select_idle_sibling(&mut self, ctx: &LinuxCtx, w: Wakeup, target: usize) -> usize {
         let (p, prev) = (w.p, w.prev);
         if self.idle_or_sched_idle(ctx, target) {
             return target;
@@ -186,7 +188,7 @@ impl Cfs {
     /// Linux v5.10: select_task_rq_fair for SD_BALANCE_WAKE (the fast path).
     pub(super) fn select_task_rq_fair(
         &mut self,
-        ctx: &SchedCtx,
+        ctx: &LinuxCtx,
         p: usize,
         info: WakeInfo,
     ) -> usize {
@@ -230,7 +232,7 @@ impl Cfs {
     }
 
     /// Fork placement, flattened (see the module doc). Linux v5.10: find_idlest_cpu
-    pub(super) fn find_idlest_cpu(&self, ctx: &SchedCtx, p: usize, parent: usize) -> usize {
+    pub(super) fn find_idlest_cpu(&self, ctx: &LinuxCtx, p: usize, parent: usize) -> usize {
         let allowed = &self.ses[p].allowed;
         let mut idlest: Option<(usize, u64)> = None;
         let mut least: Option<(usize, u64)> = None;
@@ -239,7 +241,7 @@ impl Cfs {
                 return c;
             }
             if self.available_idle_cpu(ctx, c) {
-                let stamp = self.rqs[c].idle_stamp.unwrap_or(0);
+                let stamp = ctx.rq(c).idle_stamp.unwrap_or(0);
                 if idlest.is_none_or(|(_, s)| stamp > s) {
                     idlest = Some((c, stamp));
                 }

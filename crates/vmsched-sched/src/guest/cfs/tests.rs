@@ -2,7 +2,7 @@
 //! numbers in the test names' doc comments), driven through the engine's test [`Harness`].
 
 use super::*;
-use vmsched_core::sched::EntityParams;
+use vmsched_core::sched::{EntityParams, RunState, SchedCtx, Scheduler, WakeCause};
 use vmsched_core::testkit::{params, Harness};
 use vmsched_core::time::ms;
 
@@ -23,12 +23,12 @@ fn topo(n: usize) -> Vec<CpuTopo> {
         .collect()
 }
 
-fn harness_with(p: CfsParams, n: usize, ents: Vec<EntityParams>) -> Harness<Cfs> {
+fn harness_with(p: CfsParams, n: usize, ents: Vec<EntityParams>) -> Harness<CfsSched> {
     let t = topo(n);
-    Harness::with_topology(Cfs::new(p, &t), t, ents)
+    Harness::with_topology(Cfs::sched(p, &t), t, ents)
 }
 
-fn harness(n: usize, ents: Vec<EntityParams>) -> Harness<Cfs> {
+fn harness(n: usize, ents: Vec<EntityParams>) -> Harness<CfsSched> {
     harness_with(CfsParams::default(), n, ents)
 }
 
@@ -45,43 +45,43 @@ fn free(i: usize, n: usize, initial: u32) -> EntityParams {
     p
 }
 
-fn vr(h: &Harness<Cfs>, e: u32) -> i64 {
+fn vr(h: &Harness<CfsSched>, e: u32) -> i64 {
     h.sched.probe(EntityId(e)).unwrap()
 }
 
-fn wake(h: &mut Harness<Cfs>, e: u32) {
+fn wake(h: &mut Harness<CfsSched>, e: u32) {
     h.wake(e, WakeInfo::default());
 }
 
-fn wake_from(h: &mut Harness<Cfs>, e: u32, cpu: u32, sync: bool) {
+fn wake_from(h: &mut Harness<CfsSched>, e: u32, cpu: u32, sync: bool) {
     h.wake(
         e,
         WakeInfo {
             waker_cpu: Some(CpuId(cpu)),
             sync,
-            new: false,
+            ..Default::default()
         },
     );
 }
 
 /// The first wake-up of a task created by the task running on `cpu` (wake_up_new_task).
-fn fork_from(h: &mut Harness<Cfs>, e: u32, cpu: u32) {
+fn fork_from(h: &mut Harness<CfsSched>, e: u32, cpu: u32) {
     h.wake(
         e,
         WakeInfo {
             waker_cpu: Some(CpuId(cpu)),
-            sync: false,
-            new: true,
+            cause: WakeCause::Fork,
+            ..Default::default()
         },
     );
 }
 
-fn cpu_of(h: &Harness<Cfs>, e: u32) -> usize {
-    h.sched.ses[e as usize].cpu
+fn cpu_of(h: &Harness<CfsSched>, e: u32) -> usize {
+    h.sched.cls.fair.ses[e as usize].cpu
 }
 
 /// Wakes `e` with nothing else around and lets its CPU pick it.
-fn start(h: &mut Harness<Cfs>, e: u32) {
+fn start(h: &mut Harness<CfsSched>, e: u32) {
     wake(h, e);
     h.deliver_resched();
     let c = cpu_of(h, e) as u32;
@@ -147,14 +147,14 @@ fn sched_slice_is_weighted_share_of_period() {
     wake(&mut h, 0);
     wake(&mut h, 1);
     h.deliver_resched();
-    assert_eq!(h.sched.sched_slice(0, 0), 8_999_995);
+    assert_eq!(h.sched.cls.fair.sched_slice(0, 0), 8_999_995);
     for e in 2..10 {
         wake(&mut h, e);
     }
     // 10 > 8 runnable: period = 10 × 2.25 ms, slice = 22.5 ms × 1024 / 10240.
-    assert_eq!(h.sched.sched_period(10), 22_500_000);
+    assert_eq!(h.sched.cls.fair.sched_period(10), 22_500_000);
     assert_eq!(
-        h.sched.sched_slice(0, 0),
+        h.sched.cls.fair.sched_slice(0, 0),
         calc_delta(22_500_000, 1024, LoadWeight::of_queue(10240))
     );
 }
@@ -165,7 +165,7 @@ fn sched_slice_is_weighted_share_of_period() {
 #[test]
 fn vruntime_starts_from_minus_two_to_the_twenty() {
     let h = harness(1, vec![params(0, 1)]);
-    assert_eq!(h.sched.rqs[0].min_vruntime as i64, -(1 << 20));
+    assert_eq!(h.sched.cls.fair.rqs[0].min_vruntime as i64, -(1 << 20));
     assert_eq!(vr(&h, A), 0);
     // Signed-difference comparisons survive wrap-around.
     assert!(entity_before(u64::MAX - 5, 3));
@@ -177,13 +177,13 @@ fn vruntime_starts_from_minus_two_to_the_twenty() {
 #[test]
 fn update_curr_charges_weighted_time() {
     let mut p = pinned(0, 1, 0);
-    p.nice = 5;
+    p.linux.nice = 5;
     let mut h = harness(1, vec![p]);
     start(&mut h, A);
     h.advance(ms(1));
     h.tick(0);
     assert_eq!(vr(&h, A), 3_056_716);
-    assert_eq!(h.sched.ses[0].sum_exec_runtime, 1_000_000);
+    assert_eq!(h.sched.cls.fair.ses[0].sum_exec_runtime, 1_000_000);
 }
 
 /// §1.5: min_vruntime never decreases, even when a sleeper is placed behind it.
@@ -191,20 +191,20 @@ fn update_curr_charges_weighted_time() {
 fn min_vruntime_is_monotonic() {
     let mut h = harness(4, vec![pinned(0, 4, 0), pinned(1, 4, 0), pinned(2, 4, 0)]);
     start(&mut h, A);
-    let mut last = h.sched.rqs[0].min_vruntime as i64;
-    let mut check = |h: &Harness<Cfs>| {
-        let m = h.sched.rqs[0].min_vruntime as i64;
+    let mut last = h.sched.cls.fair.rqs[0].min_vruntime as i64;
+    let mut check = |h: &Harness<CfsSched>| {
+        let m = h.sched.cls.fair.rqs[0].min_vruntime as i64;
         assert!(m >= last, "min_vruntime went back from {last} to {m}");
         last = m;
     };
     h.advance(ms(30));
     h.tick(0);
     check(&h);
-    assert_eq!(h.sched.rqs[0].min_vruntime as i64, 30 * MS);
+    assert_eq!(h.sched.cls.fair.rqs[0].min_vruntime as i64, 30 * MS);
     wake(&mut h, B); // placed at 30 − 9 = 21 ms, left of min_vruntime
     check(&h);
     assert_eq!(vr(&h, B), 21 * MS);
-    assert_eq!(h.sched.rqs[0].min_vruntime as i64, 30 * MS);
+    assert_eq!(h.sched.cls.fair.rqs[0].min_vruntime as i64, 30 * MS);
     h.deliver_resched();
     for i in 0..50u64 {
         h.advance(ms(1 + i % 3));
@@ -258,7 +258,7 @@ fn place_entity_sleeper_credit_and_never_backwards() {
     wake(&mut h, B);
     assert_eq!(vr(&h, B), 31 * MS);
     // C is recent: its own vruntime (38 ms) is kept, not moved back to 31 ms.
-    h.sched.ses[2].vruntime = (38 * MS) as u64;
+    h.sched.cls.fair.ses[2].vruntime = (38 * MS) as u64;
     wake(&mut h, C);
     assert_eq!(vr(&h, C), 38 * MS);
 }
@@ -310,7 +310,7 @@ fn new_task_goes_to_an_idle_vcpu() {
     h.advance(ms(10));
     h.tick(0);
     // Among idle vCPUs the one that went idle last is preferred (warmest cache).
-    h.sched.rqs[2].idle_stamp = Some(ms(5));
+    h.sched.rq[2].idle_stamp = Some(ms(5));
     fork_from(&mut h, B, 0);
     assert_eq!(cpu_of(&h, B), 2);
     assert_eq!(h.take_resched(), vec![2]);
@@ -332,10 +332,10 @@ fn wake_migration_renormalises_vruntime() {
     h.advance(ms(10));
     h.tick(0);
     h.tick(1);
-    assert_eq!(h.sched.rqs[0].min_vruntime as i64, 50 * MS);
-    assert_eq!(h.sched.rqs[1].min_vruntime as i64, 10 * MS);
-    h.sched.ses[2].vruntime = (45 * MS) as u64; // slept 5 ms behind CPU 0's min_vruntime
-                                                // Sync wake-up from CPU 1 whose only task is the waker: the wakee joins CPU 1.
+    assert_eq!(h.sched.cls.fair.rqs[0].min_vruntime as i64, 50 * MS);
+    assert_eq!(h.sched.cls.fair.rqs[1].min_vruntime as i64, 10 * MS);
+    h.sched.cls.fair.ses[2].vruntime = (45 * MS) as u64; // slept 5 ms behind CPU 0's min_vruntime
+                                                         // Sync wake-up from CPU 1 whose only task is the waker: the wakee joins CPU 1.
     wake_from(&mut h, C, 1, true);
     assert_eq!(cpu_of(&h, C), 1);
     assert_eq!(vr(&h, C), 5 * MS); // 45 − 50 + 10, within the 9 ms credit
@@ -376,7 +376,7 @@ fn check_preempt_tick_min_granularity_and_gap() {
     wake(&mut h, B);
     h.deliver_resched();
     // B far behind in vruntime (only queued entity, so the order stays valid).
-    h.sched.ses[1].vruntime = (-20 * MS) as u64;
+    h.sched.cls.fair.ses[1].vruntime = (-20 * MS) as u64;
     h.advance(ms(1));
     h.tick(0);
     h.advance(ms(1));
@@ -397,18 +397,18 @@ fn check_preempt_tick_gap_below_slice_and_buddy_clearing() {
     wake(&mut h, A);
     wake(&mut h, B);
     h.deliver_resched();
-    h.sched.ses[1].vruntime = (-4 * MS) as u64;
+    h.sched.cls.fair.ses[1].vruntime = (-4 * MS) as u64;
     h.advance(ms(4));
     h.tick(0);
     assert!(
         h.take_resched().is_empty(),
         "ran 4 ms, gap 8 ms: both below the 8 999 995 ns slice"
     );
-    h.sched.rqs[0].last = Some(0);
+    h.sched.cls.fair.rqs[0].last = Some(0);
     h.advance(ms(8));
     h.tick(0);
     assert_eq!(h.take_resched(), vec![0]);
-    assert_eq!(h.sched.rqs[0].last, None);
+    assert_eq!(h.sched.cls.fair.rqs[0].last, None);
 }
 
 // --- §1.12 wakeup preemption ---------------------------------------------------------------------
@@ -417,11 +417,11 @@ fn check_preempt_tick_gap_below_slice_and_buddy_clearing() {
 #[test]
 fn wakeup_preempt_entity_granularity() {
     let mut heavy = pinned(2, 4, 0);
-    heavy.nice = -5;
+    heavy.linux.nice = -5;
     let mut light = pinned(3, 4, 0);
-    light.nice = 5;
+    light.linux.nice = 5;
     let mut h = harness(4, vec![pinned(0, 4, 0), pinned(1, 4, 0), heavy, light]);
-    let s = &mut h.sched;
+    let s = &mut h.sched.cls.fair;
     let set = |s: &mut Cfs, e: usize, v: i64| s.ses[e].vruntime = v as u64;
     set(s, 0, 10 * MS);
     for (v, want) in [(10 * MS, -1), (11 * MS, -1), (7 * MS, 0), (7 * MS - 1, 1)] {
@@ -450,17 +450,17 @@ fn check_preempt_wakeup_preempts_and_sets_next_buddy() {
     start(&mut h, A);
     h.advance(ms(5));
     h.tick(0);
-    h.sched.ses[1].vruntime = (2 * MS) as u64; // exactly 3 ms behind: not enough
+    h.sched.cls.fair.ses[1].vruntime = (2 * MS) as u64; // exactly 3 ms behind: not enough
     wake_from(&mut h, B, 0, true);
     assert!(h.take_resched().is_empty());
-    assert_eq!(h.sched.rqs[0].next, None);
+    assert_eq!(h.sched.cls.fair.rqs[0].next, None);
     h.block(A);
     assert_eq!(h.curr(0), Some(B));
     h.advance(ms(8));
     h.tick(0);
     wake_from(&mut h, A, 0, true); // A at 5 ms, B at 10 ms: gap 5 ms > 3 ms
     assert_eq!(h.take_resched(), vec![0]);
-    assert_eq!(h.sched.rqs[0].next, Some(0));
+    assert_eq!(h.sched.cls.fair.rqs[0].next, Some(0));
 }
 
 /// §1.12 steps 4–5: BATCH and IDLE wakees never preempt; a SCHED_IDLE curr always yields to a
@@ -475,9 +475,9 @@ fn wakeup_preemption_policies_and_feature() {
         (Policy::Normal, Policy::Idle, false, true),
     ] {
         let mut a = pinned(0, 4, 0);
-        a.policy = curr_policy;
+        a.linux.policy = curr_policy;
         let mut b = pinned(1, 4, 0);
-        b.policy = wakee_policy;
+        b.linux.policy = wakee_policy;
         let p = CfsParams {
             wakeup_preemption: feature,
             ..Default::default()
@@ -507,13 +507,13 @@ fn last_buddy_needs_nr_latency_tasks() {
         for e in 2..n as u32 {
             wake(&mut h, e);
         }
-        h.sched.ses[1].vruntime = 0;
-        h.sched.rqs[0].min_vruntime = 0;
-        h.sched.ses[0].vruntime = (20 * MS) as u64;
+        h.sched.cls.fair.ses[1].vruntime = 0;
+        h.sched.cls.fair.rqs[0].min_vruntime = 0;
+        h.sched.cls.fair.ses[0].vruntime = (20 * MS) as u64;
         wake(&mut h, B);
         assert_eq!(h.take_resched(), vec![0]);
         let want = if n >= 8 { Some(0) } else { None };
-        assert_eq!(h.sched.rqs[0].last, want, "{n} runnable");
+        assert_eq!(h.sched.cls.fair.rqs[0].last, want, "{n} runnable");
     }
 }
 
@@ -583,30 +583,30 @@ fn steal_in_excess_of_delta_is_carried_over() {
     // steal reading is still stale.
     h.advance(ms(10));
     wake_from(&mut h, B, 1, false);
-    assert_eq!(h.sched.rqs[0].clock_task, 10_000_000);
+    assert_eq!(h.sched.rq[0].clock_task, 10_000_000);
     // It resumes: 10 ms of steal show up; each further 1 ms of running is eaten by the carry.
     h.cpus[0].steal_ns = ms(10);
     for k in 1..=10u64 {
         h.advance(ms(1));
         h.tick(0);
-        assert_eq!(h.sched.rqs[0].clock_task, 10_000_000, "step {k}");
+        assert_eq!(h.sched.rq[0].clock_task, 10_000_000, "step {k}");
     }
     h.advance(ms(1));
     h.tick(0);
-    assert_eq!(h.sched.rqs[0].clock_task, 11_000_000);
+    assert_eq!(h.sched.rq[0].clock_task, 11_000_000);
 }
 
 // --- §1.13 picking, buddies, yield -----------------------------------------------------------------
 
 /// Sets up vCPU 0 with A current at 30 ms, C queued at 20 ms (leftmost) and B asleep at `b`.
-fn buddy_setup(b: i64) -> Harness<Cfs> {
+fn buddy_setup(b: i64) -> Harness<CfsSched> {
     let mut h = harness(4, vec![pinned(0, 4, 0), pinned(1, 4, 0), pinned(2, 4, 0)]);
     start(&mut h, A);
     wake(&mut h, C);
-    h.sched.ses[0].vruntime = (30 * MS) as u64;
-    h.sched.ses[2].vruntime = (20 * MS) as u64;
-    h.sched.rqs[0].min_vruntime = (20 * MS) as u64;
-    h.sched.ses[1].vruntime = b as u64;
+    h.sched.cls.fair.ses[0].vruntime = (30 * MS) as u64;
+    h.sched.cls.fair.ses[2].vruntime = (20 * MS) as u64;
+    h.sched.cls.fair.rqs[0].min_vruntime = (20 * MS) as u64;
+    h.sched.cls.fair.ses[1].vruntime = b as u64;
     h
 }
 
@@ -616,14 +616,14 @@ fn next_buddy_is_picked_within_granularity() {
     let mut h = buddy_setup(22 * MS);
     wake_from(&mut h, B, 0, true);
     assert_eq!(h.take_resched(), vec![0]);
-    assert_eq!(h.sched.rqs[0].next, Some(1));
+    assert_eq!(h.sched.cls.fair.rqs[0].next, Some(1));
     h.schedule(0);
     assert_eq!(h.curr(0), Some(B), "2 ms right of the leftmost: buddy wins");
-    assert_eq!(h.sched.rqs[0].next, None, "cleared once picked");
+    assert_eq!(h.sched.cls.fair.rqs[0].next, None, "cleared once picked");
     // 4 ms right of the leftmost: the leftmost wins.
     let mut h = buddy_setup(24 * MS);
     wake_from(&mut h, B, 0, true);
-    assert_eq!(h.sched.rqs[0].next, Some(1));
+    assert_eq!(h.sched.cls.fair.rqs[0].next, Some(1));
     h.schedule(0);
     assert_eq!(h.curr(0), Some(C));
 }
@@ -637,12 +637,42 @@ fn yield_skips_to_the_second_within_granularity() {
         wake(&mut h, B);
         h.advance(ms(1));
         h.tick(0);
-        h.sched.ses[1].vruntime = (vr(&h, A) + gap) as u64;
+        h.sched.cls.fair.ses[1].vruntime = (vr(&h, A) + gap) as u64;
         h.yield_(A);
         assert_eq!(h.curr(0), Some(want), "second {gap} ns to the right");
         // pick_next_entity clears only the buddies equal to the pick.
-        assert_eq!(h.sched.rqs[0].skip, if want == B { Some(0) } else { None });
+        assert_eq!(
+            h.sched.cls.fair.rqs[0].skip,
+            if want == B { Some(0) } else { None }
+        );
     }
+}
+
+/// yield_to (the core's skeleton, CFS's yield_to_task_fair): the target becomes the next buddy
+/// and the current task yields, so the target runs next although another queued task is further
+/// left, as long as it is within the wakeup granularity of it.
+#[test]
+fn yield_to_runs_the_target_next() {
+    let mut h = harness(1, vec![pinned(0, 1, 0), pinned(1, 1, 0), pinned(2, 1, 0)]);
+    start(&mut h, A);
+    wake(&mut h, B);
+    wake(&mut h, C);
+    h.advance(ms(1));
+    h.tick(0);
+    let base = vr(&h, A);
+    h.sched.cls.fair.ses[1].vruntime = (base + MS / 4) as u64;
+    h.sched.cls.fair.ses[2].vruntime = (base + MS / 2) as u64;
+    let (ents, cpus) = (h.ents.clone(), h.cpus.clone());
+    let mut reqs = Vec::new();
+    let mut ctx = SchedCtx::new(h.now, h.clock, &cpus, &ents, &mut reqs);
+    assert!(h.sched.yield_to(&mut ctx, EntityId(A), EntityId(C), false));
+    assert_eq!(h.sched.cls.fair.rqs[0].next, Some(C as usize));
+    h.schedule(0);
+    assert_eq!(h.curr(0), Some(C), "B is leftmost, but C was yielded to");
+    // A running or blocked target is refused.
+    let (ents, cpus) = (h.ents.clone(), h.cpus.clone());
+    let mut ctx = SchedCtx::new(h.now, h.clock, &cpus, &ents, &mut reqs);
+    assert!(!h.sched.yield_to(&mut ctx, EntityId(A), EntityId(C), false));
 }
 
 /// §1.13: yield with one runnable task keeps it running and sets no skip buddy.
@@ -653,7 +683,7 @@ fn yield_alone_keeps_running() {
     h.advance(ms(1));
     h.yield_(A);
     assert_eq!(h.curr(0), Some(A));
-    assert_eq!(h.sched.rqs[0].skip, None);
+    assert_eq!(h.sched.cls.fair.rqs[0].skip, None);
 }
 
 /// §1.13: set_next_entity restarts the "ran" count even when the same task is re-picked.
@@ -663,7 +693,7 @@ fn reschedule_restarts_the_slice_count() {
     start(&mut h, A);
     h.advance(ms(7));
     h.schedule(0);
-    let se = &h.sched.ses[0];
+    let se = &h.sched.cls.fair.ses[0];
     assert_eq!(se.sum_exec_runtime, 7_000_000);
     assert_eq!(se.prev_sum_exec_runtime, 7_000_000);
 }
@@ -675,7 +705,7 @@ fn reschedule_restarts_the_slice_count() {
 #[test]
 fn long_run_shares_follow_weights() {
     let mut c5 = pinned(2, 1, 0);
-    c5.nice = 5;
+    c5.linux.nice = 5;
     let mut h = harness(1, vec![pinned(0, 1, 0), pinned(1, 1, 0), c5]);
     for e in 0..3 {
         wake(&mut h, e);

@@ -3,8 +3,8 @@
 //! by runqueue load (`csched2_res_pick`), migration between runqueues, and the balancer run
 //! at the end of an epoch, which pushes and/or pulls one vCPU to even out two runqueues.
 
+use crate::host::xen_core::XenCtx;
 use vmsched_core::ids::{CpuId, EntityId};
-use vmsched_core::sched::SchedCtx;
 
 use super::{Credit2, Unit, LOADAVG_GRANULARITY_SHIFT};
 
@@ -32,7 +32,7 @@ impl Credit2 {
     }
 
     /// Xen: update_svc_load
-    fn update_svc_load(&mut self, ctx: &SchedCtx, e: EntityId, change: i64, now: i64) {
+    fn update_svc_load(&mut self, ctx: &XenCtx, e: EntityId, change: i64, now: i64) {
         let unit_load = match change {
             -1 => 1,
             1 => 0,
@@ -53,7 +53,7 @@ impl Credit2 {
     /// Xen: update_load
     pub(super) fn update_load(
         &mut self,
-        ctx: &SchedCtx,
+        ctx: &XenCtx,
         r: usize,
         e: Option<EntityId>,
         change: i64,
@@ -118,12 +118,13 @@ impl Credit2 {
         c
     }
 
-    /// Xen: migrate
-    pub(super) fn migrate(&mut self, ctx: &mut SchedCtx, e: EntityId, trq: usize, now: i64) {
+    /// Xen: migrate (credit2.c's, not the hook). A running vCPU gets `_VPF_migrating` and
+    /// its CPU is tickled; the core completes the move after its context is saved.
+    pub(super) fn migrate_to_rq(&mut self, ctx: &mut XenCtx, e: EntityId, trq: usize, now: i64) {
         if self.units[e.idx()].scheduled {
+            ctx.set_migrating(e);
             let u = &mut self.units[e.idx()];
             u.migrate_rq = Some(trq);
-            u.migrating = true;
             let (cpu, r) = (u.processor, u.rq);
             self.tickle_cpu(ctx, cpu, r);
             return;
@@ -159,7 +160,7 @@ impl Credit2 {
     }
 
     /// Xen: balance_load (every try-lock succeeds)
-    pub(super) fn balance_load(&mut self, ctx: &mut SchedCtx, cpu: CpuId, now: i64) {
+    pub(super) fn balance_load(&mut self, ctx: &mut XenCtx, cpu: CpuId, now: i64) {
         let l = self.cpu_rq[cpu.idx()];
         self.update_runq_load(l, 0, now);
         let (mut load_delta, mut max_delta_rq) = (0i64, None);
@@ -232,10 +233,10 @@ impl Credit2 {
         }
         let (_, push, pull) = best;
         if let Some(e) = push {
-            self.migrate(ctx, e, o, now);
+            self.migrate_to_rq(ctx, e, o, now);
         }
         if let Some(e) = pull {
-            self.migrate(ctx, e, l, now);
+            self.migrate_to_rq(ctx, e, l, now);
         }
     }
 }

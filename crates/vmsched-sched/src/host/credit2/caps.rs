@@ -3,8 +3,8 @@
 //! from the pool before it runs, is parked while the pool is empty, and returns its leftover
 //! at switch-out; an overrun is a debt repaid at the next grab (ERRATA X12).
 
+use crate::host::xen_core::XenCtx;
 use vmsched_core::ids::EntityId;
-use vmsched_core::sched::SchedCtx;
 
 use super::Credit2;
 
@@ -15,8 +15,8 @@ impl Credit2 {
     }
 
     /// Xen: park_unit
-    fn park_unit(&mut self, ctx: &SchedCtx, e: EntityId) {
-        self.units[e.idx()].parked = true;
+    fn park_unit(&mut self, ctx: &mut XenCtx, e: EntityId) {
+        ctx.park(e);
         if self.units[e.idx()].on_runq {
             self.runq_remove(e);
             let r = self.units[e.idx()].rq;
@@ -27,7 +27,7 @@ impl Credit2 {
     }
 
     /// Xen: unit_grab_budget
-    pub(super) fn unit_grab_budget(&mut self, ctx: &SchedCtx, e: EntityId) -> bool {
+    pub(super) fn unit_grab_budget(&mut self, ctx: &mut XenCtx, e: EntityId) -> bool {
         let d = self.units[e.idx()].dom;
         if self.units[e.idx()].budget > 0 {
             return true;
@@ -55,11 +55,11 @@ impl Credit2 {
     }
 
     /// Xen: unpark_parked_units, for every vCPU parked in domain `d` (newest first).
-    pub(super) fn unpark_parked_units(&mut self, ctx: &mut SchedCtx, d: usize) {
+    pub(super) fn unpark_parked_units(&mut self, ctx: &mut XenCtx, d: usize) {
         let now = ctx.now() as i64;
         let mut list = std::mem::take(&mut self.doms[d].parked);
         for &e in list.iter().rev() {
-            self.units[e.idx()].parked = false;
+            ctx.unpark(e);
             if self.units[e.idx()].scheduled {
                 self.units[e.idx()].delayed_runq_add = true;
             } else if self.runnable(ctx, e) {
@@ -78,7 +78,7 @@ impl Credit2 {
     }
 
     /// Xen: replenish_domain_budget
-    pub(super) fn replenish_domain_budget(&mut self, ctx: &mut SchedCtx, d: usize) {
+    pub(super) fn replenish_domain_budget(&mut self, ctx: &mut XenCtx, d: usize) {
         let now = ctx.now() as i64;
         let period = self.cap_period;
         let dom = &mut self.doms[d];

@@ -12,7 +12,7 @@ fn candidate_skips_vcpus_tickled_for_another_cpu() {
     set_processor(&mut h, 0, 1);
     set_processor(&mut h, 1, 0);
     wake(&mut h, 0);
-    assert_eq!(h.sched.units[0].tickled_cpu, Some(CpuId(1)));
+    assert_eq!(h.sched.ops.units[0].tickled_cpu, Some(CpuId(1)));
     wake(&mut h, 1);
     assert_eq!(h.take_resched(), vec![1, 0]);
     // e0 is first in the queue but reserved for CPU 1, still tickled.
@@ -29,8 +29,8 @@ fn candidate_skips_on_migrate_resist_and_keeps_scanning() {
     wake(&mut h, 0);
     h.schedule(0);
     h.take_resched();
-    h.sched.rqs[0].idle.remove(CpuId(1)); // CPU 1 busy elsewhere: wakes queue only
-    h.sched.rqs[0].smt_idle = CpuSet::empty();
+    h.sched.ops.rqs[0].idle.remove(CpuId(1)); // CPU 1 busy elsewhere: wakes queue only
+    h.sched.ops.rqs[0].smt_idle = CpuSet::empty();
     set_credit(&mut h, 0, 5 * MS);
     set_processor(&mut h, 1, 1);
     set_processor(&mut h, 2, 0);
@@ -50,8 +50,8 @@ fn candidate_skips_on_migrate_resist_and_keeps_scanning() {
     set_processor(&mut h, 0, 0);
     wake(&mut h, 0);
     h.schedule(0);
-    h.sched.rqs[0].idle.remove(CpuId(1));
-    h.sched.rqs[0].smt_idle = CpuSet::empty();
+    h.sched.ops.rqs[0].idle.remove(CpuId(1));
+    h.sched.ops.rqs[0].smt_idle = CpuSet::empty();
     set_credit(&mut h, 0, 5 * MS);
     set_processor(&mut h, 1, 1);
     wake(&mut h, 1);
@@ -63,7 +63,7 @@ fn candidate_skips_on_migrate_resist_and_keeps_scanning() {
         5_550 * US,
         "pulled over: +MIGRATE_COMPENSATION"
     );
-    assert_eq!(h.sched.processor(EntityId(1)), CpuId(0));
+    assert_eq!(h.sched.ops.processor(EntityId(1)), CpuId(0));
 }
 
 #[test]
@@ -71,8 +71,8 @@ fn candidate_respects_hard_affinity() {
     let mut ents = vec![params(0, 2), params(1, 2)];
     ents[0].hard_affinity = CpuSet::from_ids([1]);
     let mut h = harness(rl(0), flat(2), ents);
-    h.sched.rqs[0].idle = CpuSet::empty();
-    h.sched.rqs[0].smt_idle = CpuSet::empty();
+    h.sched.ops.rqs[0].idle = CpuSet::empty();
+    h.sched.ops.rqs[0].smt_idle = CpuSet::empty();
     set_processor(&mut h, 1, 0);
     set_credit(&mut h, 1, MS);
     wake(&mut h, 0);
@@ -100,7 +100,7 @@ fn yield_bypasses_ratelimit_and_the_credit_stop() {
         Some(EntityId(1)),
         "yield within R, to a vCPU with less credit"
     );
-    assert!(!h.sched.units[0].yield_, "the flag is consumed");
+    assert!(!h.sched.ops.units[0].yield_, "the flag is consumed");
     // Alone, the yielder continues.
     let mut h = flat_harness(Credit2Params::default(), 1, 1);
     wake(&mut h, 0);
@@ -115,8 +115,8 @@ fn yield_does_not_bypass_migrate_resist() {
     set_processor(&mut h, 0, 0);
     wake(&mut h, 0);
     h.schedule(0);
-    h.sched.rqs[0].idle.remove(CpuId(1));
-    h.sched.rqs[0].smt_idle = CpuSet::empty();
+    h.sched.ops.rqs[0].idle.remove(CpuId(1));
+    h.sched.ops.rqs[0].smt_idle = CpuSet::empty();
     set_processor(&mut h, 1, 1);
     wake(&mut h, 1);
     h.advance(us(100));

@@ -34,7 +34,7 @@ fn cap_parks_and_unparks() {
         }
     );
     assert_eq!(
-        h.sched.doms[0].budget, 0,
+        h.sched.ops.doms[0].budget, 0,
         "the whole 5 ms quota was grabbed"
     );
     h.advance(ms(5));
@@ -45,11 +45,11 @@ fn cap_parks_and_unparks() {
             slice: None
         }
     );
-    assert!(h.sched.units[0].parked);
-    assert_eq!(h.sched.doms[0].parked, vec![EntityId(0)]);
+    assert!(h.sched.is_parked(EntityId(0)));
+    assert_eq!(h.sched.ops.doms[0].parked, vec![EntityId(0)]);
     h.advance(ms(5));
     h.fire_timer(0);
-    assert!(!h.sched.units[0].parked);
+    assert!(!h.sched.is_parked(EntityId(0)));
     assert_eq!(h.take_resched(), vec![0]);
     assert_eq!(h.take_timers(), vec![(0, Some(ms(20)))]);
     assert_eq!(h.schedule(0).next, Some(EntityId(0)));

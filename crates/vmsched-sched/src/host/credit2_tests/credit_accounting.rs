@@ -10,9 +10,9 @@ use super::*;
 #[test]
 fn burn_half_weight_burns_twice_as_fast() {
     let mut ents = vec![params(0, 2), params(1, 2)];
-    ents[0].weight = 512;
+    ents[0].xen.weight = 512;
     let mut h = harness(rl(0), flat(2), ents);
-    assert_eq!(h.sched.rqs[0].max_weight, 512);
+    assert_eq!(h.sched.ops.rqs[0].max_weight, 512);
     wake(&mut h, 0);
     wake(&mut h, 1);
     h.deliver_resched();
@@ -28,8 +28,8 @@ fn burn_half_weight_burns_twice_as_fast() {
 fn burn_keeps_the_residual() {
     // weights 3 and 2 → max_weight 3; the weight-2 vCPU burns 1.5 credits/ns.
     let mut ents = vec![params(0, 2), params(1, 2)];
-    ents[0].weight = 3;
-    ents[1].weight = 2;
+    ents[0].xen.weight = 3;
+    ents[1].xen.weight = 2;
     let mut h = harness(rl(0), flat(2), ents);
     wake(&mut h, 1);
     h.deliver_resched();
@@ -40,7 +40,7 @@ fn burn_keeps_the_residual() {
     }
     // 3 × 1 ns: charges 1 (r 1), 2 (r 0), 1 (r 1): 4 credits, residual 1.
     assert_eq!(credit(&h, 1), 10 * MS - 4);
-    assert_eq!(h.sched.units[1].residual, 1);
+    assert_eq!(h.sched.ops.units[1].residual, 1);
 }
 
 #[test]
@@ -51,7 +51,7 @@ fn burn_floors_at_credit_min() {
     h.advance(ms(25));
     // Burn through tickle scoring, which does not reset.
     set_credit(&mut h, 0, -9 * MS);
-    h.sched.burn_credits(EntityId(0), h.now as i64);
+    h.sched.ops.burn_credits(EntityId(0), h.now as i64);
     assert_eq!(credit(&h, 0), CREDIT_MIN);
     assert_eq!(h.sched.probe(EntityId(0)), Some(-10 * MS));
 }
@@ -66,8 +66,8 @@ fn runq_is_credit_descending_and_fifo_among_equals() {
     set_credit(&mut h, 2, 5 * MS);
     set_credit(&mut h, 3, 7 * MS);
     // Keep CPU 0 busy with a fifth party: nothing runs, we only queue.
-    h.sched.rqs[0].idle = CpuSet::empty();
-    h.sched.rqs[0].smt_idle = CpuSet::empty();
+    h.sched.ops.rqs[0].idle = CpuSet::empty();
+    h.sched.ops.rqs[0].smt_idle = CpuSet::empty();
     for e in [2, 0, 3, 1] {
         wake(&mut h, e);
     }
@@ -149,6 +149,6 @@ fn reset_burns_running_vcpus_first() {
     assert_eq!(h.curr(c0), Some(0));
     assert_eq!(credit(&h, 0), 9 * MS);
     assert_eq!(credit(&h, 1), 9 * MS);
-    assert_eq!(h.sched.units[1].start_time, ms(2) as i64);
+    assert_eq!(h.sched.ops.units[1].start_time, ms(2) as i64);
     assert_eq!(credit(&h, 2), 10_500 * US);
 }

@@ -6,7 +6,7 @@ use super::*;
 #[test]
 fn long_run_shares_follow_weights() {
     let mut ents: Vec<EntityParams> = (0..3).map(|i| pinned(i, 1, 0)).collect();
-    ents[1].weight = 512;
+    ents[1].xen.weight = 512;
     let h = harness(Credit2Params::default(), flat(1), ents);
     let mut s = Sim::new(h, 0);
     for e in 0..3 {
@@ -45,6 +45,7 @@ fn same_inputs_same_decisions() {
     assert_eq!(run(), run());
 }
 
+/// Requests are reschedules of CPU 0, the domain's timer, or pauses (parking) of its vCPUs.
 #[test]
 fn every_request_is_a_resched_or_a_domain_timer() {
     let mut h = capped(30, 2);
@@ -54,6 +55,7 @@ fn every_request_is_a_resched_or_a_domain_timer() {
         match r {
             Request::Resched(c) => assert_eq!(c.0, 0),
             Request::Timer(k, _) => assert_eq!(*k, 0),
+            Request::Pause(e) | Request::Unpause(e, _) => assert!(e.0 < 2),
         }
     }
 }
@@ -63,9 +65,9 @@ fn a_failed_budget_grab_ends_the_candidate_scan() {
     // Upstream runq_candidate breaks after the first eligible vCPU even when it is capped and
     // gets parked: the CPU goes idle this time although an uncapped vCPU is queued behind.
     let mut ents = vec![pinned(0, 1, 0), pinned(1, 1, 0)];
-    ents[0].cap_pct = 10;
+    ents[0].xen.cap_pct = 10;
     let mut h = harness(Credit2Params::default(), flat(1), ents);
-    h.sched.doms[0].budget = 0;
+    h.sched.ops.doms[0].budget = 0;
     set_credit(&mut h, 1, MS);
     wake(&mut h, 0);
     wake(&mut h, 1);
@@ -77,7 +79,7 @@ fn a_failed_budget_grab_ends_the_candidate_scan() {
             slice: None
         }
     );
-    assert!(h.sched.units[0].parked);
+    assert!(h.sched.is_parked(EntityId(0)));
     assert_eq!(runq(&h, 0), vec![1]);
     assert_eq!(h.schedule(0).next, Some(EntityId(1)));
 }

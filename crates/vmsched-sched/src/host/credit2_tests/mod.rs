@@ -4,7 +4,7 @@
 //! the submodules, each test named after the rule it checks.
 
 use super::*;
-use vmsched_core::sched::{EntityParams, Request};
+use vmsched_core::sched::{EntityParams, Request, SchedCtx, Scheduler};
 use vmsched_core::testkit::{params, Harness};
 use vmsched_core::time::{ms, us, Nanos, SimTime};
 
@@ -35,12 +35,12 @@ fn flat(n: usize) -> Vec<CpuTopo> {
         .collect()
 }
 
-fn harness(p: Credit2Params, topo: Vec<CpuTopo>, ents: Vec<EntityParams>) -> Harness<Credit2> {
-    let s = Credit2::new(p, &topo, ents.len() as u32);
+fn harness(p: Credit2Params, topo: Vec<CpuTopo>, ents: Vec<EntityParams>) -> Harness<Credit2Sched> {
+    let s = Credit2::sched(p, &topo, ents.len() as u32);
     Harness::with_topology(s, topo, ents)
 }
 
-fn flat_harness(p: Credit2Params, ncpus: usize, nents: usize) -> Harness<Credit2> {
+fn flat_harness(p: Credit2Params, ncpus: usize, nents: usize) -> Harness<Credit2Sched> {
     harness(
         p,
         flat(ncpus),
@@ -62,29 +62,29 @@ fn rl(ratelimit_us: u64) -> Credit2Params {
     }
 }
 
-fn wake(h: &mut Harness<Credit2>, e: u32) {
+fn wake(h: &mut Harness<Credit2Sched>, e: u32) {
     h.wake(e, WakeInfo::default());
 }
 
-fn credit(h: &Harness<Credit2>, e: u32) -> i64 {
-    h.sched.units[e as usize].credit
+fn credit(h: &Harness<Credit2Sched>, e: u32) -> i64 {
+    h.sched.ops.units[e as usize].credit
 }
 
-fn set_credit(h: &mut Harness<Credit2>, e: u32, c: i64) {
-    h.sched.units[e as usize].credit = c;
+fn set_credit(h: &mut Harness<Credit2Sched>, e: u32, c: i64) {
+    h.sched.ops.units[e as usize].credit = c;
 }
 
-fn set_processor(h: &mut Harness<Credit2>, e: u32, cpu: u32) {
-    h.sched.units[e as usize].processor = CpuId(cpu);
+fn set_processor(h: &mut Harness<Credit2Sched>, e: u32, cpu: u32) {
+    h.sched.ops.units[e as usize].processor = CpuId(cpu);
 }
 
-fn runq(h: &Harness<Credit2>, r: usize) -> Vec<u32> {
-    h.sched.rqs[r].runq.iter().map(|e| e.0).collect()
+fn runq(h: &Harness<Credit2Sched>, r: usize) -> Vec<u32> {
+    h.sched.ops.rqs[r].runq.iter().map(|e| e.0).collect()
 }
 
-fn capped(cap: u32, n: usize) -> Harness<Credit2> {
+fn capped(cap: u32, n: usize) -> Harness<Credit2Sched> {
     let mut ents: Vec<EntityParams> = (0..n).map(|i| pinned(i, 1, 0)).collect();
-    ents[0].cap_pct = cap;
+    ents[0].xen.cap_pct = cap;
     harness(Credit2Params::default(), flat(1), ents)
 }
 
@@ -92,7 +92,7 @@ fn capped(cap: u32, n: usize) -> Harness<Credit2> {
 /// real timer interrupt is), reschedule requests (delivered `latency` after they are raised),
 /// and the scheduler's own timers. Records every run interval.
 struct Sim {
-    h: Harness<Credit2>,
+    h: Harness<Credit2Sched>,
     latency: Nanos,
     sched_timers: Vec<Option<SimTime>>,
     pending: Vec<(SimTime, u32)>,
@@ -102,7 +102,7 @@ struct Sim {
 }
 
 impl Sim {
-    fn new(h: Harness<Credit2>, latency: Nanos) -> Sim {
+    fn new(h: Harness<Credit2Sched>, latency: Nanos) -> Sim {
         let nt = h.sched.nr_timers() as usize;
         let ne = h.ents.len();
         let mut s = Sim {
@@ -121,6 +121,7 @@ impl Sim {
         for (k, at) in self.h.take_timers() {
             self.sched_timers[k as usize] = at;
         }
+        self.h.take_pauses();
         let now = self.h.now;
         for c in self.h.take_resched() {
             if !self.pending.iter().any(|p| p.1 == c) {

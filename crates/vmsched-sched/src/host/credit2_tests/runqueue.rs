@@ -97,7 +97,7 @@ fn insert_picks_the_least_loaded_runqueue() {
         ..Default::default()
     };
     let h = flat_harness(p, 2, 4);
-    let rqs: Vec<usize> = (0..4).map(|e| h.sched.units[e].rq).collect();
+    let rqs: Vec<usize> = (0..4).map(|e| h.sched.ops.units[e].rq).collect();
     assert_eq!(rqs, vec![0, 1, 0, 1], "each insert adds 0.5 to b_avgload");
-    assert_eq!(h.sched.rqs[0].b_avgload, 1 << 18);
+    assert_eq!(h.sched.ops.rqs[0].b_avgload, 1 << 18);
 }

@@ -190,15 +190,15 @@ fn a5_runtime_worked_example() {
     // Runqueue max_weight 512; B (w 256) picked with 3 ms while the head has 1 ms:
     // rt = 2 ms of credit → 1 ms of time; min_time = 1 ms.
     let mut ents = vec![params(0, 1), params(1, 1), params(2, 1)];
-    ents[0].weight = 512;
+    ents[0].xen.weight = 512;
     let mut h = harness(Credit2Params::default(), flat(1), ents);
     wake(&mut h, 0);
     wake(&mut h, 1);
     set_credit(&mut h, 0, MS);
     set_credit(&mut h, 1, 3 * MS);
-    h.sched.rqs[0]
+    h.sched.ops.rqs[0]
         .runq
-        .sort_by_key(|e| -h.sched.units[e.idx()].credit);
+        .sort_by_key(|e| -h.sched.ops.units[e.idx()].credit);
     let p = h.schedule(0);
     assert_eq!(
         p,
@@ -209,15 +209,15 @@ fn a5_runtime_worked_example() {
     );
     // With R = 0 the 500 µs floor applies and the 1 ms slice stands on its own: make it 1.5 ms.
     let mut ents = vec![params(0, 1), params(1, 1)];
-    ents[0].weight = 512;
+    ents[0].xen.weight = 512;
     let mut h = harness(rl(0), flat(1), ents);
     wake(&mut h, 0);
     wake(&mut h, 1);
     set_credit(&mut h, 0, MS);
     set_credit(&mut h, 1, 4 * MS);
-    h.sched.rqs[0]
+    h.sched.ops.rqs[0]
         .runq
-        .sort_by_key(|e| -h.sched.units[e.idx()].credit);
+        .sort_by_key(|e| -h.sched.ops.units[e.idx()].credit);
     assert_eq!(
         h.schedule(0),
         Pick {

@@ -81,12 +81,12 @@ fn tickle_prefers_a_fully_idle_core() {
             ..Default::default()
         };
         let mut h = harness(p, topo.clone(), (0..2).map(|i| params(i, 4)).collect());
-        assert_eq!(h.sched.sibling_mask[1], CpuSet::from_ids([0, 1]));
+        assert_eq!(h.sched.ops.sibling_mask[1], CpuSet::from_ids([0, 1]));
         set_processor(&mut h, 0, 0);
         wake(&mut h, 0);
         assert_eq!(h.take_resched(), vec![0]);
         h.schedule(0);
-        assert_eq!(h.sched.rqs[0].smt_idle, CpuSet::from_ids([2, 3]));
+        assert_eq!(h.sched.ops.rqs[0].smt_idle, CpuSet::from_ids([2, 3]));
         set_processor(&mut h, 1, 1);
         wake(&mut h, 1);
         assert_eq!(
@@ -94,8 +94,8 @@ fn tickle_prefers_a_fully_idle_core() {
             vec![expect],
             "smt_power_savings = {savings}"
         );
-        assert_eq!(h.sched.units[1].tickled_cpu, Some(CpuId(expect)));
-        assert!(h.sched.rqs[0].tickled.contains(CpuId(expect)));
+        assert_eq!(h.sched.ops.units[1].tickled_cpu, Some(CpuId(expect)));
+        assert!(h.sched.ops.rqs[0].tickled.contains(CpuId(expect)));
     }
 }
 
@@ -131,12 +131,12 @@ fn tickle_busy_cpus_by_score_with_migrate_resist() {
         h.take_resched().is_empty(),
         "a 400 µs lead on another CPU is below MIGRATE_RESIST"
     );
-    h.sched.runq_remove(EntityId(2));
+    h.sched.ops.runq_remove(EntityId(2));
     set_credit(&mut h, 2, 5 * MS + 600 * US);
     h.ents[2].runnable = false;
     wake(&mut h, 2);
     assert_eq!(h.take_resched(), vec![1]);
-    assert_eq!(h.sched.units[2].tickled_cpu, Some(CpuId(1)));
+    assert_eq!(h.sched.ops.units[2].tickled_cpu, Some(CpuId(1)));
 }
 
 #[test]
@@ -165,8 +165,8 @@ fn exclusively_pinned_wake_tickles_its_cpu_only() {
         flat(2),
         vec![pinned(0, 2, 1), pinned(1, 2, 1)],
     );
-    assert!(h.sched.units[0].pinned);
-    assert_eq!(h.sched.processor(EntityId(0)), CpuId(1));
+    assert!(h.sched.ops.units[0].pinned);
+    assert_eq!(h.sched.ops.processor(EntityId(0)), CpuId(1));
     wake(&mut h, 0);
     assert_eq!(h.take_resched(), vec![1]);
     h.schedule(1);
@@ -186,13 +186,13 @@ fn context_saved_requeues_the_preempted_vcpu_and_tickles_an_idle_cpu() {
     assert_eq!(h.take_resched(), vec![0]);
     h.schedule(0);
     // Pretend CPU 1 busy at the wake so that only CPU 0 can be tickled.
-    h.sched.rqs[0].idle.remove(CpuId(1));
-    h.sched.rqs[0].smt_idle = CpuSet::empty();
+    h.sched.ops.rqs[0].idle.remove(CpuId(1));
+    h.sched.ops.rqs[0].smt_idle = CpuSet::empty();
     h.advance(ms(1));
     wake(&mut h, 1);
     assert_eq!(h.take_resched(), vec![0]);
-    h.sched.rqs[0].idle.insert(CpuId(1));
-    h.sched.rqs[0].smt_idle = CpuSet::from_ids([1]);
+    h.sched.ops.rqs[0].idle.insert(CpuId(1));
+    h.sched.ops.rqs[0].smt_idle = CpuSet::from_ids([1]);
     h.schedule(0);
     assert_eq!(h.curr(0), Some(1));
     // e0 was re-queued at context_saved (not before) and tickled the idle CPU 1.

@@ -5,7 +5,7 @@ use super::*;
 // --- §1.17 load balancing ------------------------------------------------------------------------
 
 /// Two vCPUs: A runs on 0 with B queued behind it, X (pinned to 1) runs on 1.
-fn lb_setup() -> Harness<Cfs> {
+fn lb_setup() -> Harness<CfsSched> {
     let mut h = harness(2, vec![free(0, 2, 0), free(1, 2, 0), pinned(2, 2, 1)]);
     start(&mut h, C);
     start(&mut h, A);
@@ -21,7 +21,7 @@ fn newidle_pulls_a_cold_task() {
     h.advance(ms(10));
     h.block(C);
     assert_eq!(h.curr(1), Some(B));
-    assert_eq!(h.sched.rqs[0].nr_running, 1);
+    assert_eq!(h.sched.cls.fair.rqs[0].nr_running, 1);
     assert!(
         h.take_resched().is_empty(),
         "the pull is served by this very schedule"
@@ -33,10 +33,10 @@ fn newidle_pulls_a_cold_task() {
 fn newidle_leaves_cache_hot_tasks() {
     let mut h = lb_setup();
     h.advance(ms(10));
-    h.sched.ses[1].exec_start = h.now; // ran just now (clock_task = now without steal)
+    h.sched.cls.fair.ses[1].exec_start = h.now; // ran just now (clock_task = now without steal)
     h.block(C);
     assert_eq!(h.curr(1), None);
-    assert!(h.sched.rqs[1].idle_stamp.is_some());
+    assert!(h.sched.rq[1].idle_stamp.is_some());
 }
 
 /// §1.17: newidle is skipped when avg_idle < migration_cost.
@@ -44,7 +44,7 @@ fn newidle_leaves_cache_hot_tasks() {
 fn newidle_gated_by_avg_idle() {
     let mut h = lb_setup();
     h.advance(ms(10));
-    h.sched.rqs[1].avg_idle = 100_000;
+    h.sched.rq[1].avg_idle = 100_000;
     h.block(C);
     assert_eq!(h.curr(1), None);
 }
@@ -54,7 +54,7 @@ fn newidle_gated_by_avg_idle() {
 fn nohz_idle_balance_pulls_to_idle_cpu() {
     let mut h = lb_setup();
     h.advance(ms(10));
-    h.sched.ses[1].exec_start = h.now;
+    h.sched.cls.fair.ses[1].exec_start = h.now;
     h.block(C);
     assert_eq!(h.curr(1), None);
     h.advance(ms(4));
@@ -82,16 +82,16 @@ fn periodic_balance_moves_load_not_pinned_tasks() {
     for e in [2, 3, 0] {
         wake(&mut h, e);
     }
-    assert_eq!(h.sched.rqs[0].nr_running, 4);
+    assert_eq!(h.sched.cls.fair.rqs[0].nr_running, 4);
     // Busy interval: 2 ms × 16 = 32 ms = 8 jiffies − 1 = 28 ms.
     h.advance(ms(24));
     h.tick(1);
-    assert_eq!(h.sched.rqs[0].nr_running, 4, "not yet due");
+    assert_eq!(h.sched.cls.fair.rqs[0].nr_running, 4, "not yet due");
     h.advance(ms(4));
     h.tick(1);
     // avg 2560, imbalance min(4096 − 2560, 2560 − 1024) = 1536: one nice-0 task moves.
-    assert_eq!(h.sched.rqs[0].nr_running, 3);
-    assert_eq!(h.sched.rqs[1].nr_running, 2);
+    assert_eq!(h.sched.cls.fair.rqs[0].nr_running, 3);
+    assert_eq!(h.sched.cls.fair.rqs[1].nr_running, 2);
     assert_eq!(cpu_of(&h, 0), 0, "the pinned task stayed");
     assert_eq!(cpu_of(&h, 2), 1, "the coldest movable task moved");
 }

@@ -76,7 +76,7 @@ fn tick_period_follows_hz() {
         (300, 3_333_333),
         (1000, 1_000_000),
     ] {
-        let c = Cfs::new(
+        let c = Cfs::sched(
             CfsParams {
                 hz,
                 ..Default::default()
@@ -171,7 +171,7 @@ fn params_deserialize_with_defaults() {
 #[test]
 #[should_panic(expected = "validated")]
 fn new_panics_on_invalid_params() {
-    Cfs::new(
+    Cfs::sched(
         CfsParams {
             hz: 0,
             ..Default::default()

@@ -8,7 +8,7 @@ const W: u32 = 0; // the waker, pinned to vCPU 0
 const P: u32 = 1; // the wakee, last ran on vCPU 1
 
 /// W on vCPU 0, P free with prev vCPU 1, fillers pinned on vCPUs 1..=3; `busy` fillers run.
-fn sis_setup(busy: &[u32], p: CfsParams) -> Harness<Cfs> {
+fn sis_setup(busy: &[u32], p: CfsParams) -> Harness<CfsSched> {
     let mut ents = vec![pinned(0, 4, 0), free(1, 4, 1)];
     for c in 1..4 {
         ents.push(pinned(1 + c as usize, 4, c));
@@ -35,8 +35,8 @@ fn sync_wakeup_prefers_idle_prev_cpu() {
 #[test]
 fn idle_prev_beats_the_scan() {
     let mut h = sis_setup(&[], CfsParams::default());
-    h.sched.ses[P as usize].cpu = 2;
-    h.sched.ses[P as usize].recent_used_cpu = 2;
+    h.sched.cls.fair.ses[P as usize].cpu = 2;
+    h.sched.cls.fair.ses[P as usize].recent_used_cpu = 2;
     wake_from(&mut h, P, 0, true);
     assert_eq!(cpu_of(&h, P), 2);
 }
@@ -54,7 +54,7 @@ fn sync_wakeup_pulls_across_llcs() {
         .collect();
     for (sync, want) in [(true, 1), (false, 2)] {
         let ents = vec![pinned(0, 4, 0), free(1, 4, 2)];
-        let mut h = Harness::with_topology(Cfs::new(CfsParams::default(), &t), t.clone(), ents);
+        let mut h = Harness::with_topology(Cfs::sched(CfsParams::default(), &t), t.clone(), ents);
         start(&mut h, W);
         wake_from(&mut h, P, 0, sync);
         assert_eq!(cpu_of(&h, P), want, "sync={sync}");
@@ -90,7 +90,7 @@ fn all_busy_non_sync_wake_affine_weight_keeps_prev() {
 fn wake_affine_weight_picks_lighter_waker_cpu() {
     let mut h = sis_setup(&[1, 2, 3], CfsParams::default());
     // Make prev heavier: a second task queued on vCPU 1.
-    h.sched.rqs[1].load += 2048;
+    h.sched.cls.fair.rqs[1].load += 2048;
     wake_from(&mut h, P, 0, false);
     assert_eq!(cpu_of(&h, P), 0, "(1024+1024)·100 < 3072·108");
 }
@@ -99,9 +99,9 @@ fn wake_affine_weight_picks_lighter_waker_cpu() {
 #[test]
 fn wake_wide_disables_affine_wakeups() {
     let mut h = sis_setup(&[1, 2, 3], CfsParams::default());
-    h.sched.ses[W as usize].wakee_flips = 16;
-    h.sched.ses[W as usize].last_wakee = Some(P as usize);
-    h.sched.ses[P as usize].wakee_flips = 4; // ≥ llc size 4, and 16 ≥ 4 × 4
+    h.sched.cls.fair.ses[W as usize].wakee_flips = 16;
+    h.sched.cls.fair.ses[W as usize].last_wakee = Some(P as usize);
+    h.sched.cls.fair.ses[P as usize].wakee_flips = 4; // ≥ llc size 4, and 16 ≥ 4 × 4
     wake_from(&mut h, P, 0, true);
     assert_eq!(cpu_of(&h, P), 1, "stays on prev");
 }
@@ -117,18 +117,21 @@ fn record_wakee_counts_flips_and_decays() {
         h.deliver_resched();
         h.block(e);
     }
-    assert_eq!(h.sched.ses[0].wakee_flips, 6);
+    assert_eq!(h.sched.cls.fair.ses[0].wakee_flips, 6);
     h.advance(ms(1100));
     wake_from(&mut h, B, 0, false);
-    assert_eq!(h.sched.ses[0].wakee_flips, 4, "6 halved to 3, then +1");
+    assert_eq!(
+        h.sched.cls.fair.ses[0].wakee_flips, 4,
+        "6 halved to 3, then +1"
+    );
 }
 
 /// §1.16: hard affinity always wins.
 #[test]
 fn affinity_is_respected() {
     let mut h = sis_setup(&[3], CfsParams::default());
-    h.sched.ses[P as usize].allowed = CpuSet::single(CpuId(3));
-    h.sched.ses[P as usize].cpu = 3;
+    h.sched.cls.fair.ses[P as usize].allowed = CpuSet::single(CpuId(3));
+    h.sched.cls.fair.ses[P as usize].cpu = 3;
     wake_from(&mut h, P, 0, true);
     assert_eq!(cpu_of(&h, P), 3);
 }
@@ -156,6 +159,7 @@ fn idle_waker_cpu_takes_wakee_of_busy_prev() {
 fn vcpu_is_preempted_switch() {
     let mut h = sis_setup(&[], CfsParams::default());
     h.cpus[1].executing = false;
+    h.cpus[1].backing = RunState::Runnable;
     wake_from(&mut h, P, 0, true);
     assert_eq!(cpu_of(&h, P), 1);
     let p = CfsParams {
@@ -164,24 +168,43 @@ fn vcpu_is_preempted_switch() {
     };
     let mut h = sis_setup(&[], p);
     h.cpus[1].executing = false;
+    h.cpus[1].backing = RunState::Runnable;
     wake_from(&mut h, P, 0, true);
     assert_eq!(cpu_of(&h, P), 2);
+}
+
+/// x86 `vcpu_is_preempted` reads "runnable, not running" (Xen `xen_vcpu_stolen`): an idle vCPU
+/// the host has halted (blocked) or parked (offline) is not preempted, so it still counts as
+/// idle with the option on.
+#[test]
+fn halted_vcpu_is_not_preempted() {
+    for state in [RunState::Blocked, RunState::Offline] {
+        let p = CfsParams {
+            vcpu_is_preempted: true,
+            ..Default::default()
+        };
+        let mut h = sis_setup(&[], p);
+        h.cpus[1].executing = false;
+        h.cpus[1].backing = state;
+        wake_from(&mut h, P, 0, true);
+        assert_eq!(cpu_of(&h, P), 1, "a {state:?} vCPU is idle, not preempted");
+    }
 }
 
 /// §1.16 recent_used_cpu: the waker's vCPU is remembered and tried before the scan.
 #[test]
 fn recent_used_cpu_is_tried_before_the_scan() {
     let mut h = sis_setup(&[1], CfsParams::default());
-    h.sched.ses[P as usize].recent_used_cpu = 3;
-    h.sched.ses[W as usize].recent_used_cpu = 2;
+    h.sched.cls.fair.ses[P as usize].recent_used_cpu = 3;
+    h.sched.cls.fair.ses[W as usize].recent_used_cpu = 2;
     wake_from(&mut h, P, 0, true);
     assert_eq!(cpu_of(&h, P), 3, "recent vCPU 3 beats the scan's vCPU 2");
     assert_eq!(
-        h.sched.ses[P as usize].recent_used_cpu, 1,
+        h.sched.cls.fair.ses[P as usize].recent_used_cpu, 1,
         "prev remembered instead"
     );
     assert_eq!(
-        h.sched.ses[W as usize].recent_used_cpu, 0,
+        h.sched.cls.fair.ses[W as usize].recent_used_cpu, 0,
         "waker records its vCPU"
     );
 }
@@ -191,7 +214,7 @@ fn recent_used_cpu_is_tried_before_the_scan() {
 fn sched_idle_cpu_counts_as_idle() {
     let mut ents = vec![pinned(0, 2, 0), free(1, 2, 0)];
     let mut bg = pinned(2, 2, 1);
-    bg.policy = Policy::Idle;
+    bg.linux.policy = Policy::Idle;
     ents.push(bg);
     let mut h = harness(2, ents);
     start(&mut h, A);
@@ -216,8 +239,8 @@ fn idle_core_preferred_with_smt() {
         })
         .collect();
     let ents = vec![pinned(0, 4, 0), free(1, 4, 0)];
-    let mut h = Harness::with_topology(Cfs::new(CfsParams::default(), &t), t, ents);
-    assert!(h.sched.smt);
+    let mut h = Harness::with_topology(Cfs::sched(CfsParams::default(), &t), t, ents);
+    assert!(h.sched.cls.fair.smt);
     start(&mut h, A);
     // B's prev (0) is busy; vCPU 1 is idle but its core is busy; core 1 (vCPUs 2, 3) is idle.
     wake_from(&mut h, B, 0, false);

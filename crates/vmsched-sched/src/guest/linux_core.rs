@@ -1,0 +1,808 @@
+//! The Linux scheduler core below every Linux scheduling class, after `kernel/sched/core.c`
+//! (v5.10): the per-CPU run-queue clock (`rq->clock`, `rq->clock_task` with steal time),
+//! `need_resched`, the class chain and the skeletons that call the classes (wake-up, fork,
+//! `__schedule`, `scheduler_tick`, `yield`, `yield_to`).
+//!
+//! # The class chain
+//!
+//! Like `struct sched_class`, a [`SchedClass`] is a table of hooks; the core holds one instance
+//! of each class in the fixed order stop > deadline > RT > fair > idle and asks them in that
+//! order for the next task. [`LinuxCore`] is generic over the classes, so every call is static
+//! (one `Box<dyn Scheduler>` per level, no further indirection): `LinuxCore<Cfs>` is Linux 5.10
+//! with CFS as the fair class and [`EmptyClass`] in the other slots. An RT or deadline class is
+//! added by implementing [`SchedClass`] and naming it in the type (`LinuxCore<Cfs, Rt>`),
+//! without touching the fair class. A task belongs to the first class, in chain order, whose
+//! [`SchedClass::accepts`] takes its policy (`p->sched_class`); until an RT class exists, CFS
+//! accepts SCHED_FIFO and SCHED_RR tasks too and schedules them as normal tasks (see
+//! `docs/simplifications.md`). The stop class never has tasks (no stop-machine work is
+//! modelled) and the idle class is the engine's idle: a CPU with nothing to pick idles.
+//!
+//! # Who calls what
+//!
+//! The engine calls the [`Scheduler`] hooks (see `vmsched_core::sched`); the core turns each
+//! into the class calls Linux makes, with the run queue's clock brought up to date where Linux
+//! calls `update_rq_clock`:
+//!
+//! * `wake(e)`: `try_to_wake_up`: `select_task_rq` (placement: the CPU is chosen by the task's
+//!   class, as its own operation), `migrate_task_rq` + `set_task_cpu` if it moves, the target
+//!   queue's clock, `enqueue_task(ENQUEUE_WAKEUP)`, then `check_preempt_curr` (the class's
+//!   `wakeup_preempt` when the current task is of the same class, a reschedule when the wakee's
+//!   class is higher or the CPU idles) and the `avg_idle` update of `ttwu_do_wakeup`. A first
+//!   wake-up (`WakeCause::Fork`) is `wake_up_new_task`: `task_fork` on the parent's queue,
+//!   `select_task_rq(SD_BALANCE_FORK)`, enqueue, `check_preempt_curr(WF_FORK)`.
+//! * `block(e)`: `deactivate_task(DEQUEUE_SLEEP)` on the task's queue (`__schedule` follows).
+//! * `yield_(e)`: `do_sched_yield` → the class's `yield_task`.
+//! * `schedule(cpu)`: `__schedule`: clock, clear `need_resched`, `put_prev_task(prev)`, then each
+//!   class's `pick_next_task` in order and `set_next_task` on the pick. A class may balance
+//!   inside its pick when it has nothing (CFS's `newidle_balance`).
+//! * `tick(cpu)`: `scheduler_tick`: clock, the current task's class `task_tick`, then every
+//!   class's `trigger_load_balance` (periodic balancing).
+//!
+//! A class hook reads the level and the core's run queues through a [`LinuxCtx`] and requests
+//! reschedules only through [`LinuxCtx::resched_curr`], which sets `need_resched` once until the
+//! next `__schedule` (TIF_NEED_RESCHED).
+
+use std::ops::{Deref, DerefMut};
+
+use vmsched_core::ids::{CpuId, EntityId};
+use vmsched_core::sched::{Pick, Policy, SchedCtx, Scheduler, WakeInfo};
+use vmsched_core::time::Nanos;
+
+/// The per-CPU run-queue fields the core owns (Linux v5.10: the core part of `struct rq`).
+#[derive(Clone, Debug, Default)]
+pub struct Rq {
+    /// `rq->clock`: the wall clock as of the last `update_rq_clock`.
+    pub clock: u64,
+    /// `rq->clock_task`: `clock` minus the steal time accounted so far.
+    pub clock_task: u64,
+    /// `rq->prev_steal_time_rq`: the steal clock already subtracted.
+    pub prev_steal_time_rq: u64,
+    /// TIF_NEED_RESCHED of the CPU's current task: a reschedule was requested and `__schedule`
+    /// has not run since.
+    pub need_resched: bool,
+    /// `rq->idle_stamp`: when the CPU last went idle after a failed newidle balance.
+    pub idle_stamp: Option<u64>,
+    /// `rq->avg_idle`: the average idle period, fed at each wake-up of an idle CPU.
+    pub avg_idle: u64,
+    /// `2 × sysctl_sched_migration_cost`: the cap of `avg_idle`.
+    pub max_idle_balance_cost: u64,
+}
+
+/// What a class hook sees: the engine's context of the level plus the core's run queues.
+pub struct LinuxCtx<'c, 'a> {
+    sched: &'c mut SchedCtx<'a>,
+    rq: &'c mut [Rq],
+}
+
+impl<'a> Deref for LinuxCtx<'_, 'a> {
+    type Target = SchedCtx<'a>;
+    #[inline]
+    fn deref(&self) -> &SchedCtx<'a> {
+        self.sched
+    }
+}
+
+impl DerefMut for LinuxCtx<'_, '_> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        self.sched
+    }
+}
+
+impl<'c, 'a> LinuxCtx<'c, 'a> {
+    #[inline]
+    pub fn new(sched: &'c mut SchedCtx<'a>, rq: &'c mut [Rq]) -> Self {
+        LinuxCtx { sched, rq }
+    }
+
+    #[inline]
+    pub fn rq(&self, cpu: usize) -> &Rq {
+        &self.rq[cpu]
+    }
+
+    #[inline]
+    pub fn rq_mut(&mut self, cpu: usize) -> &mut Rq {
+        &mut self.rq[cpu]
+    }
+
+    /// `rq_clock_task(rq)`.
+    #[inline]
+    pub fn rq_clock_task(&self, cpu: usize) -> u64 {
+        self.rq[cpu].clock_task
+    }
+
+    /// Linux v5.10: update_rq_clock + update_rq_clock_task (steal capped at the delta, the
+    /// excess carried over to later updates, as in 5.10.y, ERRATA L5). The steal reading is the
+    /// engine's steal clock when the guest accounts steal time (PARAVIRT_TIME_ACCOUNTING), else
+    /// 0.
+    #[inline]
+    pub fn update_rq_clock(&mut self, cpu: usize) {
+        let now = self.sched.now();
+        let steal_clock = now - self.sched.clock_task(CpuId(cpu as u32));
+        let rq = &mut self.rq[cpu];
+        if now <= rq.clock {
+            return;
+        }
+        let mut delta = now - rq.clock;
+        rq.clock = now;
+        let steal = steal_clock.saturating_sub(rq.prev_steal_time_rq).min(delta);
+        rq.prev_steal_time_rq += steal;
+        delta -= steal;
+        rq.clock_task += delta;
+    }
+
+    /// Linux v5.10: resched_curr. Requests a reschedule of `cpu` once until its next
+    /// `__schedule`.
+    #[inline]
+    pub fn resched_curr(&mut self, cpu: usize) {
+        if !self.rq[cpu].need_resched {
+            self.rq[cpu].need_resched = true;
+            self.sched.resched(CpuId(cpu as u32));
+        }
+    }
+}
+
+/// `enqueue_task` flags (Linux `ENQUEUE_*`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EnqueueFlags {
+    /// ENQUEUE_WAKEUP: the task wakes up (else it is new, or moved by a balancer).
+    pub wakeup: bool,
+    /// ENQUEUE_MIGRATED: it changed CPU on the way (`set_task_cpu`).
+    pub migrated: bool,
+}
+
+/// `dequeue_task` flags (Linux `DEQUEUE_*`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DequeueFlags {
+    /// DEQUEUE_SLEEP: the task goes to sleep (else it moves, or its attributes change).
+    pub sleep: bool,
+}
+
+/// Wake-up preemption flags (Linux `WF_*`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WakeFlags {
+    /// WF_FORK: the first wake-up of a new task.
+    pub fork: bool,
+    /// WF_SYNC: the waker is about to sleep.
+    pub sync: bool,
+}
+
+/// A Linux scheduling class (Linux `struct sched_class`). CPUs and tasks are the level's local
+/// indices. Every hook is called by [`LinuxCore`] with the lock-holding context Linux has: the
+/// task's run queue (and, for a migration, both) is "locked", nothing else runs meanwhile.
+/// Hooks for tasks of another class are never called, except [`SchedClass::init_task`].
+pub trait SchedClass: Send {
+    /// A class that never has tasks ([`EmptyClass`]). When every class above fair is empty,
+    /// the core skips the class lookup (Linux 5.10's fast path of `pick_next_task` when all
+    /// tasks are fair).
+    const EMPTY: bool = false;
+
+    /// Whether tasks of `policy` belong to this class (`__setscheduler`'s choice of
+    /// `p->sched_class`). The core gives a task to the first accepting class in chain order.
+    fn accepts(&self, policy: Policy) -> bool;
+
+    /// Run-queue defaults this class sets at boot (Linux `sched_init`), once per CPU.
+    fn init_rq(&self, _rq: &mut Rq) {}
+
+    /// Build time, every task, in id order, for every class (as `__sched_fork` initialises a
+    /// task's `se`, `rt` and `dl` whatever its class). `owned`: the task is this class's.
+    fn init_task(&mut self, ctx: &mut LinuxCtx, e: EntityId, owned: bool);
+
+    /// `task_cpu(p)`: where the task is queued, runs or last ran.
+    fn task_cpu(&self, e: EntityId) -> CpuId;
+
+    /// Placement of a waking task: choose its CPU (`select_task_rq`, with the fallback to an
+    /// allowed CPU). Called before any queue is touched; must return a CPU in the task's
+    /// affinity.
+    fn select_task_rq(&mut self, ctx: &mut LinuxCtx, e: EntityId, info: WakeInfo) -> CpuId;
+
+    /// Placement of a new task (`select_task_rq` with SD_BALANCE_FORK), after `task_fork`.
+    /// `parent_cpu` is the CPU the parent runs on.
+    fn select_task_rq_fork(&mut self, ctx: &mut LinuxCtx, e: EntityId, parent_cpu: CpuId) -> CpuId;
+
+    /// The waking task moves to `new_cpu` (`migrate_task_rq` followed by `set_task_cpu`); it
+    /// is on no queue.
+    fn migrate_task_rq(&mut self, ctx: &mut LinuxCtx, e: EntityId, new_cpu: CpuId);
+
+    /// A new task is set up on its parent's CPU (`task_fork`, from `sched_fork`).
+    fn task_fork(&mut self, ctx: &mut LinuxCtx, e: EntityId, parent_cpu: CpuId);
+
+    /// Put `e` on `cpu`'s queue (its clock is up to date).
+    fn enqueue_task(&mut self, ctx: &mut LinuxCtx, cpu: CpuId, e: EntityId, f: EnqueueFlags);
+
+    /// Take `e` off `cpu`'s queue (its clock is up to date). With `sleep`, `e` is the current
+    /// task, which blocks; `__schedule` follows at once.
+    fn dequeue_task(&mut self, ctx: &mut LinuxCtx, cpu: CpuId, e: EntityId, f: DequeueFlags);
+
+    /// The current task `e` of `cpu` yields (`sched_yield`); `__schedule` follows at once.
+    fn yield_task(&mut self, ctx: &mut LinuxCtx, cpu: CpuId, e: EntityId);
+
+    /// The current task of `cpu` yields to `target` of the same class (`yield_to`); returns
+    /// whether the class arranged for `target` to run next.
+    fn yield_to_task(&mut self, _ctx: &mut LinuxCtx, _cpu: CpuId, _target: EntityId) -> bool {
+        false
+    }
+
+    /// `p` of this class was just queued on `cpu`, whose current task `curr` is of this class
+    /// too: should `p` preempt it? Requests with `resched_curr` (Linux v5.10:
+    /// `check_preempt_curr`; 6.x: `wakeup_preempt`).
+    fn wakeup_preempt(
+        &mut self,
+        ctx: &mut LinuxCtx,
+        cpu: CpuId,
+        curr: EntityId,
+        p: EntityId,
+        f: WakeFlags,
+    );
+
+    /// The next task of this class for `cpu`, if it has one; `put_prev_task` was called for the
+    /// previous task. May pull work from other CPUs first (newidle balance).
+    fn pick_next_task(&mut self, ctx: &mut LinuxCtx, cpu: CpuId) -> Option<EntityId>;
+
+    /// `prev` of this class stops being `cpu`'s current task (it may stay queued).
+    fn put_prev_task(&mut self, ctx: &mut LinuxCtx, cpu: CpuId, prev: EntityId);
+
+    /// `e`, just picked, becomes `cpu`'s current task.
+    fn set_next_task(&mut self, ctx: &mut LinuxCtx, cpu: CpuId, e: EntityId);
+
+    /// The tick, for `cpu`'s current task `curr` of this class.
+    fn task_tick(&mut self, ctx: &mut LinuxCtx, cpu: CpuId, curr: EntityId);
+
+    /// The tick of `cpu`, for every class (fair: `trigger_load_balance`).
+    fn trigger_load_balance(&mut self, _ctx: &mut LinuxCtx, _cpu: CpuId) {}
+
+    /// `e`'s priority changed while queued or running (`prio_changed`). Nothing calls it yet:
+    /// run-time changes are future work.
+    fn prio_changed(&mut self, _ctx: &mut LinuxCtx, _e: EntityId) {}
+
+    /// `e` just joined this class (`switched_to`). Nothing calls it yet.
+    fn switched_to(&mut self, _ctx: &mut LinuxCtx, _e: EntityId) {}
+
+    /// The class's main figure for `e` (vruntime for CFS).
+    fn probe(&self, _e: EntityId) -> Option<i64> {
+        None
+    }
+}
+
+/// A class with no tasks: the stop and idle classes of the model, and the RT and deadline
+/// slots until those classes exist. It accepts no policy, so none of its task hooks is called.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct EmptyClass;
+
+impl SchedClass for EmptyClass {
+    const EMPTY: bool = true;
+
+    fn accepts(&self, _policy: Policy) -> bool {
+        false
+    }
+    fn init_task(&mut self, _ctx: &mut LinuxCtx, _e: EntityId, _owned: bool) {}
+    fn task_cpu(&self, _e: EntityId) -> CpuId {
+        unreachable!("an empty class has no tasks")
+    }
+    fn select_task_rq(&mut self, _: &mut LinuxCtx, _: EntityId, _: WakeInfo) -> CpuId {
+        unreachable!("an empty class has no tasks")
+    }
+    fn select_task_rq_fork(&mut self, _: &mut LinuxCtx, _: EntityId, _: CpuId) -> CpuId {
+        unreachable!("an empty class has no tasks")
+    }
+    fn migrate_task_rq(&mut self, _: &mut LinuxCtx, _: EntityId, _: CpuId) {}
+    fn task_fork(&mut self, _: &mut LinuxCtx, _: EntityId, _: CpuId) {}
+    fn enqueue_task(&mut self, _: &mut LinuxCtx, _: CpuId, _: EntityId, _: EnqueueFlags) {}
+    fn dequeue_task(&mut self, _: &mut LinuxCtx, _: CpuId, _: EntityId, _: DequeueFlags) {}
+    fn yield_task(&mut self, _: &mut LinuxCtx, _: CpuId, _: EntityId) {}
+    fn wakeup_preempt(
+        &mut self,
+        _: &mut LinuxCtx,
+        _: CpuId,
+        _: EntityId,
+        _: EntityId,
+        _: WakeFlags,
+    ) {
+    }
+    #[inline]
+    fn pick_next_task(&mut self, _: &mut LinuxCtx, _: CpuId) -> Option<EntityId> {
+        None
+    }
+    fn put_prev_task(&mut self, _: &mut LinuxCtx, _: CpuId, _: EntityId) {}
+    fn set_next_task(&mut self, _: &mut LinuxCtx, _: CpuId, _: EntityId) {}
+    fn task_tick(&mut self, _: &mut LinuxCtx, _: CpuId, _: EntityId) {}
+}
+
+/// A task's class, in chain order (lower is higher priority).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ClassId {
+    Stop,
+    Deadline,
+    Rt,
+    Fair,
+    Idle,
+}
+
+/// The Linux scheduler of one guest kernel (or, later, a KVM host): the core with its classes.
+pub struct LinuxCore<Fair: SchedClass, Rt: SchedClass = EmptyClass, Dl: SchedClass = EmptyClass> {
+    name: &'static str,
+    tick_ns: Nanos,
+    pub rq: Vec<Rq>,
+    pub cls: Classes<Fair, Rt, Dl>,
+}
+
+/// The class chain of a [`LinuxCore`], in order, and each task's class.
+pub struct Classes<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> {
+    name: &'static str,
+    /// `p->sched_class` of every task.
+    class: Vec<ClassId>,
+    pub stop: EmptyClass,
+    pub dl: Dl,
+    pub rt: Rt,
+    pub fair: Fair,
+    pub idle: EmptyClass,
+}
+
+/// Runs `$body` with `$c` bound to the class of task `$e` in `$s` (static dispatch on
+/// `p->sched_class`; no lookup at all when only the fair class can have tasks).
+macro_rules! with_class {
+    ($s:expr, $e:expr, |$c:ident| $body:expr) => {
+        if Self::FAIR_ONLY {
+            let $c = &mut $s.fair;
+            $body
+        } else {
+            match $s.class[$e.idx()] {
+                ClassId::Stop => {
+                    let $c = &mut $s.stop;
+                    $body
+                }
+                ClassId::Deadline => {
+                    let $c = &mut $s.dl;
+                    $body
+                }
+                ClassId::Rt => {
+                    let $c = &mut $s.rt;
+                    $body
+                }
+                ClassId::Fair => {
+                    let $c = &mut $s.fair;
+                    $body
+                }
+                ClassId::Idle => {
+                    let $c = &mut $s.idle;
+                    $body
+                }
+            }
+        }
+    };
+}
+
+impl<Fair: SchedClass> LinuxCore<Fair> {
+    /// A kernel with `fair` as its only class with tasks, `ncpus` CPUs and a tick every
+    /// `tick_ns` (1/HZ).
+    pub fn new(name: &'static str, ncpus: usize, tick_ns: Nanos, fair: Fair) -> Self {
+        LinuxCore::with_classes(name, ncpus, tick_ns, fair, EmptyClass, EmptyClass)
+    }
+}
+
+impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> LinuxCore<Fair, Rt, Dl> {
+    /// Only the fair class can have tasks (the RT and deadline slots are empty).
+    const FAIR_ONLY: bool = Rt::EMPTY && Dl::EMPTY;
+
+    pub fn with_classes(
+        name: &'static str,
+        ncpus: usize,
+        tick_ns: Nanos,
+        fair: Fair,
+        rt: Rt,
+        dl: Dl,
+    ) -> Self {
+        let mut rq = vec![Rq::default(); ncpus];
+        for r in &mut rq {
+            dl.init_rq(r);
+            rt.init_rq(r);
+            fair.init_rq(r);
+        }
+        LinuxCore {
+            name,
+            tick_ns,
+            rq,
+            cls: Classes {
+                name,
+                class: Vec::new(),
+                stop: EmptyClass,
+                dl,
+                rt,
+                fair,
+                idle: EmptyClass,
+            },
+        }
+    }
+
+    /// The class of task `e`.
+    pub fn class_of(&self, e: EntityId) -> ClassId {
+        self.cls.class[e.idx()]
+    }
+
+    /// The classes and a context over the run queues, borrowed apart.
+    #[inline]
+    fn split<'c, 'a>(
+        &'c mut self,
+        ctx: &'c mut SchedCtx<'a>,
+    ) -> (&'c mut Classes<Fair, Rt, Dl>, LinuxCtx<'c, 'a>) {
+        (&mut self.cls, LinuxCtx::new(ctx, &mut self.rq))
+    }
+}
+
+impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> Classes<Fair, Rt, Dl> {
+    /// Only the fair class can have tasks (the RT and deadline slots are empty).
+    const FAIR_ONLY: bool = Rt::EMPTY && Dl::EMPTY;
+
+    fn class_for(&self, policy: Policy) -> ClassId {
+        if self.stop.accepts(policy) {
+            ClassId::Stop
+        } else if self.dl.accepts(policy) {
+            ClassId::Deadline
+        } else if self.rt.accepts(policy) {
+            ClassId::Rt
+        } else if self.fair.accepts(policy) {
+            ClassId::Fair
+        } else {
+            panic!(
+                "no scheduling class of {} takes {policy:?} tasks",
+                self.name
+            )
+        }
+    }
+
+    #[inline]
+    fn task_cpu(&mut self, e: EntityId) -> CpuId {
+        with_class!(self, e, |c| c.task_cpu(e))
+    }
+
+    /// Linux v5.10: check_preempt_curr. `p` was just queued on `cpu`.
+    #[inline]
+    fn check_preempt_curr(&mut self, lx: &mut LinuxCtx, cpu: CpuId, p: EntityId, f: WakeFlags) {
+        match lx.cpu(cpu).curr {
+            // The idle class is preempted by anything.
+            None => lx.resched_curr(cpu.idx()),
+            Some(curr) if curr == p => {}
+            Some(curr) => {
+                let (kc, kp) = if Self::FAIR_ONLY {
+                    (ClassId::Fair, ClassId::Fair)
+                } else {
+                    (self.class[curr.idx()], self.class[p.idx()])
+                };
+                if kc == kp {
+                    with_class!(self, p, |c| c.wakeup_preempt(lx, cpu, curr, p, f));
+                } else if kp < kc {
+                    lx.resched_curr(cpu.idx());
+                }
+            }
+        }
+    }
+
+    /// Linux v5.10: wake_up_new_task (with sched_fork's `task_fork`).
+    fn wake_up_new_task(&mut self, lx: &mut LinuxCtx, e: EntityId, info: WakeInfo) {
+        let parent_cpu = match info.parent {
+            Some(p) => self.task_cpu(p),
+            None => info.waker_cpu.unwrap_or_else(|| self.task_cpu(e)),
+        };
+        let cpu = with_class!(self, e, |c| {
+            c.task_fork(lx, e, parent_cpu);
+            c.select_task_rq_fork(lx, e, parent_cpu)
+        });
+        lx.update_rq_clock(cpu.idx());
+        with_class!(self, e, |c| c.enqueue_task(
+            lx,
+            cpu,
+            e,
+            EnqueueFlags::default()
+        ));
+        let f = WakeFlags {
+            fork: true,
+            sync: false,
+        };
+        self.check_preempt_curr(lx, cpu, e, f);
+    }
+}
+
+impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> LinuxCore<Fair, Rt, Dl> {
+    /// Linux v5.10: yield_to. The current task `curr` gives its CPU to `target` (same class,
+    /// runnable, not running): the class marks `target` to run next, and with `preempt` the
+    /// target's CPU reschedules if it runs another task. Returns whether the class obliged; the
+    /// caller then reschedules `curr`'s CPU (the yield itself). Nothing in the engine calls it
+    /// yet (directed yield is future work); it is here so a class can be tested against it.
+    pub fn yield_to(
+        &mut self,
+        ctx: &mut SchedCtx,
+        curr: EntityId,
+        target: EntityId,
+        preempt: bool,
+    ) -> bool {
+        let (kc, kt) = (self.class_of(curr), self.class_of(target));
+        if kc != kt || !ctx.ent(target).runnable || ctx.ent(target).on_cpu.is_some() {
+            return false;
+        }
+        let (s, mut lx) = self.split(ctx);
+        let lx = &mut lx;
+        let tcpu = s.task_cpu(target);
+        lx.update_rq_clock(tcpu.idx());
+        let yielded = with_class!(s, target, |c| c.yield_to_task(lx, tcpu, target));
+        if yielded && preempt && lx.cpu(tcpu).curr.is_some_and(|c| c != curr) {
+            lx.resched_curr(tcpu.idx());
+        }
+        yielded
+    }
+}
+
+impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> Scheduler for LinuxCore<Fair, Rt, Dl> {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// One tick every 1/HZ.
+    fn tick_period(&self) -> Option<Nanos> {
+        Some(self.tick_ns)
+    }
+
+    /// Build time (`sched_fork`'s initialisation): the task's class by its policy, then every
+    /// class initialises its part of the task.
+    fn insert(&mut self, ctx: &mut SchedCtx, e: EntityId) {
+        let (s, mut lx) = self.split(ctx);
+        let lx = &mut lx;
+        assert_eq!(e.idx(), s.class.len(), "insert: tasks come in id order");
+        let k = s.class_for(lx.ent(e).params.linux.policy);
+        s.class.push(k);
+        s.stop.init_task(lx, e, k == ClassId::Stop);
+        s.dl.init_task(lx, e, k == ClassId::Deadline);
+        s.rt.init_task(lx, e, k == ClassId::Rt);
+        s.fair.init_task(lx, e, k == ClassId::Fair);
+        s.idle.init_task(lx, e, k == ClassId::Idle);
+    }
+
+    /// Linux v5.10: try_to_wake_up (select_task_rq, set_task_cpu, ttwu_do_activate:
+    /// enqueue_task with ENQUEUE_WAKEUP, check_preempt_curr, the avg_idle update of
+    /// ttwu_do_wakeup), or wake_up_new_task for a first wake-up.
+    fn wake(&mut self, ctx: &mut SchedCtx, e: EntityId, info: WakeInfo) {
+        let (s, mut lx) = self.split(ctx);
+        let lx = &mut lx;
+        if info.is_new() {
+            s.wake_up_new_task(lx, e, info);
+            return;
+        }
+        let (cpu, migrated) = with_class!(s, e, |c| {
+            let prev = c.task_cpu(e);
+            let cpu = c.select_task_rq(lx, e, info);
+            if cpu != prev {
+                c.migrate_task_rq(lx, e, cpu);
+            }
+            (cpu, cpu != prev)
+        });
+        lx.update_rq_clock(cpu.idx());
+        let f = EnqueueFlags {
+            wakeup: true,
+            migrated,
+        };
+        with_class!(s, e, |c| c.enqueue_task(lx, cpu, e, f));
+        let wf = WakeFlags {
+            fork: false,
+            sync: info.sync,
+        };
+        s.check_preempt_curr(lx, cpu, e, wf);
+        let rq = lx.rq_mut(cpu.idx());
+        if let Some(stamp) = rq.idle_stamp.take() {
+            let sample = rq.clock - stamp;
+            let diff = sample as i64 - rq.avg_idle as i64;
+            rq.avg_idle = ((rq.avg_idle as i64 + diff / 8) as u64).min(rq.max_idle_balance_cost);
+        }
+    }
+
+    /// Linux v5.10: deactivate_task with DEQUEUE_SLEEP from `__schedule` (the engine calls
+    /// `schedule` right after).
+    fn block(&mut self, ctx: &mut SchedCtx, e: EntityId) {
+        let (s, mut lx) = self.split(ctx);
+        let cpu = s.task_cpu(e);
+        let lx = &mut lx;
+        lx.update_rq_clock(cpu.idx());
+        let f = DequeueFlags { sleep: true };
+        with_class!(s, e, |c| c.dequeue_task(lx, cpu, e, f));
+    }
+
+    /// Linux v5.10: do_sched_yield → `yield_task` of the task's class.
+    fn yield_(&mut self, ctx: &mut SchedCtx, e: EntityId) {
+        let (s, mut lx) = self.split(ctx);
+        let cpu = s.task_cpu(e);
+        with_class!(s, e, |c| c.yield_task(&mut lx, cpu, e))
+    }
+
+    /// Linux v5.10: __schedule → pick_next_task: put the previous task back into its class,
+    /// then ask the classes in order. No HRTICK: no slice timer.
+    fn schedule(&mut self, ctx: &mut SchedCtx, cpu: CpuId) -> Pick {
+        let prev = ctx.cpu(cpu).curr;
+        let (s, mut lx) = self.split(ctx);
+        let lx = &mut lx;
+        lx.update_rq_clock(cpu.idx());
+        lx.rq_mut(cpu.idx()).need_resched = false;
+        if let Some(p) = prev {
+            with_class!(s, p, |c| c.put_prev_task(lx, cpu, p));
+        }
+        let next = s
+            .stop
+            .pick_next_task(lx, cpu)
+            .or_else(|| s.dl.pick_next_task(lx, cpu))
+            .or_else(|| s.rt.pick_next_task(lx, cpu))
+            .or_else(|| s.fair.pick_next_task(lx, cpu))
+            .or_else(|| s.idle.pick_next_task(lx, cpu));
+        if let Some(n) = next {
+            with_class!(s, n, |c| c.set_next_task(lx, cpu, n));
+        }
+        Pick { next, slice: None }
+    }
+
+    /// Linux v5.10: scheduler_tick: the clock, the current task's `task_tick`, then
+    /// `trigger_load_balance`.
+    fn tick(&mut self, ctx: &mut SchedCtx, cpu: CpuId) {
+        let curr = ctx.cpu(cpu).curr;
+        let (s, mut lx) = self.split(ctx);
+        let lx = &mut lx;
+        lx.update_rq_clock(cpu.idx());
+        if let Some(c) = curr {
+            with_class!(s, c, |x| x.task_tick(lx, cpu, c));
+        }
+        s.dl.trigger_load_balance(lx, cpu);
+        s.rt.trigger_load_balance(lx, cpu);
+        s.fair.trigger_load_balance(lx, cpu);
+    }
+
+    fn probe(&self, e: EntityId) -> Option<i64> {
+        let s = &self.cls;
+        match s.class.get(e.idx())? {
+            ClassId::Stop => s.stop.probe(e),
+            ClassId::Deadline => s.dl.probe(e),
+            ClassId::Rt => s.rt.probe(e),
+            ClassId::Fair => s.fair.probe(e),
+            ClassId::Idle => s.idle.probe(e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The core's skeletons with CFS as the fair class and, to show the chain, a minimal FIFO
+    //! class (one list per CPU, no priorities) in the RT slot.
+    use super::*;
+    use crate::guest::cfs::{Cfs, CfsParams};
+    use vmsched_core::sched::{CpuTopo, WakeCause};
+    use vmsched_core::testkit::{params, Harness};
+    use vmsched_core::time::ms;
+
+    /// SCHED_FIFO without priorities: a FIFO per CPU, the task stays on its initial CPU.
+    #[derive(Default)]
+    struct Fifo {
+        cpu: Vec<CpuId>,
+        queue: Vec<Vec<EntityId>>,
+    }
+
+    impl SchedClass for Fifo {
+        fn accepts(&self, policy: Policy) -> bool {
+            policy == Policy::Fifo
+        }
+        fn init_task(&mut self, ctx: &mut LinuxCtx, e: EntityId, _owned: bool) {
+            self.cpu.push(ctx.ent(e).params.initial_cpu);
+            self.queue.resize(ctx.nr_cpus(), Vec::new());
+        }
+        fn task_cpu(&self, e: EntityId) -> CpuId {
+            self.cpu[e.idx()]
+        }
+        fn select_task_rq(&mut self, _: &mut LinuxCtx, e: EntityId, _: WakeInfo) -> CpuId {
+            self.cpu[e.idx()]
+        }
+        fn select_task_rq_fork(&mut self, _: &mut LinuxCtx, e: EntityId, _: CpuId) -> CpuId {
+            self.cpu[e.idx()]
+        }
+        fn migrate_task_rq(&mut self, _: &mut LinuxCtx, _: EntityId, _: CpuId) {}
+        fn task_fork(&mut self, _: &mut LinuxCtx, _: EntityId, _: CpuId) {}
+        fn enqueue_task(&mut self, _: &mut LinuxCtx, cpu: CpuId, e: EntityId, _: EnqueueFlags) {
+            self.queue[cpu.idx()].push(e);
+        }
+        fn dequeue_task(&mut self, _: &mut LinuxCtx, cpu: CpuId, e: EntityId, _: DequeueFlags) {
+            self.queue[cpu.idx()].retain(|&x| x != e);
+        }
+        fn yield_task(&mut self, _: &mut LinuxCtx, _: CpuId, _: EntityId) {}
+        fn wakeup_preempt(
+            &mut self,
+            _: &mut LinuxCtx,
+            _: CpuId,
+            _: EntityId,
+            _: EntityId,
+            _: WakeFlags,
+        ) {
+        }
+        fn pick_next_task(&mut self, _: &mut LinuxCtx, cpu: CpuId) -> Option<EntityId> {
+            self.queue[cpu.idx()].first().copied()
+        }
+        fn put_prev_task(&mut self, _: &mut LinuxCtx, _: CpuId, _: EntityId) {}
+        fn set_next_task(&mut self, _: &mut LinuxCtx, _: CpuId, _: EntityId) {}
+        fn task_tick(&mut self, _: &mut LinuxCtx, _: CpuId, _: EntityId) {}
+    }
+
+    type WithFifo = LinuxCore<Cfs, Fifo>;
+
+    fn with_fifo(ncpus: usize, ents: Vec<vmsched_core::EntityParams>) -> Harness<WithFifo> {
+        let topo: Vec<CpuTopo> = (0..ncpus)
+            .map(|c| CpuTopo {
+                core: c as u32,
+                ..Default::default()
+            })
+            .collect();
+        let cfs = Cfs::new(CfsParams::default(), &topo);
+        let core = LinuxCore::with_classes(
+            "cfs+fifo",
+            ncpus,
+            4_000_000,
+            cfs,
+            Fifo::default(),
+            EmptyClass,
+        );
+        Harness::new(core, ncpus, ents)
+    }
+
+    /// §3.1: a task of a higher class preempts a fair task at once and runs before it; the
+    /// fair task gets the CPU back when the FIFO task blocks.
+    #[test]
+    fn a_higher_class_preempts_the_fair_class() {
+        let mut rt = params(1, 1);
+        rt.linux.policy = Policy::Fifo;
+        let mut h = with_fifo(1, vec![params(0, 1), rt]);
+        assert_eq!(h.sched.class_of(EntityId(0)), ClassId::Fair);
+        assert_eq!(h.sched.class_of(EntityId(1)), ClassId::Rt);
+        h.wake(0, WakeInfo::of(WakeCause::Fork));
+        h.pump();
+        assert_eq!(h.curr(0), Some(0));
+        h.run_for(ms(10), ms(1));
+        h.wake(1, WakeInfo::default());
+        assert_eq!(
+            h.take_resched(),
+            vec![0],
+            "the FIFO wakee reschedules the fair CPU"
+        );
+        h.schedule(0);
+        assert_eq!(h.curr(0), Some(1));
+        h.run_for(ms(50), ms(1));
+        assert_eq!(
+            h.curr(0),
+            Some(1),
+            "the fair task's tick never preempts FIFO"
+        );
+        h.block(1);
+        assert_eq!(h.curr(0), Some(0));
+    }
+
+    /// Without an RT class, CFS takes SCHED_FIFO tasks (documented simplification).
+    #[test]
+    fn fifo_tasks_go_to_cfs_without_an_rt_class() {
+        let mut rt = params(0, 1);
+        rt.linux.policy = Policy::Fifo;
+        let h = Harness::new(
+            Cfs::sched(CfsParams::default(), &[CpuTopo::default()]),
+            1,
+            vec![rt],
+        );
+        assert_eq!(h.sched.class_of(EntityId(0)), ClassId::Fair);
+    }
+
+    /// need_resched: a CPU is asked to reschedule once until it runs `__schedule`.
+    #[test]
+    fn resched_requests_are_deduplicated_until_schedule() {
+        let mut h = Harness::new(
+            Cfs::sched(CfsParams::default(), &[CpuTopo::default()]),
+            1,
+            (0..3).map(|i| params(i, 1)).collect(),
+        );
+        h.wake(0, WakeInfo::of(WakeCause::Fork));
+        h.pump();
+        h.advance(ms(20));
+        h.wake(1, WakeInfo::default());
+        h.wake(2, WakeInfo::default());
+        assert_eq!(h.requests.len(), 1, "one request for two preempting wakees");
+        assert!(h.sched.rq[0].need_resched);
+        h.deliver_resched();
+        assert!(!h.sched.rq[0].need_resched);
+    }
+}

@@ -1,0 +1,443 @@
+//! The Xen scheduler core below every Xen policy, after `xen/common/sched/core.c` (Xen 4.20)
+//! and xen-schedulers.md §1: the pause flags and the runnable predicate, the runstate rules
+//! the engine applies on the core's requests (`offline` for a paused vCPU), `vcpu_wake`, the
+//! migration protocol, idle handling and the host timer slop.
+//!
+//! # Policy and core
+//!
+//! A Xen policy (Credit2 today; Credit1, RTDS, null, ARINC653 later) implements [`XenOps`],
+//! the hooks of Xen's `struct scheduler`. [`XenCore`] implements the engine's `Scheduler` by
+//! doing what `core.c` does around them, and is generic over the policy, so the calls are static
+//! (`Box<XenCore<Credit2>>` is the only indirection of the level).
+//!
+//! * **Pause flags** (§1.2). The core keeps each vCPU's pause flags that a policy or the core
+//!   sets: `parked` (Credit2 caps, set and cleared by the policy through [`XenCtx::park`] and
+//!   [`XenCtx::unpark`]) and `migrating` (set by a policy's balancer with
+//!   [`XenCtx::set_migrating`], cleared by the core when the migration completes). The
+//!   `blocked` flag is the engine's: an entity that does not want a CPU. A vCPU is runnable
+//!   (`unit_runnable`) when it wants a CPU and no flag is set.
+//! * **Runstates** (§1.3). The engine owns time and runstates; the core tells it when a vCPU
+//!   is paused (`Request::Pause`). A paused vCPU switched out while it wants the CPU goes
+//!   `offline`, not `runnable`; a wake-up that finds it paused makes it `offline`; lifting a
+//!   pause through `vcpu_wake` makes an `offline` vCPU `runnable`, while unparking does not (it
+//!   stays `offline` until it runs, as upstream, whose `unpark_parked_units` calls no
+//!   `vcpu_wake`). A capped vCPU's parked time is therefore offline time (still steal time for
+//!   the guest: Xen's runstate area counts runnable and offline).
+//! * **Wake** (§1.5). `vcpu_wake`: the policy's `wake` is called only for a runnable vCPU.
+//!   Xen calls no hook when a vCPU blocks; the next `do_schedule` sees it not runnable.
+//! * **Migration** (§1.7). A balancer that moves a running vCPU sets `migrating` and tickles its
+//!   CPU. When the vCPU has been switched out and its context saved, the core completes the
+//!   move (`sched_unit_migrate_finish`): `pick_resource`, the policy's `migrate`, clears the
+//!   flag and wakes the vCPU on its new CPU through `vcpu_wake`. A pause flag does not stop a
+//!   switch already decided: Credit2's balancer runs inside `do_schedule` and may mark the very
+//!   vCPU being picked; as upstream, it runs until the tickle reschedules its CPU.
+//! * **Idle** (§1.6). A CPU whose policy picks nothing runs the idle vCPU with no timer (4.20);
+//!   the engine halts it until a tickle. There are no tasklets.
+//! * **Timer slop** (§1.8). Xen 4.20 programs the timer hardware for
+//!   `max(earliest expiry, now + timer_slop)`: every timer the core arms for the policy (the
+//!   slice timer `s_timer` and the policy's own timers) fires no earlier than `timer_slop` after
+//!   it was set. Coalescing of timers that are close together is not modelled: each timer is
+//!   its own slot.
+//!
+//! # Hook contracts
+//!
+//! Every [`XenOps`] hook is called by the core with the scheduler lock of the vCPU's runqueue
+//! "held" (nothing else runs meanwhile), reads the level through [`XenCtx`], and may request
+//! reschedules (`tickle`), arm its own timers, and set or clear the pause flags it owns. Each
+//! hook's doc says when it is called.
+
+use std::ops::{Deref, DerefMut};
+
+use vmsched_core::ids::{CpuId, EntityId};
+use vmsched_core::sched::{Pick, SchedCtx, Scheduler, WakeInfo};
+use vmsched_core::time::{Nanos, SimTime};
+
+/// Xen's default `timer_slop` (ns).
+pub const TIMER_SLOP_DEFAULT_NS: Nanos = 50_000;
+
+/// `_VPF_parked` (Credit2 caps).
+const VPF_PARKED: u8 = 1;
+/// `_VPF_migrating`.
+const VPF_MIGRATING: u8 = 2;
+
+/// What a policy hook sees: the engine's context of the level plus the core's pause flags.
+pub struct XenCtx<'c, 'a> {
+    sched: &'c mut SchedCtx<'a>,
+    pause: &'c mut [u8],
+    slop: Nanos,
+}
+
+impl<'a> Deref for XenCtx<'_, 'a> {
+    type Target = SchedCtx<'a>;
+    #[inline]
+    fn deref(&self) -> &SchedCtx<'a> {
+        self.sched
+    }
+}
+
+impl DerefMut for XenCtx<'_, '_> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        self.sched
+    }
+}
+
+impl<'c, 'a> XenCtx<'c, 'a> {
+    #[inline]
+    pub fn new(sched: &'c mut SchedCtx<'a>, pause: &'c mut [u8], slop: Nanos) -> Self {
+        XenCtx { sched, pause, slop }
+    }
+
+    /// Xen `unit_runnable`: the vCPU wants a CPU (not `blocked`) and no pause flag is set.
+    #[inline]
+    pub fn unit_runnable(&self, e: EntityId) -> bool {
+        self.pause[e.idx()] == 0 && self.sched.ent(e).runnable
+    }
+
+    /// Whether `_VPF_parked` is set.
+    #[inline]
+    pub fn is_parked(&self, e: EntityId) -> bool {
+        self.pause[e.idx()] & VPF_PARKED != 0
+    }
+
+    /// Whether `_VPF_migrating` is set.
+    #[inline]
+    pub fn is_migrating(&self, e: EntityId) -> bool {
+        self.pause[e.idx()] & VPF_MIGRATING != 0
+    }
+
+    /// Sets `_VPF_parked` (Credit2: `park_unit`).
+    #[inline]
+    pub fn park(&mut self, e: EntityId) {
+        self.set_flag(e, VPF_PARKED);
+    }
+
+    /// Clears `_VPF_parked` (Credit2: `unpark_parked_units`). No `vcpu_wake`: an offline vCPU
+    /// stays offline until it runs.
+    #[inline]
+    pub fn unpark(&mut self, e: EntityId) {
+        self.clear_flag(e, VPF_PARKED, false);
+    }
+
+    /// Sets `_VPF_migrating`: the vCPU's CPU must switch it out, then the core completes the
+    /// migration (`sched_unit_migrate_finish`).
+    #[inline]
+    pub fn set_migrating(&mut self, e: EntityId) {
+        self.set_flag(e, VPF_MIGRATING);
+    }
+
+    #[inline]
+    fn set_flag(&mut self, e: EntityId, f: u8) {
+        if self.pause[e.idx()] == 0 {
+            self.sched.pause(e);
+        }
+        self.pause[e.idx()] |= f;
+    }
+
+    #[inline]
+    fn clear_flag(&mut self, e: EntityId, f: u8, wake: bool) {
+        let was = self.pause[e.idx()];
+        self.pause[e.idx()] &= !f;
+        if was != 0 && self.pause[e.idx()] == 0 {
+            self.sched.unpause(e, wake);
+        }
+    }
+
+    /// Arms the policy's timer `key` at `at` (no earlier than the timer slop from now), or
+    /// cancels it.
+    #[inline]
+    pub fn set_timer(&mut self, key: u32, at: Option<SimTime>) {
+        let earliest = self.sched.now() + self.slop;
+        self.sched.set_timer(key, at.map(|t| t.max(earliest)));
+    }
+}
+
+/// A Xen scheduling policy (Xen `struct scheduler`). CPUs and vCPUs are the level's local ids.
+pub trait XenOps: Send {
+    /// Short name, e.g. `credit2`.
+    fn name(&self) -> &'static str;
+
+    /// Number of the policy's own timers (keys `0..n`), asked once at build.
+    fn nr_timers(&self) -> u32 {
+        0
+    }
+
+    /// Xen `insert_unit` (with `alloc_udata`): a new vCPU, blocked, joins the policy. Called
+    /// once per vCPU at build, in id order.
+    fn insert_unit(&mut self, x: &mut XenCtx, e: EntityId);
+
+    /// Xen `remove_unit`: the vCPU leaves (its domain is destroyed). It is blocked and not on
+    /// any CPU. Nothing calls it yet (domains live for the whole run).
+    fn remove_unit(&mut self, _x: &mut XenCtx, _e: EntityId) {}
+
+    /// Xen `wake`, from `vcpu_wake`: `e` is runnable (no pause flag) and may still be running
+    /// or being switched out. Queue it and tickle.
+    fn wake(&mut self, x: &mut XenCtx, e: EntityId, info: WakeInfo);
+
+    /// Xen `sleep`, from `vcpu_sleep_nosync` (pause): `e` stopped being runnable for a reason
+    /// other than blocking; dequeue it, or tickle its CPU if it runs. Nothing calls it yet
+    /// (domain pause is future work).
+    fn sleep(&mut self, _x: &mut XenCtx, _e: EntityId) {}
+
+    /// Xen `yield`, from SCHEDOP_yield: `e` runs; `do_schedule` of its CPU follows at once.
+    fn yield_(&mut self, x: &mut XenCtx, e: EntityId);
+
+    /// Xen `do_schedule`: choose what `cpu` runs next and for how long (the `s_timer`);
+    /// `None` is the idle vCPU, which gets no timer. The current vCPU is `x.cpu(cpu).curr`; it
+    /// may have blocked or been paused. A vCPU other than the current one is switched in after
+    /// this returns; the previous one's context is then saved (`context_saved`).
+    fn do_schedule(&mut self, x: &mut XenCtx, cpu: CpuId) -> Pick;
+
+    /// Xen `context_saved`: `e` has been switched out (its CPU's current vCPU is already the
+    /// new pick). The core completes a pending migration right after.
+    fn context_saved(&mut self, _x: &mut XenCtx, _e: EntityId) {}
+
+    /// Xen `pick_resource` (`pick_cpu`): the CPU a migrating vCPU should move to.
+    fn pick_resource(&mut self, x: &mut XenCtx, e: EntityId) -> CpuId;
+
+    /// Xen `migrate`: move the (not running, not queued) vCPU `e` to `cpu`.
+    fn migrate(&mut self, x: &mut XenCtx, e: EntityId, cpu: CpuId);
+
+    /// Xen `adjust` (`xl sched-* -d`): the domain's parameters changed. Nothing calls it yet
+    /// (run-time changes are future work).
+    fn adjust(&mut self, _x: &mut XenCtx, _domain: u32) {}
+
+    /// A timer armed with [`XenCtx::set_timer`] fired.
+    fn on_timer(&mut self, _x: &mut XenCtx, _key: u32) {}
+
+    /// Period of a per-CPU tick (Credit1's accounting tick), or None.
+    fn tick_period(&self) -> Option<Nanos> {
+        None
+    }
+
+    /// The tick of a busy CPU.
+    fn tick(&mut self, _x: &mut XenCtx, _cpu: CpuId) {}
+
+    /// The policy's main per-vCPU figure (credit), for traces.
+    fn probe(&self, _e: EntityId) -> Option<i64> {
+        None
+    }
+}
+
+/// The Xen core of one cpupool (every CPU of the level) around policy `P`.
+pub struct XenCore<P: XenOps> {
+    pub ops: P,
+    /// Pause flags per vCPU (`VPF_*`).
+    pause: Vec<u8>,
+    /// `timer_slop` (ns).
+    slop: Nanos,
+}
+
+impl<P: XenOps> XenCore<P> {
+    /// The core around `ops`, with Xen's default timer slop (50 µs).
+    pub fn new(ops: P) -> Self {
+        XenCore::with_timer_slop(ops, TIMER_SLOP_DEFAULT_NS)
+    }
+
+    /// The core around `ops` with `timer_slop` = `slop_ns`.
+    pub fn with_timer_slop(ops: P, slop_ns: Nanos) -> Self {
+        XenCore {
+            ops,
+            pause: Vec::new(),
+            slop: slop_ns,
+        }
+    }
+
+    /// The configured timer slop.
+    pub fn timer_slop(&self) -> Nanos {
+        self.slop
+    }
+
+    /// Whether `_VPF_parked` is set on `e`.
+    pub fn is_parked(&self, e: EntityId) -> bool {
+        self.pause[e.idx()] & VPF_PARKED != 0
+    }
+
+    /// Whether `_VPF_migrating` is set on `e`.
+    pub fn is_migrating(&self, e: EntityId) -> bool {
+        self.pause[e.idx()] & VPF_MIGRATING != 0
+    }
+
+    /// Runs `f` on the policy with a context of the level (what the core does around every
+    /// hook; public for tests and for callers of hooks the engine does not drive yet).
+    #[inline]
+    pub fn with_ops<R>(
+        &mut self,
+        ctx: &mut SchedCtx,
+        f: impl FnOnce(&mut P, &mut XenCtx) -> R,
+    ) -> R {
+        let mut x = XenCtx::new(ctx, &mut self.pause, self.slop);
+        f(&mut self.ops, &mut x)
+    }
+
+    /// Xen: vcpu_wake (the hook is called only for a runnable vCPU).
+    #[inline]
+    fn vcpu_wake(ops: &mut P, x: &mut XenCtx, e: EntityId, info: WakeInfo) {
+        if x.unit_runnable(e) {
+            ops.wake(x, e, info);
+        }
+    }
+}
+
+impl<P: XenOps> Scheduler for XenCore<P> {
+    fn name(&self) -> &'static str {
+        self.ops.name()
+    }
+
+    fn nr_timers(&self) -> u32 {
+        self.ops.nr_timers()
+    }
+
+    fn tick_period(&self) -> Option<Nanos> {
+        self.ops.tick_period()
+    }
+
+    /// Xen: sched_init_vcpu → insert_unit.
+    fn insert(&mut self, ctx: &mut SchedCtx, e: EntityId) {
+        assert_eq!(
+            e.idx(),
+            self.pause.len(),
+            "xen core: vCPUs come in id order"
+        );
+        self.pause.push(0);
+        self.pause
+            .reserve(ctx.nr_entities().saturating_sub(self.pause.len()));
+        self.with_ops(ctx, |ops, x| ops.insert_unit(x, e));
+    }
+
+    /// Xen: vcpu_wake.
+    fn wake(&mut self, ctx: &mut SchedCtx, e: EntityId, info: WakeInfo) {
+        self.with_ops(ctx, |ops, x| Self::vcpu_wake(ops, x, e, info));
+    }
+
+    /// Xen calls no policy hook when a vCPU blocks (SCHEDOP_block, WFI/HLT): the `do_schedule`
+    /// that follows sees it not runnable.
+    fn block(&mut self, _ctx: &mut SchedCtx, _e: EntityId) {}
+
+    /// Xen: SCHEDOP_yield → the policy's `yield` (`schedule` follows).
+    fn yield_(&mut self, ctx: &mut SchedCtx, e: EntityId) {
+        self.with_ops(ctx, |ops, x| ops.yield_(x, e));
+    }
+
+    /// Xen: schedule() → do_schedule; `s_timer` is armed no earlier than the timer slop.
+    fn schedule(&mut self, ctx: &mut SchedCtx, cpu: CpuId) -> Pick {
+        let slop = self.slop;
+        let mut pick = self.with_ops(ctx, |ops, x| ops.do_schedule(x, cpu));
+        pick.slice = pick.slice.map(|s| s.max(slop));
+        pick
+    }
+
+    /// Xen: sched_context_switched → context_saved, then sched_unit_migrate_finish for a
+    /// vCPU with `migrating` set: pick_resource, migrate, clear the flag, vcpu_wake.
+    fn context_saved(&mut self, ctx: &mut SchedCtx, e: EntityId) {
+        self.with_ops(ctx, |ops, x| {
+            ops.context_saved(x, e);
+            if x.is_migrating(e) {
+                let cpu = ops.pick_resource(x, e);
+                ops.migrate(x, e, cpu);
+                x.clear_flag(e, VPF_MIGRATING, true);
+                Self::vcpu_wake(ops, x, e, WakeInfo::default());
+            }
+        });
+    }
+
+    fn tick(&mut self, ctx: &mut SchedCtx, cpu: CpuId) {
+        self.with_ops(ctx, |ops, x| ops.tick(x, cpu));
+    }
+
+    fn on_timer(&mut self, ctx: &mut SchedCtx, key: u32) {
+        self.with_ops(ctx, |ops, x| ops.on_timer(x, key));
+    }
+
+    fn probe(&self, e: EntityId) -> Option<i64> {
+        self.ops.probe(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The core's own rules, with Credit2 as the policy.
+    use super::*;
+    use crate::host::credit2::{Credit2, Credit2Params, Credit2Sched};
+    use vmsched_core::cpuset::CpuSet;
+    use vmsched_core::sched::{CpuTopo, Request};
+    use vmsched_core::testkit::{params, Harness};
+    use vmsched_core::time::ms;
+
+    fn one_cpu(p: Credit2Params, caps: &[u32]) -> Harness<Credit2Sched> {
+        let ents = caps
+            .iter()
+            .enumerate()
+            .map(|(i, &cap)| {
+                let mut e = params(i, 1);
+                e.xen.cap_pct = cap;
+                e.hard_affinity = CpuSet::single(CpuId(0));
+                e.initial_cpu = CpuId(0);
+                e
+            })
+            .collect();
+        let n = caps.len() as u32;
+        Harness::new(Credit2::sched(p, &[CpuTopo::default()], n), 1, ents)
+    }
+
+    /// §1.8 (4.20): no timer fires earlier than `timer_slop` after it was set: the slice timer
+    /// is floored at the slop.
+    #[test]
+    fn the_slice_timer_is_floored_at_the_timer_slop() {
+        let mut h = one_cpu(Credit2Params::default(), &[0]);
+        assert_eq!(h.sched.timer_slop(), TIMER_SLOP_DEFAULT_NS);
+        h.wake(0, WakeInfo::default());
+        // A lone vCPU gets the 10 ms maximum slice.
+        assert_eq!(h.schedule(0).slice, Some(ms(10)));
+        let p = Credit2Params {
+            timer_slop_ns: ms(25),
+            ..Default::default()
+        };
+        let mut h = one_cpu(p, &[0]);
+        h.wake(0, WakeInfo::default());
+        assert_eq!(h.schedule(0).slice, Some(ms(25)));
+    }
+
+    /// §1.8: the policy's own timers are floored too (a capped domain's replenishment).
+    #[test]
+    fn policy_timers_are_floored_at_the_timer_slop() {
+        let p = Credit2Params {
+            timer_slop_ns: ms(15),
+            ..Default::default()
+        };
+        let h = one_cpu(p, &[50]);
+        let timers: Vec<_> = h
+            .requests
+            .iter()
+            .filter_map(|r| match r {
+                Request::Timer(k, at) => Some((*k, *at)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(timers, vec![(0, Some(ms(15)))], "period 10 ms, slop 15 ms");
+    }
+
+    /// §1.2: a parked vCPU is paused (not runnable for the core, which tells the engine);
+    /// the replenishment unparks it and lifts the pause, and it runs again.
+    #[test]
+    fn parking_pauses_the_vcpu_and_unparking_lifts_it() {
+        // Cap 10 %: 1 ms of budget per 10 ms period.
+        let mut h = one_cpu(Credit2Params::default(), &[10]);
+        h.wake(0, WakeInfo::default());
+        h.pump();
+        assert_eq!(h.curr(0), Some(0));
+        assert!(!h.paused[0]);
+        h.advance(ms(1));
+        h.schedule(0);
+        h.pump();
+        assert!(h.sched.is_parked(EntityId(0)), "out of budget: parked");
+        assert!(h.paused[0], "the engine is told");
+        assert_eq!(h.curr(0), None);
+        h.advance(ms(9));
+        h.fire_timer(0);
+        h.pump();
+        assert!(!h.sched.is_parked(EntityId(0)));
+        assert!(!h.paused[0]);
+        assert_eq!(h.curr(0), Some(0), "replenished: it runs again");
+    }
+}
