@@ -71,7 +71,7 @@ def test_a_sweep_runs_its_points_through_the_executor(monkeypatch, tmp_path):
 
     class Recording(InlineExecutor):
         def submit(self, fn, /, *args):
-            submitted.append(args[-1])
+            submitted.append(next(a for a in args if isinstance(a, dict)))
             return super().submit(fn, *args)
 
     monkeypatch.setattr(sweep_runner, "make_executor", lambda jobs, points: Recording())

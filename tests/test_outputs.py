@@ -22,8 +22,9 @@ def cli(*args):
 def test_new_directory_is_complete_and_no_temporary_is_left(tmp_path):
     out = tmp_path / "a" / "b"
     vmsched.run("seed000_ncopy", set=SMALL, out=out)
+    # Every non-empty result table as Parquet; no per-sample JSON (issue 18 item 4).
     assert {p.name for p in out.iterdir()} == {
-        "summary.json", "results.json", "entities.parquet", "workloads.parquet"}
+        "summary.json", "entities.parquet", "workloads.parquet", "counters.parquet"}
     assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["b"]
 
 

@@ -30,9 +30,13 @@ GRAN_NS = 3_000_000  # the guest's wakeup granularity (4 vCPUs: factor 3)
 
 
 def _one(args) -> dict:
-    case, scen, version, r_ms, duration_ms = args
-    res = run(scen, set={"host.version": version, "host.ratelimit_us": r_ms * 1000,
-                         "run.duration_ms": duration_ms, "run.warmup_ms": min(500, duration_ms // 10)})
+    """One point: (case, scenario, version, ratelimit in ms, duration in ms[, seed])."""
+    case, scen, version, r_ms, duration_ms, *seed = args
+    ov = {"host.version": version, "host.ratelimit_us": r_ms * 1000,
+          "run.duration_ms": duration_ms, "run.warmup_ms": min(500, duration_ms // 10)}
+    if seed:
+        ov["run.seed"] = seed[0]
+    res = run(scen, set=ov)
     wls = res.workloads.filter(pl.col("kind") == "context1")
     score = sum(wls["value"].to_list())
     fast = sum(wls["count_fast"].to_list())
