@@ -119,6 +119,8 @@ MALFORMED = {
     # files that are not TOML
     "duplicate-key": (sub("pcpus = 4", "pcpus = 4\npcpus = 5"), "machine.pcpus"),
     "syntax": (sub("pcpus = 4", "pcpus = = 4"), "machine.pcpus"),
+    "syntax-in-array-of-tables": (sub("threads = 1", "threads = = 1"),
+                                  "domain.0.workload.2.threads"),
     # out of range (validation)
     "range-ratelimit": (sub("ratelimit_us = 1000", "ratelimit_us = 50"), "host.ratelimit_us"),
     "range-vcpus": (sub("vcpus = 2", "vcpus = 0"), "domain.0.vcpus"),
@@ -151,6 +153,18 @@ def test_every_file_error_names_its_field(tmp_path, name):
     assert err.file == str(f) and isinstance(err.line, int) and err.line >= 1
     assert str(err).startswith(f"{f}:{err.line}: {field}: "), str(err)
     assert "\n" not in str(err)
+
+
+def test_an_override_python_cannot_pass_names_the_key():
+    with pytest.raises(vmsched.ScenarioError) as e:
+        vmsched.check("seed000_ncopy", set={"run.seed": 2**70})
+    assert e.value.field == "run.seed" and "out of range" in str(e.value)
+
+
+def test_a_set_item_without_a_value_is_one_line_exit_2():
+    p = cli("run", "seed000_ncopy", "--set", "run.seed")
+    assert p.returncode == 2 and p.stderr == "", p.stdout + p.stderr
+    assert p.stdout.startswith("error: --set expects key=value")
 
 
 def test_an_override_type_error_names_the_key():

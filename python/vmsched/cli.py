@@ -57,7 +57,7 @@ def _split_grid(items: list[str], value=None) -> tuple[dict, list[str]]:
     fixed: list[str] = []
     for item in items:
         if "=" not in item:
-            raise SystemExit(f"vmsched: --set expects key=value, got '{item}'")
+            raise ValueError(f"--set expects key=value, got '{item}'")
         k, v = item.split("=", 1)
         parts, depth, cur = [], 0, ""
         for ch in v:
@@ -99,8 +99,10 @@ def _positive_int(v: str) -> int:
 def cmd_run(a) -> int:
     from rich.progress import BarColumn, Progress, TimeElapsedColumn, TimeRemainingColumn
 
+    # Refusals before the progress bar (which would leave a blank line): one line each.
     if a.output:
-        check_output_dir(a.output, a.force)  # before the progress bar: a one-line refusal
+        check_output_dir(a.output, a.force)
+    vmsched.check(a.scenario, set=a.set, seed=a.seed)
     with Progress("[progress.description]{task.description}", BarColumn(), TimeElapsedColumn(),
                   TimeRemainingColumn(), console=console, transient=True) as bar:
         task = bar.add_task(f"simulating {escape(Path(str(a.scenario)).stem)}", total=1.0)
@@ -135,7 +137,7 @@ def cmd_sweep(a) -> int:
     _, fixed = _split_grid(a.set)
     grid, fixed = _split_grid(a.set, lambda k, text: field_value(a.scenario, k, text, set=fixed))
     if not grid:
-        raise SystemExit("vmsched sweep: give at least one --set key=v1,v2,... to sweep")
+        raise ValueError("vmsched sweep: give at least one --set key=v1,v2,... to sweep")
     df = vmsched.sweep(a.scenario, grid, seeds=a.seeds, jobs=a.jobs, out=a.output, set=fixed,
                        overwrite=a.force)
     import polars as pl

@@ -143,7 +143,20 @@ fn load(
 ) -> PyResult<vmsched_sched::Scenario> {
     let typed = overrides
         .iter()
-        .map(|(k, v)| Ok((k.clone(), set_value(k, v)?)))
+        .map(|(k, v)| match set_value(k, v) {
+            Ok(x) => Ok((k.clone(), x)),
+            // A value of a type overrides cannot have stays a TypeError; an integer out of
+            // range is a scenario error naming its key.
+            Err(e) if Python::attach(|py| e.is_instance_of::<PyTypeError>(py)) => Err(e),
+            Err(e) => Err(Python::attach(|py| {
+                let msg = e.value(py).to_string();
+                raise(
+                    py,
+                    "ScenarioError",
+                    (format!("{file}: {k}: {msg}"), file, None::<usize>, k, msg),
+                )
+            })),
+        })
         .collect::<PyResult<Vec<_>>>()?;
     vmsched_sched::load_with(file, text, &typed).map_err(scenario_err)
 }
