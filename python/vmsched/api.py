@@ -187,13 +187,16 @@ class Result:
         """The results as one nested dict (made from the tables; for JSON and old callers)."""
         series = [{"name": name, "t_ns": g["t_ns"].to_list(), "values": g["value"].to_list()}
                   for (name,), g in self.series.group_by("name", maintain_order=True)]
-        return {
+        raw = {
             "duration_ns": self.duration_ns, "warmup_ns": self.warmup_ns,
             "measured_ns": self.measured_ns, "events": self.events,
             "entities": self.entities.to_dicts(),
             "workloads": self.workload_records(),
             "series": series,
         }
+        if self.trace_info is not None:
+            raw["trace"] = self.trace_info
+        return raw
 
     @property
     def trace(self) -> dict | None:

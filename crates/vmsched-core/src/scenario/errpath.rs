@@ -242,3 +242,58 @@ fn resolve(counts: &BTreeMap<String, usize>, header: &str) -> String {
     }
     out.join(".")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The path for an error found by deserializing `src` as a table of tagged tables.
+    fn path_of(src: &str) -> String {
+        #[derive(serde::Deserialize, Debug)]
+        #[serde(tag = "kind", deny_unknown_fields)]
+        enum W {
+            #[serde(rename = "a")]
+            A {
+                #[allow(dead_code)]
+                n: u32,
+            },
+        }
+        #[derive(serde::Deserialize, Debug)]
+        #[serde(deny_unknown_fields)]
+        struct Top {
+            #[allow(dead_code)]
+            x: u32,
+            #[allow(dead_code)]
+            w: Vec<W>,
+        }
+        let e = toml::from_str::<Top>(src).expect_err("must fail");
+        locate_error(src, e.span(), e.message().trim()).path
+    }
+
+    #[test]
+    fn a_value_error_is_located_by_its_span() {
+        assert_eq!(path_of("x = \"one\"\n"), "x");
+    }
+
+    #[test]
+    fn inside_a_tagged_array_the_quoted_value_names_the_field() {
+        let src = "x = 1\n[[w]]\nkind = \"a\"\nn = 1\n[[w]]\nkind = \"a\"\nn = \"two\"\n";
+        assert_eq!(path_of(src), "w.1.n");
+        let src = "x = 1\n[[w]]\nkind = \"a\"\nn = 1\n[[w]]\nkind = \"b\"\nn = 1\n";
+        assert_eq!(path_of(src), "w.1.kind");
+    }
+
+    #[test]
+    fn unknown_and_missing_fields_are_named_in_their_table() {
+        let src = "x = 1\n[[w]]\nkind = \"a\"\nn = 1\n[[w]]\nkind = \"a\"\nn = 1\nzz = 2\n";
+        assert_eq!(path_of(src), "w.1.zz");
+        assert_eq!(path_of("w = []\n"), "x");
+    }
+
+    #[test]
+    fn a_file_that_does_not_parse_is_read_by_lines() {
+        let src = "x = 1\n[[w]]\nkind = \"a\"\n[[w]]\nn = = 1\n";
+        let e = toml::from_str::<toml::Table>(src).expect_err("syntax");
+        assert_eq!(locate_error(src, e.span(), e.message()).path, "w.1.n");
+    }
+}
