@@ -64,7 +64,7 @@ def test_bad_file_names_file_and_line(tmp_path):
 
 
 def test_unknown_scenario_name():
-    with pytest.raises(FileNotFoundError, match="seed000_context1_ratelimit"):
+    with pytest.raises(vmsched.ScenarioError, match="seed000_context1_ratelimit"):
         vmsched.run("no_such_scenario")
 
 

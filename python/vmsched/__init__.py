@@ -10,8 +10,8 @@ reproduce the source documents' experiments.
     'lps'
 """
 
-from vmsched._core import CoreError, ScenarioError
 from vmsched.api import Result, check, run, scenario_path, sweep
+from vmsched.errors import CoreError, ScenarioError
 
 __all__ = ["CoreError", "Result", "ScenarioError", "check", "run", "scenario_path", "sweep"]
 __version__ = "0.1.0"

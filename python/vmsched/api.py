@@ -19,20 +19,25 @@ from typing import Any, Iterable, Mapping
 import polars as pl
 
 from vmsched import _core
+from vmsched.errors import ScenarioError, read_scenario
 
 SCENARIO_DIR = Path(__file__).parent / "scenarios"
 
 
 def scenario_path(name: str | os.PathLike) -> Path:
-    """A scenario file path, or the name of a shipped scenario (with or without `.toml`)."""
+    """A scenario file path, or the name of a shipped scenario (with or without `.toml`).
+
+    A name that is neither raises `ScenarioError` listing the shipped scenarios. The path is not
+    read here: `read_scenario` refuses what is not a readable UTF-8 file."""
     p = Path(name)
-    if p.exists():
+    if p.exists() or p.is_symlink():
         return p
     for cand in (SCENARIO_DIR / p.name, SCENARIO_DIR / f"{p.name}.toml"):
         if cand.exists():
             return cand
     shipped = ", ".join(sorted(q.stem for q in SCENARIO_DIR.glob("*.toml")))
-    raise FileNotFoundError(f"no scenario file '{name}' (shipped scenarios: {shipped})")
+    raise ScenarioError.make(name, "no such file, nor a shipped scenario "
+                                   f"(shipped scenarios: {shipped})")
 
 
 Override = tuple[str, Any]
@@ -77,7 +82,7 @@ def _toml_value(v: Any) -> str:
 def check(scenario: str | os.PathLike, set=None, seed: int | None = None) -> dict:
     """Validates a scenario (raises `ScenarioError`) and returns it as a dict."""
     p = scenario_path(scenario)
-    return json.loads(_core.check(str(p), p.read_text(), _overrides(set, seed)))
+    return json.loads(_core.check(str(p), read_scenario(p), _overrides(set, seed)))
 
 
 def field_value(scenario: str | os.PathLike, key: str, text: str, set=None) -> Any:
@@ -359,7 +364,7 @@ def run(scenario: str | os.PathLike, set=None, seed: int | None = None,
         raise ValueError(f"trace_max_records must be at least 1, got {trace_max_records}")
     if out is not None:
         check_output_dir(out, overwrite)
-    r = Result._from_core(str(p), ov, _core.run(str(p), p.read_text(), ov, progress,
+    r = Result._from_core(str(p), ov, _core.run(str(p), read_scenario(p), ov, progress,
                                                 None if trace is None else str(trace),
                                                 trace_max_records))
     if out is not None:

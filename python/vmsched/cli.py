@@ -23,13 +23,14 @@ def _ms(ns: float) -> str:
 def print_result(r: Result) -> None:
     import polars as pl
 
-    t = Table(title=f"{Path(r.scenario).stem}: {r.measured_ns / 1e9:.3f} s simulated, "
+    t = Table(title=f"{escape(Path(r.scenario).stem)}: {r.measured_ns / 1e9:.3f} s simulated, "
                     f"{r.events:,} events")
     for c in ("level", "entity", "CPU share", "runnable ms", "wait mean ms", "worst wait ms",
               "runs", "preempted", "migrations"):
         t.add_column(c, justify="right" if c not in ("level", "entity") else "left")
     for e in r.entities.filter(pl.col("kind") == "vcpu").iter_rows(named=True):
-        t.add_row(e["level"], e["name"], f"{100 * e['cpu_share']:.1f}%", _ms(e["runnable_ns"]),
+        t.add_row(escape(e["level"]), escape(e["name"]), f"{100 * e['cpu_share']:.1f}%",
+                  _ms(e["runnable_ns"]),
                   _ms(e["wait_mean_ns"]), _ms(e["wait_max_ns"]), str(e["runs"]),
                   str(e["preemptions"]), str(e["migrations"]))
     console.print(t)
@@ -43,7 +44,8 @@ def print_result(r: Result) -> None:
             counters += (", " if counters else "") + (
                 f"{name}: min {h['min_us']} avg {h['avg_us']:.1f} max {h['max_us']} us, "
                 f"p99 {h['p99_ns'] / 1e3:.1f} us")
-        w.add_row(wl["level"], wl["name"], f["name"], f"{f['value']:.1f}", f["unit"], counters)
+        w.add_row(*map(escape, (wl["level"], wl["name"], f["name"], f"{f['value']:.1f}",
+                                f["unit"], counters)))
     console.print(w)
 
 
@@ -55,7 +57,7 @@ def _split_grid(items: list[str], value=None) -> tuple[dict, list[str]]:
     fixed: list[str] = []
     for item in items:
         if "=" not in item:
-            raise SystemExit(f"vmsched: --set expects key=value, got '{item}'")
+            raise ValueError(f"--set expects key=value, got '{item}'")
         k, v = item.split("=", 1)
         parts, depth, cur = [], 0, ""
         for ch in v:
@@ -97,11 +99,13 @@ def _positive_int(v: str) -> int:
 def cmd_run(a) -> int:
     from rich.progress import BarColumn, Progress, TimeElapsedColumn, TimeRemainingColumn
 
+    # Refusals before the progress bar (which would leave a blank line): one line each.
     if a.output:
-        check_output_dir(a.output, a.force)  # before the progress bar: a one-line refusal
+        check_output_dir(a.output, a.force)
+    vmsched.check(a.scenario, set=a.set, seed=a.seed)
     with Progress("[progress.description]{task.description}", BarColumn(), TimeElapsedColumn(),
                   TimeRemainingColumn(), console=console, transient=True) as bar:
-        task = bar.add_task(f"simulating {Path(str(a.scenario)).stem}", total=1.0)
+        task = bar.add_task(f"simulating {escape(Path(str(a.scenario)).stem)}", total=1.0)
         r = vmsched.run(a.scenario, set=a.set, seed=a.seed, out=a.output, overwrite=a.force,
                         progress=lambda f: bar.update(task, completed=f),
                         trace=a.trace, trace_max_records=a.trace_limit)
@@ -115,12 +119,12 @@ def cmd_run(a) -> int:
             if wl["kind"] == "cyclictest":
                 print(cyclictest_histogram(wl))
     if a.output:
-        console.print(f"results written to {a.output}/ (summary.json, *.parquet)")
+        console.print(f"results written to {escape(str(a.output))}/ (summary.json, *.parquet)")
     return 0
 
 
 def _print_trace(path: str, info: dict) -> None:
-    console.print(f"trace written to {path} ({info['records']:,} records): open it in "
+    console.print(f"trace written to {escape(str(path))} ({info['records']:,} records): open it in "
                   "https://ui.perfetto.dev")
     if info["truncated_at_ns"] is not None:
         console.print(f"[yellow]warning:[/yellow] trace truncated at "
@@ -133,7 +137,7 @@ def cmd_sweep(a) -> int:
     _, fixed = _split_grid(a.set)
     grid, fixed = _split_grid(a.set, lambda k, text: field_value(a.scenario, k, text, set=fixed))
     if not grid:
-        raise SystemExit("vmsched sweep: give at least one --set key=v1,v2,... to sweep")
+        raise ValueError("vmsched sweep: give at least one --set key=v1,v2,... to sweep")
     df = vmsched.sweep(a.scenario, grid, seeds=a.seeds, jobs=a.jobs, out=a.output, set=fixed,
                        overwrite=a.force)
     import polars as pl
@@ -143,14 +147,15 @@ def cmd_sweep(a) -> int:
                  .group_by(keys + ["workload", "unit"], maintain_order=True)
                  .agg(pl.col("value").mean().alias("mean"), pl.col("value").std().alias("std"),
                       pl.len().alias("runs")))
-    t = Table(title=f"sweep of {Path(str(vmsched.scenario_path(a.scenario))).stem}")
+    t = Table(title=f"sweep of {escape(Path(str(vmsched.scenario_path(a.scenario))).stem)}")
     for c in summary.columns:
         t.add_column(c)
     for row in summary.iter_rows():
-        t.add_row(*["-" if v is None else f"{v:.1f}" if isinstance(v, float) else str(v)
+        t.add_row(*[escape("-" if v is None else f"{v:.1f}" if isinstance(v, float) else str(v))
                     for v in row])
     console.print(t)
-    console.print(f"table and plot written to {a.output}/ (sweep.csv, sweep.parquet, sweep.png)")
+    console.print(f"table and plot written to {escape(str(a.output))}/ "
+                  "(sweep.csv, sweep.parquet, sweep.png)")
     return 0
 
 
@@ -168,20 +173,21 @@ def cmd_reproduce(a) -> int:
     try:
         return reproduce.main(a.name, quick=a.quick, jobs=a.jobs, out=a.output, console=console)
     except KeyError as e:
-        console.print(f"[red]error:[/red] {e.args[0]}", highlight=False)
+        _error(e.args[0])
         return 2
 
 
 def cmd_check(a) -> int:
     vmsched.check(a.scenario, set=a.set)
-    console.print(f"{a.scenario}: ok")
+    console.print(f"{escape(str(a.scenario))}: ok", highlight=False)
     return 0
 
 
 def cmd_list(a) -> int:
     for p in sorted(SCENARIO_DIR.glob("*.toml")):
         first = next((ln for ln in p.read_text().splitlines() if ln.startswith("description")), "")
-        console.print(f"[bold]{p.stem}[/bold] {first.split('=', 1)[-1].strip().strip(chr(34))}")
+        desc = escape(first.split("=", 1)[-1].strip().strip(chr(34)))
+        console.print(f"[bold]{escape(p.stem)}[/bold] {desc}")
     return 0
 
 
@@ -237,21 +243,36 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _error(msg: object, what: str = "error") -> None:
+    """One line on stdout, as plain text: never read as markup, newlines folded."""
+    text = " ".join(str(msg).split("\n"))
+    print(f"{what}: {text}", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
+    """The command line. Exit status: 0 done; 2 bad input (the scenario, an override, a path);
+    3 an internal error in the core; 130 interrupted (Ctrl-C), leaving no partial output."""
     a = build_parser().parse_args(argv)
     try:
         return a.fn(a)
     except vmsched.ScenarioError as e:
-        console.print(f"[red]error:[/red] {e.args[0]}", highlight=False)
+        _error(e)
         return 2
     except OSError as e:
-        # A missing scenario, an output path that names a file, an output directory that
-        # exists, a --trace file that cannot be written: one line, the path as plain text.
-        console.print(f"[red]error:[/red] {escape(str(e))}", highlight=False, soft_wrap=True)
+        # An output path that names a file, an output directory that exists, a --trace file
+        # that cannot be written: one line, the path as plain text.
+        _error(e)
+        return 2
+    except ValueError as e:
+        # A malformed --set item or override value.
+        _error(e)
         return 2
     except vmsched.CoreError as e:
-        console.print(f"[red]internal error in the simulation core:[/red] {e}", highlight=False)
+        _error(e, "internal error in the simulation core")
         return 3
+    except KeyboardInterrupt:
+        _error("the run was stopped; no results were written", "interrupted")
+        return 130
 
 
 if __name__ == "__main__":

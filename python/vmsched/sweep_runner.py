@@ -34,6 +34,7 @@ from vmsched.api import (
     run,
     scenario_path,
 )
+from vmsched.errors import read_scenario
 from vmsched.executor import make_executor
 
 #: Bump when a point file's meaning changes, so old files are not reused.
@@ -121,7 +122,7 @@ def _prepare_outdir(out, overwrite: bool) -> Path:
 def run_sweep(scenario, grid, seeds=1, jobs=None, out=None, progress=True, base=None,
               overwrite=False) -> pl.DataFrame:
     path = str(scenario_path(scenario))
-    text = Path(path).read_text()
+    text = read_scenario(path)
     base_ov = _overrides(base, None)
     # Seeds count up from the scenario's own seed (after the fixed overrides).
     seed0 = int(json.loads(_core.check(path, text, base_ov))["run"]["seed"])

@@ -19,6 +19,8 @@ use crate::sched::CpuTopo;
 use crate::time::{time_ns, Nanos, NS_PER_MS, NS_PER_US};
 use crate::workload::WorkloadConfig;
 
+mod errpath;
+
 /// Checks a scheduler configuration beyond its types.
 pub trait ConfigCheck {
     /// Err((field, message)).
@@ -562,8 +564,12 @@ where
         // First the file as written, so errors point at its lines.
         let scenario: Self = toml::from_str(src).map_err(|e| {
             let msg = e.message().trim().to_string();
-            let line = e.span().map(|s| line_of(src, s.start));
-            err(refine_line(src, line, &msg), "", msg)
+            let found = errpath::locate_error(src, e.span(), &msg);
+            let line = found
+                .at
+                .or(e.span().map(|s| s.start))
+                .map(|o| line_of(src, o));
+            err(refine_line(src, line, &msg), &found.path, msg)
         })?;
         if let Err((field, msg)) = scenario.validate() {
             return Err(err(locate(src, &field), &field, msg));
@@ -587,11 +593,14 @@ where
             .collect::<Vec<_>>()
             .join(", ");
         let scenario: Self = doc.try_into().map_err(|e: toml::de::Error| {
-            err(
-                None,
-                "",
-                format!("after --set {names}: {}", e.message().trim()),
-            )
+            let msg = e.message().trim();
+            // The override the message is about: the one whose value it quotes, else the first.
+            let key = overrides
+                .iter()
+                .find(|(_, v)| msg.contains(&v.to_string()))
+                .or(overrides.first())
+                .map_or("", |(k, _)| k.as_str());
+            err(None, key, format!("after --set {names}: {msg}"))
         })?;
         scenario
             .validate()

@@ -24,6 +24,8 @@
 //! syscall exit; `preempt = "full"` honours it at once. Host reschedules are always immediate.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use crate::ids::{CpuId, EntityId, GCpu, GEnt, LevelId};
 use crate::metrics::LatHist;
@@ -230,6 +232,25 @@ pub struct Simulation {
     local_cpu: Option<GCpu>,
     /// The trace channel: None when tracing is off (crate::trace).
     trace: Option<Box<TraceBuf>>,
+    /// The stop flag and the stall check, looked at every [`WATCH_EVERY`] events.
+    watch: Watch,
+}
+
+/// Events between two looks at the stop flag and at the progress of simulated time (a power of
+/// two: the look costs one mask test per event).
+pub const WATCH_EVERY: u64 = 1 << 14;
+/// Looks in a row at which simulated time has not moved before a run is declared stuck: more than
+/// 2^20 events at one instant (a 4,096-pCPU tick storm is a few ten thousand).
+pub const STALL_LOOKS: u32 = 64;
+
+/// What `run_until` looks at every [`WATCH_EVERY`] events.
+#[derive(Default)]
+struct Watch {
+    /// Set from elsewhere (a SIGINT handler): `run_until` returns at its next look.
+    stop: Option<Arc<AtomicBool>>,
+    /// Simulated time at the last look, and how many looks in a row found it there.
+    at: SimTime,
+    still: u32,
 }
 
 mod builder;
@@ -332,7 +353,16 @@ impl Simulation {
         self.levels[l.idx()].req.drain(..n);
     }
 
-    /// Runs until simulated time `until` (inclusive of events at that time).
+    /// A flag that stops the run: once it is set, `run_until` returns between two events within
+    /// [`WATCH_EVERY`] events, leaving the simulation as it was there (a later `run_until` goes
+    /// on from it). The caller tells a stop from the end by the flag.
+    pub fn set_stop_flag(&mut self, flag: Option<Arc<AtomicBool>>) {
+        self.watch.stop = flag;
+    }
+
+    /// Runs until simulated time `until` (inclusive of events at that time), or until the stop
+    /// flag is set (see [`Self::set_stop_flag`]). Panics, naming the instant and the last event,
+    /// if simulated time stands still for [`STALL_LOOKS`] × [`WATCH_EVERY`] events.
     pub fn run_until(&mut self, until: SimTime) {
         while let Some(t) = self.q.peek_time() {
             if t > until {
@@ -348,6 +378,9 @@ impl Simulation {
             self.events += 1;
             self.handle(slot);
             self.run_actions();
+            if self.events & (WATCH_EVERY - 1) == 0 && self.look(slot) {
+                return;
+            }
             if self.debug_checks {
                 if let Err(e) = self.check_invariants() {
                     panic!("invariant broken at t={}: {e}", self.now);
@@ -355,6 +388,46 @@ impl Simulation {
             }
         }
         self.now = self.now.max(until);
+    }
+
+    /// The look every [`WATCH_EVERY`] events: true if the stop flag is set; a panic if simulated
+    /// time has stood still too long (a loop of steps that take no time, a timer storm).
+    #[cold]
+    fn look(&mut self, last: SlotId) -> bool {
+        if let Some(stop) = &self.watch.stop {
+            if stop.load(Ordering::Relaxed) {
+                return true;
+            }
+        }
+        if self.now != self.watch.at || self.events == WATCH_EVERY {
+            self.watch.at = self.now;
+            self.watch.still = 0;
+            return false;
+        }
+        self.watch.still += 1;
+        if self.watch.still >= STALL_LOOKS {
+            panic!(
+                "no progress in simulated time: more than {} events at t={} ns; the last was {}",
+                u64::from(STALL_LOOKS) * WATCH_EVERY,
+                self.now,
+                self.describe_slot(last)
+            );
+        }
+        false
+    }
+
+    /// An event slot in words, naming its task and workload when it has one (for errors).
+    fn describe_slot(&self, slot: SlotId) -> String {
+        let kind = self.slot_kind[slot.0 as usize];
+        match kind {
+            SlotKind::TaskDone(t) | SlotKind::TaskTimer(t) | SlotKind::TaskStart(t) => {
+                let wl = &self.wls[self.tasks[t].wl];
+                let task = wl.tasks.iter().position(|&x| x == t);
+                let name = task.map_or("?", |i| wl.spec.tasks[i].name.as_str());
+                format!("{kind:?} of task '{name}' (workload '{}')", wl.spec.name)
+            }
+            _ => format!("{kind:?}"),
+        }
     }
 
     /// Runs the whole scenario.

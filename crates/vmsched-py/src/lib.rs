@@ -7,9 +7,14 @@
 //! read by its field's type).
 //!
 //! A bad scenario raises `vmsched.ScenarioError` (file, line, field, message); a panic inside the
-//! core (a broken invariant) raises `vmsched.CoreError` with the panic's message and never
-//! crosses into Python as a Rust unwind.
+//! core (a broken invariant) raises `vmsched.CoreError` with the panic's message and location,
+//! never crosses into Python as a Rust unwind and prints nothing (a panic hook keeps quiet on the
+//! threads running core code). Both classes are `vmsched.errors`' (picklable).
+//!
+//! Ctrl-C: while the core runs (the GIL released), SIGINT also sets the core's stop flag, which
+//! it looks at every `WATCH_EVERY` events; the run then raises Python's KeyboardInterrupt.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
@@ -19,25 +24,71 @@ use arrow_array::{
     UInt32Array, UInt64Array,
 };
 use arrow_schema::{Field, Schema};
-use pyo3::create_exception;
-use pyo3::exceptions::{PyException, PyOSError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyKeyboardInterrupt, PyOSError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyCapsule, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use vmsched_core::report::{Column, Table};
 use vmsched_core::scenario::SetValue;
 
-create_exception!(
-    _core,
-    ScenarioError,
-    PyException,
-    "A scenario file failed to load."
-);
-create_exception!(
-    _core,
-    CoreError,
-    PyException,
-    "The simulation core broke an invariant."
-);
+/// The project's exception classes live in `vmsched.errors` (plain Python classes, so they
+/// pickle across process pools); the core's errors are raised as instances of them.
+fn error_class<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+    py.import("vmsched.errors")?.getattr(name)
+}
+
+fn raise<'py>(py: Python<'py>, class: &str, args: impl pyo3::call::PyCallArgs<'py>) -> PyErr {
+    match error_class(py, class).and_then(|c| c.call1(args)) {
+        Ok(e) => PyErr::from_value(e),
+        Err(e) => e,
+    }
+}
+
+fn core_error(msg: String) -> PyErr {
+    Python::attach(|py| raise(py, "CoreError", (msg,)))
+}
+
+thread_local! {
+    /// Set while this thread runs core code under `quiet`: a panic's location is kept here
+    /// instead of printed.
+    static QUIET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    static PANIC_AT: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Installs (once) a panic hook that is silent on threads inside `quiet` (keeping the panic's
+/// location for the exception) and defers to the previous hook everywhere else.
+fn install_panic_hook() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let prev = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if QUIET.with(|q| q.get()) {
+                let at = info
+                    .location()
+                    .map(|l| format!("{}:{}", l.file(), l.line()));
+                PANIC_AT.with(|p| *p.borrow_mut() = at);
+            } else {
+                prev(info);
+            }
+        }));
+    });
+}
+
+/// Runs `f`, turning a panic (a broken invariant in the core) into `CoreError` with the panic's
+/// message and location, printing nothing to stderr.
+fn quiet<T>(f: impl FnOnce() -> T) -> PyResult<T> {
+    install_panic_hook();
+    let was = QUIET.with(|q| q.replace(true));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    QUIET.with(|q| q.set(was));
+    r.map_err(|p| {
+        let at = PANIC_AT.with(|a| a.borrow_mut().take());
+        let msg = panic_message(p);
+        core_error(match at {
+            Some(at) => format!("{msg} (at {at})"),
+            None => msg,
+        })
+    })
+}
 
 fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
     if let Some(s) = p.downcast_ref::<&str>() {
@@ -50,7 +101,13 @@ fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
 }
 
 fn scenario_err(e: vmsched_core::scenario::ScenarioError) -> PyErr {
-    ScenarioError::new_err((e.to_string(), e.file, e.line, e.field, e.message))
+    Python::attach(|py| {
+        raise(
+            py,
+            "ScenarioError",
+            (e.to_string(), e.file, e.line, e.field, e.message),
+        )
+    })
 }
 
 /// A Python override value as a typed `SetValue`: bool, int, float, list/tuple, or str (text,
@@ -86,7 +143,20 @@ fn load(
 ) -> PyResult<vmsched_sched::Scenario> {
     let typed = overrides
         .iter()
-        .map(|(k, v)| Ok((k.clone(), set_value(k, v)?)))
+        .map(|(k, v)| match set_value(k, v) {
+            Ok(x) => Ok((k.clone(), x)),
+            // A value of a type overrides cannot have stays a TypeError; an integer out of
+            // range is a scenario error naming its key.
+            Err(e) if Python::attach(|py| e.is_instance_of::<PyTypeError>(py)) => Err(e),
+            Err(e) => Err(Python::attach(|py| {
+                let msg = e.value(py).to_string();
+                raise(
+                    py,
+                    "ScenarioError",
+                    (format!("{file}: {k}: {msg}"), file, None::<usize>, k, msg),
+                )
+            })),
+        })
         .collect::<PyResult<Vec<_>>>()?;
     vmsched_sched::load_with(file, text, &typed).map_err(scenario_err)
 }
@@ -96,7 +166,7 @@ fn load(
 #[pyo3(signature = (file, text, overrides=vec![]))]
 fn check(file: &str, text: &str, overrides: Vec<(String, Bound<'_, PyAny>)>) -> PyResult<String> {
     let s = load(file, text, &overrides)?;
-    serde_json::to_string(&s).map_err(|e| CoreError::new_err(e.to_string()))
+    serde_json::to_string(&s).map_err(|e| core_error(e.to_string()))
 }
 
 /// One result table as an Arrow record batch; `__arrow_c_stream__` exports it.
@@ -153,7 +223,7 @@ fn to_arrow(t: Table) -> PyResult<ArrowTable> {
         arrays.push(a);
     }
     let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)
-        .map_err(|e| CoreError::new_err(format!("result table {}: {e}", t.name)))?;
+        .map_err(|e| core_error(format!("result table {}: {e}", t.name)))?;
     Ok(ArrowTable { batch })
 }
 
@@ -175,19 +245,25 @@ fn run<'py>(
     trace_max_records: Option<usize>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let s = load(file, text, &overrides)?;
-    let mut sim = std::panic::catch_unwind(|| vmsched_sched::build(&s))
-        .map_err(|p| CoreError::new_err(panic_message(p)))?;
+    let mut sim = quiet(|| vmsched_sched::build(&s))?;
     if trace.is_some() {
         sim.enable_trace(trace_max_records.unwrap_or(vmsched_core::trace::DEFAULT_MAX_RECORDS));
     }
     let end = sim.end();
     let steps: u64 = if progress.is_some() { 100 } else { 1 };
+    let stop = Arc::new(AtomicBool::new(false));
+    sim.set_stop_flag(Some(stop.clone()));
     for k in 1..=steps {
         let until = end / steps * k + if k == steps { end % steps } else { 0 };
-        py.detach(|| {
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| sim.run_until(until)))
-        })
-        .map_err(|p| CoreError::new_err(panic_message(p)))?;
+        let sigint = SigintFlag::register(&stop);
+        let r = py.detach(|| quiet(|| sim.run_until(until)));
+        drop(sigint);
+        r?;
+        if stop.load(Ordering::SeqCst) {
+            // Python's own SIGINT handler ran too (the registry chains to it): let it raise.
+            py.check_signals()?;
+            return Err(PyKeyboardInterrupt::new_err("interrupted"));
+        }
         if let Some(cb) = &progress {
             cb.call1(py, (k as f64 / steps as f64,))?;
         }
@@ -210,6 +286,26 @@ fn run<'py>(
     Ok(out)
 }
 
+/// SIGINT sets `flag` while this is alive (the core looks at it every `WATCH_EVERY` events);
+/// dropping it removes the action. Only while a run is in Rust: elsewhere Python's handler alone
+/// turns Ctrl-C into KeyboardInterrupt.
+struct SigintFlag(Option<signal_hook::SigId>);
+
+impl SigintFlag {
+    fn register(flag: &Arc<AtomicBool>) -> Self {
+        // If it cannot be registered, Ctrl-C waits for the run to end, as before.
+        SigintFlag(signal_hook::flag::register(signal_hook::consts::SIGINT, flag.clone()).ok())
+    }
+}
+
+impl Drop for SigintFlag {
+    fn drop(&mut self) {
+        if let Some(id) = self.0.take() {
+            signal_hook::low_level::unregister(id);
+        }
+    }
+}
+
 /// Writes the run's trace to `path`; returns its counts (records kept and dropped, the bound,
 /// and where it was truncated, if it was).
 fn write_trace<'py>(
@@ -229,27 +325,10 @@ fn write_trace<'py>(
     Ok(d)
 }
 
-/// Writes the run's trace to `path` and returns the results with a `trace` entry (its counts).
-fn traced_results(
-    py: Python<'_>,
-    sim: &mut vmsched_core::sim::Simulation,
-    path: &std::path::Path,
-) -> PyResult<String> {
-    let tr = sim.take_trace().expect("tracing was enabled");
-    py.detach(|| vmsched_core::trace::perfetto::write_file(&tr, path))
-        .map_err(|e| PyOSError::new_err(format!("trace: {}: {e}", path.display())))?;
-    let mut v =
-        serde_json::to_value(sim.results()).map_err(|e| CoreError::new_err(e.to_string()))?;
-    v["trace"] =
-        serde_json::to_value(tr.summary()).map_err(|e| CoreError::new_err(e.to_string()))?;
-    serde_json::to_string(&v).map_err(|e| CoreError::new_err(e.to_string()))
-}
-
 /// Raises what a broken invariant in the core raises (for testing the error mapping).
 #[pyfunction]
 fn _panic_for_tests(msg: String) -> PyResult<()> {
-    std::panic::catch_unwind(move || -> () { panic!("invariant: {msg}") })
-        .map_err(|p| CoreError::new_err(panic_message(p)))
+    quiet(move || -> () { panic!("invariant: {msg}") })
 }
 
 #[pymodule]
@@ -258,8 +337,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     m.add_class::<ArrowTable>()?;
-    m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
-    m.add("CoreError", m.py().get_type::<CoreError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

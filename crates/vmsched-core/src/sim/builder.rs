@@ -35,6 +35,7 @@ impl SimBuilder {
                 debug_checks: false,
                 local_cpu: None,
                 trace: None,
+                watch: Default::default(),
             },
             seed,
         }
