@@ -9,7 +9,7 @@ use std::sync::Arc;
 use vmsched_core::sim::{LevelOpts, SimBuilder, Simulation, STALL_LOOKS, WATCH_EVERY};
 use vmsched_core::workload::program::{ProgramConfig, StepConfig};
 use vmsched_core::workload::{Dist, Step};
-use vmsched_core::{CpuId, CpuSet, CpuTopo, EntityParams, Policy, NS_PER_S};
+use vmsched_core::{CpuId, CpuSet, CpuTopo, EntityParams, LinuxAttr, Policy, XenAttr, NS_PER_S};
 use vmsched_sched::guest::cfs::Cfs;
 use vmsched_sched::host::credit2::Credit2;
 
@@ -31,11 +31,8 @@ fn params(name: &str) -> EntityParams {
     EntityParams {
         name: name.into(),
         group: 0,
-        weight: 256,
-        cap_pct: 0,
-        nice: 0,
-        policy: Policy::Normal,
-        rt_prio: 0,
+        xen: XenAttr::default(),
+        linux: LinuxAttr::default(),
         hard_affinity: CpuSet::single(CpuId(0)),
         soft_affinity: CpuSet::single(CpuId(0)),
         initial_cpu: CpuId(0),
@@ -48,13 +45,13 @@ fn lone_task(program: Vec<Step>) -> Simulation {
     let mut b = SimBuilder::new(1);
     let host = b.add_level(
         "host",
-        Box::new(Credit2::new(Default::default(), &topo, 1)),
+        Box::new(Credit2::sched(Default::default(), &topo, 1)),
         LevelOpts::default(),
     );
     b.add_pcpus(host, &topo);
     let guest = b.add_level(
         "guest",
-        Box::new(Cfs::new(Default::default(), &topo)),
+        Box::new(Cfs::sched(Default::default(), &topo)),
         LevelOpts::default(),
     );
     b.add_vcpu(host, guest, params("v0"), CpuTopo::default());
