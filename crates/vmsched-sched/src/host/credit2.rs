@@ -69,8 +69,8 @@
 //!   100 × nr_vcpus, which `xl` rejects, is applied as given.
 //! * SMT siblings are CPUs with the same socket and core but different `thread` ids; CPUs that
 //!   share socket, core *and* thread id (Arm reports core 0 for every CPU) are not siblings.
-//! * Timer slop (`timer_slop_ns`) is the Xen core's concern; runstates and the idle loop are
-//!   the core's and the engine's.
+//! * Timer slop (`timer_slop_ns`) and the timer entry latency (`timer_entry_ns`) are the Xen
+//!   core's concern; runstates and the idle loop are the core's and the engine's.
 //! * Trace records (TRC_CSCHED2_*) are not emitted.
 //! * `initial_cpu` is only where the vCPU starts: at insertion `csched2_res_pick` chooses its
 //!   CPU by runqueue load, as upstream's `csched2_unit_insert` does (the fallback that would
