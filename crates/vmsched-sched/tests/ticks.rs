@@ -1,7 +1,8 @@
-//! Guest tick options on whole scenarios: NO_HZ idle (the default: no tick on an idle CPU, so
-//! a sleeping guest's vCPU stays halted) against a periodic tick (every tick wakes the halted
-//! vCPU), the tick grid's phase drawn from the seed per kernel (every CPU of a guest on one
-//! grid, as Linux aligns them), and `skew_tick`.
+//! Guest timers and tick options on whole scenarios: a task's sleep timer is held while its
+//! vCPU is away; NO_HZ idle (the default: no tick on an idle CPU, so a sleeping guest's vCPU
+//! stays halted) against a periodic tick (every tick wakes the halted vCPU); the tick grid's
+//! phase drawn from the seed per kernel (every CPU of a guest on one grid, as Linux aligns
+//! them); and `skew_tick`.
 
 use vmsched_core::trace::{Record, Trace};
 
@@ -109,4 +110,59 @@ fn the_tick_phase_is_drawn_from_the_seed_and_shared_by_the_cpus_of_a_guest() {
     let t = ticks(&tr);
     let ph = |cpu: u32| t.iter().find(|x| x.1 == cpu).unwrap().0 % p;
     assert_eq!((ph(1) + p - ph(0)) % p, p / 4, "{:?}", &t[..6]);
+}
+
+/// A guest task's sleep timer is per CPU: it fires on the vCPU the task slept on, is held while
+/// that vCPU is away (preempted at the host), and expires the moment the vCPU is switched back
+/// in, never before. Here the guest's only vCPU shares pCPU 0 with a spinning domain under
+/// 4.20.2 with R = 5 ms, so it is away for 5 ms at a time while the task sleeps 1 ms.
+#[test]
+fn a_guest_timer_is_held_while_its_vcpu_is_away_and_fires_when_it_returns() {
+    let text = "name = \"t\"\n[run]\nduration_ms = 300\nwarmup_ms = 0\nseed = 1\n\
+         [machine]\npcpus = 1\narch = \"arm64\"\n[host]\nscheduler = \"credit2\"\n\
+         version = \"4.20.2\"\nratelimit_us = 5000\n\
+         [[domain]]\nname = \"g\"\nvcpus = 1\n[domain.sched]\nscheduler = \"cfs\"\n\
+         [[domain.workload]]\nkind = \"program\"\nname = \"app\"\n\
+         steps = [{ op = \"compute\", us = 300 }, { op = \"sleep\", ms = 1 }, \
+         { op = \"loop\", to = 0 }]\n\
+         [[domain]]\nname = \"h\"\nvcpus = 1\n[domain.sched]\nscheduler = \"cfs\"\n\
+         [[domain.workload]]\nkind = \"cpu_loop\"\nname = \"spin\"\n";
+    let (_, tr) = run(text);
+    let host = tr.meta.cpus[0].level;
+    let vcpu = tr.meta.ents.iter().position(|e| e.name == "g.v0").unwrap() as u32;
+    let (mut held, mut checked) = (None::<u64>, 0);
+    for r in &tr.records {
+        match *r {
+            Record::Timer {
+                t, held: true, cpu, ..
+            } => {
+                let backing = tr.meta.cpus[cpu.idx()].backing.unwrap();
+                assert_eq!(backing.0, vcpu, "the timer is on the task's own vCPU");
+                held = Some(t);
+            }
+            Record::Timer { t, held: false, .. } => {
+                if let Some(h) = held.take() {
+                    assert!(t >= h);
+                    checked += 1;
+                }
+            }
+            Record::Switch { t, level, next, .. }
+                if level == host && next.map(|n| n.0) == Some(vcpu) =>
+            {
+                if let Some(h) = held {
+                    // The vCPU is back: the held timer must be delivered at this instant.
+                    let delivered = tr
+                        .records
+                        .iter()
+                        .any(|x| matches!(*x, Record::Timer { t: u, held: false, .. } if u == t));
+                    assert!(
+                        delivered,
+                        "timer held at {h} not delivered at the switch-in {t}"
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+    assert!(checked >= 10, "held timers seen: {checked}");
 }
