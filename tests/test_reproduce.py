@@ -44,7 +44,7 @@ def mean(xs):
 
 def test_20ms_beats_1_and_5ms_through_the_fast_pattern():
     # At 1 and 5 ms the share of fast round trips and the score vary much from seed to seed
-    # (1 ms, 2 s runs: 54 % to 96 % fast, 20 ms ahead by 0.6 % to 11 %), so the ordering is
+    # (1 ms, 2 s runs: 63 % to 92 % fast, 20 ms ahead by 1.5 % to 10 %), so the ordering is
     # asserted on the mean over six seeds; 20 ms is in the fast pattern on every seed.
     runs = {r: seeded_points("4.20.2", r) for r in (1, 5, 20)}
     for row in runs[20]:
@@ -90,3 +90,45 @@ def test_full_length_ordering():
     assert rows[20]["score_lps"] > 1.03 * max(rows[1]["score_lps"], rows[5]["score_lps"])
     # 20 and 128 ms: the model finds them equal within 2 % (the document: 20 ms best).
     assert abs(rows[20]["score_lps"] / rows[128]["score_lps"] - 1) < 0.02
+
+
+def test_declaration_order_changes_no_figure_beyond_the_seed_spread(tmp_path):
+    # Issue 10 item 9: the pinned pair with domU2 declared before domU1. Ties that upstream
+    # breaks by no rule (which domain boots first, the guests' tick phases) are drawn from the
+    # seed per domain name (docs/design.md, Ties), so the ranking of the ratelimits is the same
+    # and each figure's mean over the seeds moves by no more than its seed-to-seed spread.
+    from pathlib import Path
+
+    import polars as pl
+
+    src = (Path(vmsched.__file__).parent / "scenarios" / f"{PINNED}.toml").read_text()
+    head, d1, d2 = src.split("[[domain]]")
+    swapped = tmp_path / "swapped.toml"
+    swapped.write_text(head + "[[domain]]" + d2.rstrip() + "\n\n[[domain]]" + d1)
+    assert swapped.read_text().index('"domU2"') < swapped.read_text().index('"domU1"')
+
+    def figures(scen, r_ms, seed):
+        res = vmsched.run(scen, set={"host.version": "4.20.2", "host.ratelimit_us": r_ms * 1000,
+                                     "run.duration_ms": 1500, "run.warmup_ms": 150,
+                                     "run.seed": seed})
+        score = sum(res.workloads.filter(pl.col("kind") == "context1")["value"].to_list())
+        v = res.entities.filter(pl.col("name") == "domU1.v0").row(0, named=True)
+        return {"score": score, "preemptions": v["preemptions"], "wait_max": v["wait_max_ns"],
+                "share": v["cpu_share"]}
+
+    seeds = range(1, 5)
+    means = {}
+    for name, scen in (("declared", PINNED), ("swapped", str(swapped))):
+        for r in (1, 5, 20, 128):
+            rows = [figures(scen, r, s) for s in seeds]
+            means[name, r] = {k: (mean([x[k] for x in rows]),
+                                  max(x[k] for x in rows) - min(x[k] for x in rows))
+                              for k in rows[0]}
+
+    def ranking(name):
+        return sorted((1, 5, 20, 128), key=lambda r: (-means[name, r]["score"][0], r))
+
+    assert ranking("declared") == ranking("swapped")
+    for r in (1, 5, 20, 128):
+        for k, (m, spread) in means["declared", r].items():
+            assert abs(m - means["swapped", r][k][0]) <= spread, (r, k, m, means["swapped", r][k])

@@ -247,6 +247,17 @@ pub enum Preempt {
     Full,
 }
 
+/// What the guest's tick does on an idle CPU.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum TickMode {
+    /// CONFIG_NO_HZ_IDLE: the tick stops while the CPU is idle.
+    #[default]
+    NohzIdle,
+    /// CONFIG_HZ_PERIODIC: the tick runs on idle CPUs too, waking a halted vCPU every period.
+    Periodic,
+}
+
 /// The guest kernel's settings that are not its scheduler's.
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -262,6 +273,16 @@ pub struct KernelConfig {
     /// Cost of a task context switch.
     #[serde(default)]
     pub ctxsw_cost_ns: u64,
+    /// The tick on idle CPUs: `nohz_idle` (stopped) or `periodic`.
+    #[serde(default)]
+    pub tick: TickMode,
+    /// Linux `skew_tick=1`: the CPUs' ticks are spread over half a period instead of aligned.
+    #[serde(default)]
+    pub skew_tick: bool,
+    /// Offset of the tick grid from time 0 (taken modulo the tick period); absent: drawn from
+    /// the run's seed (the kernel booted at an unknown time).
+    #[serde(default)]
+    pub tick_phase_ns: Option<u64>,
 }
 
 impl Default for KernelConfig {
@@ -271,6 +292,9 @@ impl Default for KernelConfig {
             preempt: Preempt::None,
             ipi_latency_ns: 0,
             ctxsw_cost_ns: 0,
+            tick: TickMode::NohzIdle,
+            skew_tick: false,
+            tick_phase_ns: None,
         }
     }
 }

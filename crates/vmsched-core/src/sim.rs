@@ -58,6 +58,13 @@ pub struct LevelOpts {
     /// Round trip of a trapped WFE (guest → hypervisor yield → guest); a `Spin` step with `wfe`
     /// yields the vCPU to the host after every such interval (ERRATA X4). 0: WFE is not trapped.
     pub wfe_trap: Nanos,
+    /// The tick keeps running on an idle CPU (Linux without `CONFIG_NO_HZ_IDLE`): a halted vCPU
+    /// is woken by every tick. False (the default): NO_HZ idle, no tick while the CPU is idle.
+    pub tick_periodic: bool,
+    /// Linux `skew_tick=1`: CPU `i` of `n` ticks `i × period / (2n)` after the level's grid.
+    pub skew_tick: bool,
+    /// The tick grid's offset from time 0 (modulo the period); None: drawn from the seed.
+    pub tick_phase: Option<Nanos>,
 }
 
 struct Level {
@@ -71,6 +78,11 @@ struct Level {
     ent_g: Vec<GEnt>,
     timer_slots: Vec<SlotId>,
     tick_period: Option<Nanos>,
+    /// Offset of the level's tick grid from time 0, in `0..tick_period`: the kernel booted at
+    /// an unknown time, so unless [`LevelOpts::tick_phase`] gives it the phase is drawn from the
+    /// run's seed and the level's name (stream `tick-phase/<name>`); every CPU of the level
+    /// ticks on the same grid unless the level skews its ticks ([`LevelOpts::skew_tick`]).
+    tick_phase: Nanos,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -560,6 +572,11 @@ impl Simulation {
             None => self.q.cancel(slot),
         }
         if pick.next == prev {
+            if prev.is_none() {
+                // Still idle (woken for a tick or a request that found nothing to run): halt
+                // again.
+                self.cpu_idle(c);
+            }
             return;
         }
         emit!(self.trace_switch(c, prev, pick.next));
@@ -695,12 +712,20 @@ impl Simulation {
         }
     }
 
-    /// The CPU picked nothing: stop its tick, and halt the vCPU behind it unless a guest event
-    /// is pending (Xen's block returns at once then).
+    /// The CPU picked nothing: stop its tick (NO_HZ idle; a periodic tick keeps running), and
+    /// halt the vCPU behind it unless a guest event is pending (Xen's block returns at once
+    /// then).
     fn cpu_idle(&mut self, c: GCpu) {
         let s = self.cpus[c.idx()].tick_slot;
-        self.q.cancel(s);
-        self.cpus[c.idx()].pending_tick = false;
+        let lv = &self.levels[self.cpus[c.idx()].level.idx()];
+        if lv.opts.tick_periodic && lv.tick_period.is_some() {
+            if !self.q.is_armed(s) {
+                self.arm_tick(c);
+            }
+        } else {
+            self.q.cancel(s);
+            self.cpus[c.idx()].pending_tick = false;
+        }
         let cs = &self.cpus[c.idx()];
         if let Some(b) = cs.backing {
             if cs.pending_resched || !cs.pending_timers.is_empty() {
@@ -716,27 +741,50 @@ impl Simulation {
         }
     }
 
+    /// Arms CPU `c`'s tick at the next point of its grid after now: the level's phase (drawn
+    /// from the seed), plus the CPU's skew under `skew_tick` (Linux: tick_setup_sched_timer).
     fn arm_tick(&mut self, c: GCpu) {
-        let p = self.levels[self.cpus[c.idx()].level.idx()]
-            .tick_period
-            .expect("tick period");
-        let next = (self.now / p + 1) * p;
+        let cs = &self.cpus[c.idx()];
+        let lv = &self.levels[cs.level.idx()];
+        let p = lv.tick_period.expect("tick period");
+        let mut phase = lv.tick_phase;
+        if lv.opts.skew_tick {
+            let n = lv.cpu_info.len() as u64;
+            phase = (phase + cs.local.0 as u64 * (p / 2) / n) % p;
+        }
+        let next = if self.now < phase {
+            phase
+        } else {
+            phase + ((self.now - phase) / p + 1) * p
+        };
         self.q.arm(self.cpus[c.idx()].tick_slot, next);
     }
 
-    /// The tick interrupt reaches CPU `c`: handled now, or kept pending until the vCPU runs.
+    /// The tick interrupt reaches CPU `c`: handled now, or kept pending until the vCPU runs. A
+    /// periodic tick on a halted vCPU wakes it (the virtual timer's interrupt, ERRATA X4); under
+    /// NO_HZ idle a halted vCPU has no tick armed.
     fn deliver_tick(&mut self, c: GCpu) {
         emit!(self.trace_tick(c));
         if self.cpus[c.idx()].executing {
             self.do_tick(c);
         } else {
             self.cpus[c.idx()].pending_tick = true;
+            if self.levels[self.cpus[c.idx()].level.idx()]
+                .opts
+                .tick_periodic
+            {
+                self.kick_backing(c, WakeCause::Timer);
+            }
         }
     }
 
     fn do_tick(&mut self, c: GCpu) {
         let (l, lc) = (self.cpus[c.idx()].level, self.cpus[c.idx()].local);
         if self.levels[l.idx()].cpu_info[lc.idx()].curr.is_none() {
+            // An idle CPU's periodic tick: nothing to account; the next one is armed.
+            if self.levels[l.idx()].opts.tick_periodic {
+                self.arm_tick(c);
+            }
             return;
         }
         self.on_cpu(c, |sim| {

@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 use vmsched_core::report::Results;
-use vmsched_core::scenario::{Arch, ConfigCheck, Preempt, ScenarioError, SetValue, Vwfi};
+use vmsched_core::scenario::{Arch, ConfigCheck, Preempt, ScenarioError, SetValue, TickMode, Vwfi};
 use vmsched_core::sim::{LevelOpts, SimBuilder, Simulation};
 use vmsched_core::{CpuId, CpuSet, CpuTopo, EntityParams, LevelClock, LinuxAttr, XenAttr};
 
@@ -155,6 +155,9 @@ pub fn build(s: &Scenario) -> Simulation {
             ctxsw_cost: s.machine.ctxsw_cost_ns,
             vwfi_native: false,
             wfe_trap: 0,
+            tick_periodic: false,
+            skew_tick: false,
+            tick_phase: None,
         },
     );
     let native = s.machine.vwfi == Vwfi::Native;
@@ -188,6 +191,9 @@ pub fn build(s: &Scenario) -> Simulation {
                 ctxsw_cost: d.kernel.ctxsw_cost_ns,
                 vwfi_native: native,
                 wfe_trap,
+                tick_periodic: d.kernel.tick == TickMode::Periodic,
+                skew_tick: d.kernel.skew_tick,
+                tick_phase: d.kernel.tick_phase_ns,
             },
         );
         for v in 0..d.vcpus {

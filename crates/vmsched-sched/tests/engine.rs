@@ -286,7 +286,11 @@ fn guest_task_waits_while_its_vcpu_is_preempted() {
         "no ratelimit, no wait: max {} ns",
         h0.max_ns
     );
-    assert!(h0.count > 1990, "every period sampled: {}", h0.count);
+    // Every period is sampled once both domains have booted. Which domain boots first is drawn
+    // from the seed (issue 10 item 9); when the hog's does, the two vCPUs start with equal
+    // credit, so the cyclictest's vCPU cannot preempt it and waits out its first slice (up to
+    // 10 ms: ten periods).
+    assert!(h0.count > 1985, "every period sampled: {}", h0.count);
     let alone = run_src(src, &[("domain.1.workload", "[]")]);
     let ha = &wl(&alone, "ct").histograms[0].1;
     assert!(
@@ -374,7 +378,9 @@ fn timer_slack_coalesces_with_the_tick() {
         "{PINNED_ONE}\n[[domain.workload]]\nkind = \"cyclictest\"\nname = \"ct\"\nmain_thread = false\n\
          [[domain.workload]]\nkind = \"cpu_loop\"\nname = \"hog\"\n"
     );
-    let r = run_src(&src, &[]);
+    // The tick grid at phase 0 (by default its phase is drawn from the seed), so that the
+    // cyclictest's 1 ms expiries, counted from 0, meet a tick every fourth time.
+    let r = run_src(&src, &[("domain.0.kernel.tick_phase_ns", "0")]);
     let h = &wl(&r, "ct").histograms[0].1;
     assert_eq!(h.min_us, 0, "expiries on a tick boundary fire at the tick");
     let on_tick = h.buckets_us[0];

@@ -3,6 +3,58 @@
 
 use super::*;
 
+impl Simulation {
+    /// Breaks, from the run's seed, the ties that declaration order would otherwise break
+    /// (issue 10 item 9; docs/design.md, Ties):
+    ///
+    /// * each level's tick phase: the kernel's boot time modulo its tick period is unknown, so
+    ///   it is drawn from the stream `tick-phase/<level name>`;
+    /// * the order of the tasks' starts at one instant across levels (which domain's work, and
+    ///   so which vCPU, reaches the host scheduler first at boot): levels are ordered by a key
+    ///   drawn from the stream `boot-order/<level name>`, tasks of one level keep their
+    ///   declared order (they are forked in that order).
+    ///
+    /// Both are keyed by the level's *name*, not its index, so a scenario with its domains
+    /// declared in another order draws the same phases and the same boot order.
+    fn order_ties(&mut self, seed: u64) {
+        let key: Vec<u64> = self
+            .levels
+            .iter()
+            .map(|lv| Stream::new(seed, &format!("boot-order/{}", lv.name)).next_u64())
+            .collect();
+        for lv in &mut self.levels {
+            if let Some(p) = lv.tick_period {
+                lv.tick_phase = match lv.opts.tick_phase {
+                    Some(ph) => ph % p,
+                    None => Stream::new(seed, &format!("tick-phase/{}", lv.name)).range(0, p - 1),
+                };
+            }
+        }
+        let mut starts: Vec<(SimTime, u64, usize, SlotId)> = Vec::new();
+        for (s, k) in self.slot_kind.iter().enumerate() {
+            if let SlotKind::TaskStart(t) = *k {
+                let slot = SlotId(s as u32);
+                if let Some(at) = self.q.deadline(slot) {
+                    let l = self.ents[self.tasks[t].ent.idx()].level;
+                    starts.push((at, key[l.idx()], s, slot));
+                }
+            }
+        }
+        // Re-armed in (time, key, declaration) order: equal times pop in that order.
+        starts.sort_unstable();
+        for (at, _, _, slot) in starts {
+            self.q.arm(slot, at);
+        }
+        // A periodic tick runs on every CPU from boot, busy or not.
+        for c in 0..self.cpus.len() {
+            let lv = &self.levels[self.cpus[c].level.idx()];
+            if lv.opts.tick_periodic && lv.tick_period.is_some() {
+                self.arm_tick(GCpu(c as u32));
+            }
+        }
+    }
+}
+
 /// Assembles a simulation. Levels, CPUs and entities are numbered in the order they are added.
 pub struct SimBuilder {
     sim: Simulation,
@@ -67,6 +119,7 @@ impl SimBuilder {
             ent_g: Vec::new(),
             timer_slots,
             tick_period,
+            tick_phase: 0,
         });
         l
     }
@@ -228,6 +281,7 @@ impl SimBuilder {
             self.sim.q.arm(w, warmup);
         }
         let mut sim = self.sim;
+        sim.order_ties(self.seed);
         sim.end = duration;
         sim.warmup = warmup;
         sim.sample_every = sample_every;

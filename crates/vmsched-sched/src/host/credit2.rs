@@ -69,8 +69,8 @@
 //!   100 × nr_vcpus, which `xl` rejects, is applied as given.
 //! * SMT siblings are CPUs with the same socket and core but different `thread` ids; CPUs that
 //!   share socket, core *and* thread id (Arm reports core 0 for every CPU) are not siblings.
-//! * Timer slop (`timer_slop_ns`) is the Xen core's concern; runstates and the idle loop are
-//!   the core's and the engine's.
+//! * Timer slop (`timer_slop_ns`) and the timer entry latency (`timer_entry_ns`) are the Xen
+//!   core's concern; runstates and the idle loop are the core's and the engine's.
 //! * Trace records (TRC_CSCHED2_*) are not emitted.
 //! * `initial_cpu` is only where the vCPU starts: at insertion `csched2_res_pick` chooses its
 //!   CPU by runqueue load, as upstream's `csched2_unit_insert` does (the fallback that would
@@ -84,9 +84,10 @@
 //! * Continuing to run the current vCPU does not sample the load (`update_load(0)` is called
 //!   on the idle path only).
 //! * Equal credit never preempts (`runq_candidate` wants strictly more). With timers entered
-//!   exactly at their deadline, two equal spinners under 4.20.2+ and R = 0 therefore tie and
-//!   run 1 ms each instead of the 0.5 ms of ERRATA X3's table, which assumes a real machine
-//!   where the scheduler runs a little after the deadline.
+//!   exactly at their deadline (`timer_entry_ns = 0`), two equal spinners under 4.20.2+ and
+//!   R = 0 tie and run 1 ms each; with the Xen core's timer entry latency (default 1 µs) the
+//!   vCPU preempted by its slice timer has burned a little more than its slice, the tie breaks
+//!   as on hardware, and the slices are ERRATA X3's 0.5 ms.
 //!
 //! # Source layout
 //!
@@ -101,7 +102,9 @@ use vmsched_core::ids::{CpuId, EntityId};
 use vmsched_core::sched::{CpuTopo, Pick, WakeInfo};
 use vmsched_core::time::Nanos;
 
-use crate::host::xen_core::{XenCore, XenCtx, XenOps, TIMER_SLOP_DEFAULT_NS};
+use crate::host::xen_core::{
+    XenCore, XenCtx, XenOps, TIMER_ENTRY_DEFAULT_NS, TIMER_SLOP_DEFAULT_NS,
+};
 
 mod balance;
 mod caps;
@@ -194,6 +197,10 @@ pub struct Credit2Params {
     /// Xen's `timer_slop` boot parameter (ns), applied by the Xen core to every timer it arms
     /// for the policy (xen-schedulers.md §1.8).
     pub timer_slop_ns: Nanos,
+    /// Timer entry latency (ns): how long after a host timer's expiry the Xen core runs its
+    /// handler (`schedule()` reads `NOW()`), the running vCPU burning credit meanwhile
+    /// (host/xen_core.rs; what breaks equal-credit ties, ERRATA X3). 0 = timers entered exactly.
+    pub timer_entry_ns: Nanos,
 }
 
 impl Default for Credit2Params {
@@ -211,6 +218,7 @@ impl Default for Credit2Params {
             balance_over: -3,
             smt_power_savings: false,
             timer_slop_ns: TIMER_SLOP_DEFAULT_NS,
+            timer_entry_ns: TIMER_ENTRY_DEFAULT_NS,
         }
     }
 }
@@ -228,6 +236,10 @@ impl Credit2Params {
         let m = self.max_cpus_runqueue;
         if m == 0 || m as usize > MAX_CPUS {
             return Err(format!("max_cpus_runqueue: {m} must be in 1..={MAX_CPUS}"));
+        }
+        let t = self.timer_entry_ns;
+        if t > 1_000_000 {
+            return Err(format!("timer_entry_ns: {t} must be in 0..=1000000 (ns)"));
         }
         let m = self.migrate_resist_us;
         if m > 1_000_000 {
@@ -396,10 +408,10 @@ impl Credit2 {
         s
     }
 
-    /// Credit2 on the Xen core, with the timer slop of `params`.
+    /// Credit2 on the Xen core, with the timer slop and timer entry latency of `params`.
     pub fn sched(params: Credit2Params, cpus: &[CpuTopo], nr_domains: u32) -> Credit2Sched {
-        let slop = params.timer_slop_ns;
-        XenCore::with_timer_slop(Credit2::new(params, cpus, nr_domains), slop)
+        let (slop, entry) = (params.timer_slop_ns, params.timer_entry_ns);
+        XenCore::with_timers(Credit2::new(params, cpus, nr_domains), slop, entry)
     }
 
     /// Number of runqueues.

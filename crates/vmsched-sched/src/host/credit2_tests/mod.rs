@@ -35,7 +35,13 @@ fn flat(n: usize) -> Vec<CpuTopo> {
         .collect()
 }
 
+/// Credit2 on the Xen core with timers entered exactly (`timer_entry_ns = 0`): the harness's
+/// `Sim` models the entry latency itself, and the hook-level tests want exact slices.
 fn harness(p: Credit2Params, topo: Vec<CpuTopo>, ents: Vec<EntityParams>) -> Harness<Credit2Sched> {
+    let p = Credit2Params {
+        timer_entry_ns: 0,
+        ..p
+    };
     let s = Credit2::sched(p, &topo, ents.len() as u32);
     Harness::with_topology(s, topo, ents)
 }
