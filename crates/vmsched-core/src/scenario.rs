@@ -19,10 +19,23 @@ use crate::sched::CpuTopo;
 use crate::time::{time_ns, Nanos, NS_PER_MS, NS_PER_US};
 use crate::workload::WorkloadConfig;
 
+mod events;
+pub use events::{EventAction, EventConfig};
+
 /// Checks a scheduler configuration beyond its types.
 pub trait ConfigCheck {
     /// Err((field, message)).
     fn check(&self) -> Result<(), (String, String)>;
+
+    /// Whether the policy takes a run-time change of `field` to `value` from the `[[event]]`
+    /// timeline (`weight`, `cap`, `ratelimit_us`, `tslice_ms`, `pause` at the host; `nice`,
+    /// `policy` (as its discriminant), `rt_priority` in a guest). Err(why not). The default
+    /// takes none.
+    fn check_adjust(&self, field: &str, _value: i64) -> Result<(), String> {
+        Err(format!(
+            "this scheduler takes no run-time change of `{field}`"
+        ))
+    }
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -38,6 +51,9 @@ pub struct Scenario<H, G> {
     pub host: H,
     #[serde(rename = "domain")]
     pub domains: Vec<DomainConfig<G>>,
+    /// The `[[event]]` timeline: run-time changes, in time order (ties in declaration order).
+    #[serde(default, rename = "event", skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<EventConfig>,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -696,6 +712,47 @@ where
                 w.validate(d.vcpus)
                     .map_err(|(f, m)| (format!("domain.{i}.workload.{j}.{f}"), m))?;
             }
+        }
+        self.validate_events()
+    }
+
+    /// The `[[event]]` timeline: each event on its own, then pauses and unpauses in time
+    /// order (a domain is paused at most once at a time: Xen's `domain_unpause` of a domain
+    /// that is not paused is a bug).
+    fn validate_events(&self) -> Result<(), (String, String)> {
+        let end = self.run.duration_ns()?;
+        for (i, e) in self.events.iter().enumerate() {
+            e.validate(i, end, &self.host, &self.domains)?;
+        }
+        let mut order: Vec<usize> = (0..self.events.len()).collect();
+        order.sort_by_key(|&i| self.events[i].at_ms);
+        let mut paused = vec![false; self.domains.len()];
+        for i in order {
+            let e = &self.events[i];
+            let pause = match e.action {
+                EventAction::Pause => true,
+                EventAction::Unpause => false,
+                _ => continue,
+            };
+            let name = e.domain.as_deref().unwrap_or_default();
+            let Some(d) = self.domains.iter().position(|d| d.name == name) else {
+                continue;
+            };
+            if paused[d] == pause {
+                return Err((
+                    format!("event.{i}.action"),
+                    format!(
+                        "domain '{name}' is {} at {} ms",
+                        if pause {
+                            "already paused"
+                        } else {
+                            "not paused"
+                        },
+                        e.at_ms
+                    ),
+                ));
+            }
+            paused[d] = pause;
         }
         Ok(())
     }

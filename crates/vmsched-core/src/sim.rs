@@ -185,6 +185,8 @@ enum SlotKind {
     TaskTimer(usize),
     TaskStart(usize),
     LevelTimer(LevelId, u32),
+    /// Timeline event `i` (sim/lifecycle.rs).
+    Timeline(u32),
     Sample,
     Warmup,
     End,
@@ -230,14 +232,18 @@ pub struct Simulation {
     local_cpu: Option<GCpu>,
     /// The trace channel: None when tracing is off (crate::trace).
     trace: Option<Box<TraceBuf>>,
+    /// The `[[event]]` timeline's actions, indexed by their slots' `SlotKind::Timeline`.
+    timeline: Vec<TimelineAction>,
 }
 
 mod builder;
 mod check;
+mod lifecycle;
 mod tasks;
 mod trace_io;
 
 pub use builder::SimBuilder;
+pub use lifecycle::TimelineAction;
 
 impl Simulation {
     pub fn now(&self) -> SimTime {
@@ -375,6 +381,7 @@ impl Simulation {
                 self.wake_entity(e, WakeInfo::of(WakeCause::Fork));
             }
             SlotKind::LevelTimer(l, k) => self.with_sched(l, |s, ctx| s.on_timer(ctx, k)),
+            SlotKind::Timeline(i) => self.timeline_event(i),
             SlotKind::Sample => {
                 self.sample();
                 self.q.arm(self.sample_slot, self.now + self.sample_every);

@@ -5,7 +5,7 @@ use super::*;
 
 /// Assembles a simulation. Levels, CPUs and entities are numbered in the order they are added.
 pub struct SimBuilder {
-    sim: Simulation,
+    pub(super) sim: Simulation,
     seed: u64,
 }
 
@@ -35,12 +35,13 @@ impl SimBuilder {
                 debug_checks: false,
                 local_cpu: None,
                 trace: None,
+                timeline: Vec::new(),
             },
             seed,
         }
     }
 
-    fn slot(&mut self, k: SlotKind) -> SlotId {
+    pub(super) fn slot(&mut self, k: SlotKind) -> SlotId {
         let s = self.sim.q.add_slot();
         self.sim.slot_kind.push(k);
         // A slot's id indexes its kind.

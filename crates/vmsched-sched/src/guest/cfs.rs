@@ -86,6 +86,7 @@
 //!   as TIF_NEED_RESCHED is; a pull by newidle needs none (the running `schedule` serves it).
 
 mod balance; // load balancing: newidle, periodic, NOHZ idle (§1.17)
+mod lifecycle; // run-time nice and policy changes
 mod select; // CPU selection at wake-up and fork (§1.16)
 mod weights; // weight tables, struct load_weight, calc_delta
 
@@ -275,6 +276,8 @@ struct Se {
     /// task_cpu(p): where it is queued, runs, or last ran.
     cpu: usize,
     policy: Policy,
+    /// The nice value the weight was taken from (`prio_changed_fair` compares priorities).
+    nice: i32,
     allowed: CpuSet,
     wakee_flips: u32,
     /// In jiffies.
@@ -762,6 +765,7 @@ impl SchedClass for Cfs {
             .idx();
         self.ses.push(Se {
             load: LoadWeight::of_task(p.linux.nice, p.linux.policy),
+            nice: p.linux.nice,
             cpu,
             policy: p.linux.policy,
             allowed,
@@ -923,6 +927,12 @@ impl SchedClass for Cfs {
     /// doc); requests a resched of any vCPU that balancing gave a task to preempt.
     fn trigger_load_balance(&mut self, ctx: &mut LinuxCtx, cpu: CpuId) {
         self.trigger_load_balance(ctx, cpu.idx());
+    }
+
+    /// Linux v5.10: set_user_nice / sched_setattr within the fair class (`reweight_task`,
+    /// `prio_changed_fair`).
+    fn prio_changed(&mut self, ctx: &mut LinuxCtx, e: EntityId) -> bool {
+        self.change_prio(ctx, e)
     }
 
     /// The task's vruntime as of its last accounting (absolute; the raw u64 read as i64).

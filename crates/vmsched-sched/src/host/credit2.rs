@@ -98,13 +98,14 @@
 
 use vmsched_core::cpuset::{CpuSet, MAX_CPUS};
 use vmsched_core::ids::{CpuId, EntityId};
-use vmsched_core::sched::{CpuTopo, Pick, WakeInfo};
+use vmsched_core::sched::{CpuTopo, GlobalParam, Pick, WakeInfo};
 use vmsched_core::time::Nanos;
 
 use crate::host::xen_core::{XenCore, XenCtx, XenOps, TIMER_SLOP_DEFAULT_NS};
 
 mod balance;
 mod caps;
+mod lifecycle;
 mod runqueue;
 
 /// Credit a vCPU starts with and receives at each reset: 10 ms at the top weight.
@@ -950,6 +951,21 @@ impl XenOps for Credit2 {
         if self.doms[d].cap_pct != 0 {
             self.replenish_domain_budget(ctx, d);
         }
+    }
+
+    /// Xen: csched2_unit_sleep (domain pause).
+    fn sleep(&mut self, ctx: &mut XenCtx, e: EntityId) {
+        self.unit_sleep(ctx, e);
+    }
+
+    /// Xen: csched2_dom_cntl (`xl sched-credit2 -d -w/-c`).
+    fn adjust(&mut self, ctx: &mut XenCtx, domain: u32) {
+        self.dom_adjust(ctx, domain as usize);
+    }
+
+    /// Xen: csched2_sys_cntl (`xl sched-credit2 -s -r`).
+    fn adjust_global(&mut self, _ctx: &mut XenCtx, p: GlobalParam) {
+        self.sys_adjust(p);
     }
 
     /// The vCPU's credit.

@@ -1,0 +1,206 @@
+//! Run-time changes from the `[[event]]` timeline through whole scenarios: a weight change moves
+//! the shares after it, a paused domain gets no CPU and is accounted offline, a nice change
+//! moves CFS shares; and the timeline's validation names the field. Each rule compares a window
+//! before the change with one after it (figures from runstate time, engine checks on).
+
+use vmsched_core::report::Results;
+use vmsched_core::NS_PER_MS;
+
+/// Runs `src` to `cut` ms and to its end; returns the results at both points.
+fn run_cut(src: &str, cuts: &[u64]) -> Vec<Results> {
+    let s = vmsched_sched::load("test.toml", src, &[]).unwrap_or_else(|e| panic!("{e}"));
+    let mut sim = vmsched_sched::build(&s);
+    sim.set_debug_checks(true);
+    let mut out = Vec::new();
+    for &c in cuts {
+        sim.run_until(c * NS_PER_MS);
+        sim.close_intervals();
+        out.push(sim.results());
+    }
+    out
+}
+
+/// `field` of entity `name` between two snapshots.
+fn delta(
+    a: &Results,
+    b: &Results,
+    name: &str,
+    field: fn(&vmsched_core::report::EntityResult) -> u64,
+) -> u64 {
+    let get = |r: &Results| {
+        field(
+            r.entities
+                .iter()
+                .find(|e| e.name == name)
+                .unwrap_or_else(|| panic!("no entity {name}")),
+        )
+    };
+    get(b) - get(a)
+}
+
+fn running(e: &vmsched_core::report::EntityResult) -> u64 {
+    e.running_ns
+}
+
+const TWO_DOMAINS_ONE_PCPU: &str = r#"
+[run]
+duration_ms = 3000
+[machine]
+pcpus = 1
+[host]
+scheduler = "credit2"
+version = "4.20.2"
+[[domain]]
+name = "a"
+vcpus = 1
+[domain.sched]
+scheduler = "cfs"
+[[domain.workload]]
+kind = "cpu_loop"
+name = "loop"
+[[domain]]
+name = "b"
+vcpus = 1
+[domain.sched]
+scheduler = "cfs"
+[[domain.workload]]
+kind = "cpu_loop"
+name = "loop"
+"#;
+
+#[test]
+fn a_weight_change_moves_credit2_shares_after_it() {
+    let src = format!(
+        "{TWO_DOMAINS_ONE_PCPU}\n[[event]]\nat_ms = 1000\naction = \"sched_domain\"\n\
+         domain = \"a\"\nweight = 768\n"
+    );
+    let r = run_cut(&src, &[200, 1000, 1200, 3000]);
+    let ratio = |i: usize| {
+        let a = delta(&r[i], &r[i + 1], "a.v0", running) as f64;
+        let b = delta(&r[i], &r[i + 1], "b.v0", running) as f64;
+        a / b
+    };
+    let before = ratio(0);
+    let after = ratio(2);
+    assert!(
+        (0.8..1.25).contains(&before),
+        "equal weights: a/b = {before}"
+    );
+    assert!(
+        (2.4..3.6).contains(&after),
+        "weights 768:256: a/b = {after}"
+    );
+}
+
+#[test]
+fn a_paused_domain_gets_no_cpu_and_is_offline() {
+    let src = format!(
+        "{TWO_DOMAINS_ONE_PCPU}\n[[event]]\nat_ms = 1000\naction = \"pause\"\ndomain = \"a\"\n\
+         [[event]]\nat_ms = 2000\naction = \"unpause\"\ndomain = \"a\"\n"
+    );
+    let r = run_cut(&src, &[1000, 2000, 3000]);
+    let d = |i: usize, f: fn(&vmsched_core::report::EntityResult) -> u64, n: &str| {
+        delta(&r[i], &r[i + 1], n, f)
+    };
+    // Paused for [1000, 2000): no running, no runnable time; all of it offline.
+    assert_eq!(d(0, running, "a.v0"), 0);
+    assert_eq!(d(0, |e| e.runnable_ns, "a.v0"), 0);
+    assert_eq!(d(0, |e| e.offline_ns, "a.v0"), 1000 * NS_PER_MS);
+    // Its guest's task made no progress either; the other domain had the pCPU.
+    assert_eq!(d(0, running, "b.v0"), 1000 * NS_PER_MS);
+    // Unpaused: it runs again and is no longer offline.
+    assert!(d(1, running, "a.v0") > 300 * NS_PER_MS);
+    assert_eq!(d(1, |e| e.offline_ns, "a.v0"), 0);
+}
+
+#[test]
+fn a_nice_change_moves_cfs_shares_after_it() {
+    let src = r#"
+[run]
+duration_ms = 3000
+[machine]
+pcpus = 1
+[host]
+scheduler = "credit2"
+version = "4.20.2"
+[[domain]]
+name = "a"
+vcpus = 1
+[domain.sched]
+scheduler = "cfs"
+[[domain.workload]]
+kind = "cpu_loop"
+name = "loop"
+copies = 2
+[[event]]
+at_ms = 1000
+action = "sched_task"
+domain = "a"
+workload = "loop"
+task = "loop.1"
+nice = 5
+"#;
+    let r = run_cut(src, &[200, 1000, 1200, 3000]);
+    let ratio = |i: usize| {
+        let a = delta(&r[i], &r[i + 1], "loop.0", running) as f64;
+        let b = delta(&r[i], &r[i + 1], "loop.1", running) as f64;
+        a / b
+    };
+    let (before, after) = (ratio(0), ratio(2));
+    assert!((0.85..1.18).contains(&before), "nice 0:0: {before}");
+    // Weights 1024:335 (nice 0 : nice 5).
+    assert!((2.6..3.5).contains(&after), "nice 0:5: {after}");
+}
+
+#[test]
+fn a_ratelimit_change_validates_and_runs() {
+    let src = format!(
+        "{TWO_DOMAINS_ONE_PCPU}\n[[event]]\nat_ms = 500\naction = \"sched_host\"\nratelimit_us = 0\n"
+    );
+    let r = run_cut(&src, &[3000]);
+    assert!(r[0]
+        .entities
+        .iter()
+        .any(|e| e.name == "a.v0" && e.running_ns > 0));
+}
+
+fn load_err(extra: &str) -> vmsched_core::scenario::ScenarioError {
+    let src = format!("{TWO_DOMAINS_ONE_PCPU}\n{extra}");
+    vmsched_sched::load("bad.toml", &src, &[]).expect_err("must be refused")
+}
+
+#[test]
+fn bad_events_are_refused_by_field() {
+    let e = load_err("[[event]]\nat_ms = 10\naction = \"pause\"\ndomain = \"a\"\nfrob = 1\n");
+    assert!(e.message.contains("frob"), "{e}");
+    let e = load_err("[[event]]\nat_ms = 10\naction = \"pause\"\ndomain = \"a\"\nweight = 3\n");
+    assert_eq!(e.field, "event.0.weight", "{e}");
+    let e = load_err("[[event]]\nat_ms = 10\naction = \"pause\"\ndomain = \"zz\"\n");
+    assert_eq!(e.field, "event.0.domain", "{e}");
+    let e = load_err("[[event]]\nat_ms = 3000\naction = \"pause\"\ndomain = \"a\"\n");
+    assert_eq!(e.field, "event.0.at_ms", "{e}");
+    let e =
+        load_err("[[event]]\nat_ms = 18446744073709551615\naction = \"pause\"\ndomain = \"a\"\n");
+    assert_eq!(e.field, "event.0.at_ms", "{e}");
+    let e = load_err("[[event]]\nat_ms = 10\naction = \"unpause\"\ndomain = \"a\"\n");
+    assert_eq!(e.field, "event.0.action", "{e}");
+    let e =
+        load_err("[[event]]\nat_ms = 10\naction = \"sched_domain\"\ndomain = \"a\"\nweight = 0\n");
+    assert_eq!(e.field, "event.0.weight", "{e}");
+    let e =
+        load_err("[[event]]\nat_ms = 10\naction = \"sched_domain\"\ndomain = \"a\"\ncap = 101\n");
+    assert_eq!(e.field, "event.0.cap", "{e}");
+    let e = load_err("[[event]]\nat_ms = 10\naction = \"sched_host\"\ntslice_ms = 5\n");
+    assert_eq!(e.field, "event.0.tslice_ms", "{e}");
+    let e = load_err("[[event]]\nat_ms = 10\naction = \"sched_host\"\nratelimit_us = 50\n");
+    assert_eq!(e.field, "event.0.ratelimit_us", "{e}");
+    let e = load_err(
+        "[[event]]\nat_ms = 10\naction = \"sched_task\"\ndomain = \"a\"\nworkload = \"loop\"\n\
+         task = \"nope\"\nnice = 1\n",
+    );
+    assert_eq!(e.field, "event.0.task", "{e}");
+    let e = load_err(
+        "[[event]]\nat_ms = 10\naction = \"sched_task\"\ndomain = \"a\"\nworkload = \"loop\"\nnice = 20\n",
+    );
+    assert_eq!(e.field, "event.0.nice", "{e}");
+}
