@@ -67,6 +67,8 @@ impl Simulation {
     }
 
     /// Timeline event `i` fires.
+    #[cold]
+    #[inline(never)]
     pub(super) fn timeline_event(&mut self, i: u32) {
         match self.timeline[i as usize] {
             TimelineAction::DomainAttr {

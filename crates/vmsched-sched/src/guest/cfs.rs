@@ -276,8 +276,6 @@ struct Se {
     /// task_cpu(p): where it is queued, runs, or last ran.
     cpu: usize,
     policy: Policy,
-    /// The nice value the weight was taken from (`prio_changed_fair` compares priorities).
-    nice: i32,
     allowed: CpuSet,
     wakee_flips: u32,
     /// In jiffies.
@@ -765,7 +763,6 @@ impl SchedClass for Cfs {
             .idx();
         self.ses.push(Se {
             load: LoadWeight::of_task(p.linux.nice, p.linux.policy),
-            nice: p.linux.nice,
             cpu,
             policy: p.linux.policy,
             allowed,

@@ -14,13 +14,14 @@ impl Cfs {
     /// reweighted in place: its run queue's load changes by the difference, its vruntime stays
     /// (upstream's DEQUEUE_SAVE / ENQUEUE_RESTORE pair makes it relative and back), time run so
     /// far is charged at the old weight first (`update_curr`). Then `prio_changed_fair`: a
-    /// running task whose nice went up is rescheduled; a queued one asks the core for a
-    /// preemption check (returns true).
+    /// running task whose priority dropped (its weight went down: a higher nice, or
+    /// SCHED_IDLE) is rescheduled; a queued one asks the core for a preemption check (returns
+    /// true). Upstream compares `prio`, which SCHED_IDLE does not change; comparing weights
+    /// differs only there, by one reschedule.
     pub(super) fn change_prio(&mut self, ctx: &mut LinuxCtx, e: EntityId) -> bool {
         let p = ctx.ent(e).params.linux;
         let i = e.idx();
         let cpu = self.ses[i].cpu;
-        let old_nice = self.ses[i].nice;
         let queued = self.ses[i].on_rq;
         let running = self.rqs[cpu].curr == Some(i);
         if queued || running {
@@ -30,7 +31,6 @@ impl Cfs {
         let se = &mut self.ses[i];
         let (old_w, old_policy) = (se.load.weight, se.policy);
         se.load = new;
-        se.nice = p.nice;
         se.policy = p.policy;
         if queued {
             let rq = &mut self.rqs[cpu];
@@ -45,7 +45,7 @@ impl Cfs {
             return false;
         }
         if running {
-            if p.nice > old_nice {
+            if new.weight < old_w {
                 ctx.resched_curr(cpu);
             }
             return false;
