@@ -182,7 +182,7 @@ fn paused_entity_gets_no_cpu<S: Scheduler>(s: S) {
 }
 
 macro_rules! common_conformance {
-    ($name:ident, $ctor:expr, $($extra:item)*) => {
+    ($name:ident, $ctor:expr, { $($extra:item)* }) => {
         mod $name {
             use super::*;
             $($extra)*
@@ -212,31 +212,27 @@ macro_rules! common_conformance {
 
 macro_rules! host_conformance {
     ($name:ident, $ctor:expr) => {
-        common_conformance!(
-            $name,
-            $ctor,
+        common_conformance!($name, $ctor, {
             #[test]
             fn weight_change_moves_shares() {
                 super::weight_change_moves_shares($ctor(1));
-            },
+            }
             #[test]
             fn paused_entity_gets_no_cpu() {
                 super::paused_entity_gets_no_cpu($ctor(1));
             }
-        );
+        });
     };
 }
 
 macro_rules! guest_conformance {
     ($name:ident, $ctor:expr) => {
-        common_conformance!(
-            $name,
-            $ctor,
+        common_conformance!($name, $ctor, {
             #[test]
             fn nice_change_moves_shares() {
                 super::nice_change_moves_shares($ctor(1));
             }
-        );
+        });
     };
 }
 
