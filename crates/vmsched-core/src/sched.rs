@@ -421,7 +421,14 @@ pub trait Scheduler: Send {
         None
     }
 
-    // --- Run-time changes (the scenario's `[[event]]` timeline; docs/design.md, Lifecycle) ---
+    // --- Lifecycle and run-time changes (docs/design.md, Lifecycle) ---
+
+    /// `e` leaves the level for good (a task exited: Linux `do_task_dead` then `sched_dead`;
+    /// Xen `remove_unit`). Called by the engine right after `e` blocked and its CPU
+    /// rescheduled: `e` is not runnable, on no CPU, and will never be woken again. The
+    /// scheduler drops what it keeps for `e` (its id stays allocated). May request
+    /// reschedules and timers.
+    fn remove(&mut self, _ctx: &mut SchedCtx, _e: EntityId) {}
 
     /// The attributes of the entities of `group` changed at run time (Xen `xl sched-* -d`:
     /// a domain's weight or cap). Called by the engine from a timeline event, outside any CPU's

@@ -171,6 +171,9 @@ struct WorkloadState {
     spec: WorkloadSpec,
     level: LevelId,
     tasks: Vec<usize>,
+    /// Index in `tasks` of the next slot a `fork` fills (slots that only a fork fills come
+    /// last; `tasks.len()`: none left).
+    next_child: usize,
     chans: Vec<Channel>,
     counters: Vec<u64>,
     hists: Vec<LatHist>,

@@ -204,3 +204,126 @@ fn bad_events_are_refused_by_field() {
     );
     assert_eq!(e.field, "event.0.nice", "{e}");
 }
+
+const FORKER: &str = r#"
+[run]
+duration_ms = 200
+[machine]
+pcpus = 2
+[host]
+scheduler = "credit2"
+version = "4.20.2"
+[[domain]]
+name = "a"
+vcpus = 2
+[domain.sched]
+scheduler = "cfs"
+[[domain.workload]]
+kind = "program"
+name = "sh"
+max_tasks = 6
+counters = ["forks"]
+steps = [
+  { op = "compute", ms = 10 },
+  { op = "fork", child_at = 4 },
+  { op = "count", counter = "forks" },
+  { op = "loop", to = 0 },
+  { op = "compute", ms = 5 },
+  { op = "exit" },
+]
+"#;
+
+fn ent<'a>(r: &'a Results, name: &str) -> &'a vmsched_core::report::EntityResult {
+    r.entities
+        .iter()
+        .find(|e| e.name == name)
+        .unwrap_or_else(|| panic!("no entity {name}"))
+}
+
+#[test]
+fn forked_children_run_exit_and_stay_offline() {
+    let mut rs = run_cut(FORKER, &[25, 200]);
+    let r = rs.pop().unwrap();
+    // At 25 ms the parent has run ~25 ms on its own vCPU and forked twice: the first child
+    // has run and exited; the third does not exist yet (offline since the start, no CPU).
+    let early = &rs[0];
+    assert_eq!(ent(early, "sh.1").running_ns, 5 * NS_PER_MS);
+    assert_eq!(ent(early, "sh.3").running_ns, 0);
+    assert_eq!(ent(early, "sh.3").offline_ns, 25 * NS_PER_MS);
+    // The parent forks every ~10 ms; five slots are there for children.
+    for k in 1..6 {
+        let c = ent(&r, &format!("sh.{k}"));
+        // Each child ran its 5 ms compute, then exited: offline for good, never runnable again.
+        assert_eq!(c.running_ns, 5 * NS_PER_MS, "sh.{k}: {c:?}");
+        assert_eq!(c.final_state, vmsched_core::RunState::Offline, "sh.{k}");
+        assert_eq!(c.runs, 1, "sh.{k} ran once: {c:?}");
+        assert_eq!(c.blocked_ns, 0, "sh.{k} never blocked: {c:?}");
+    }
+    // Every fork step ran, including those that found no slot left (EAGAIN).
+    let forks = r.workloads[0]
+        .counters
+        .iter()
+        .find(|(k, _)| k == "forks")
+        .unwrap()
+        .1;
+    assert!(
+        forks > 5,
+        "the parent went on forking past the bound: {forks}"
+    );
+}
+
+#[test]
+fn fork_needs_a_bound() {
+    let src = FORKER.replace("max_tasks = 6\n", "");
+    let e = vmsched_sched::load("bad.toml", &src, &[]).expect_err("refused");
+    assert_eq!(e.field, "domain.0.workload.0.max_tasks", "{e}");
+    let src = FORKER.replace("max_tasks = 6", "max_tasks = 0");
+    let e = vmsched_sched::load("bad.toml", &src, &[]).expect_err("refused");
+    assert_eq!(e.field, "domain.0.workload.0.max_tasks", "{e}");
+    let src = FORKER.replace("child_at = 4", "child_at = 9");
+    let e = vmsched_sched::load("bad.toml", &src, &[]).expect_err("refused");
+    assert_eq!(e.field, "domain.0.workload.0.steps.1.child_at", "{e}");
+}
+
+/// CFS places a forked child after its parent, as Linux 5.10 does (task_fork_fair:
+/// place_entity(initial) with START_DEBIT; sched_child_runs_first off): the child's vruntime
+/// starts one virtual slice past the queue's, so it does not preempt the parent at once.
+#[test]
+fn cfs_places_a_forked_child_with_start_debit() {
+    use vmsched_core::testkit::{params, Harness};
+    use vmsched_core::{CpuTopo, EntityId, Scheduler, WakeCause, WakeInfo};
+    let topo = vec![CpuTopo::default()];
+    let cfs = vmsched_sched::guest::cfs::Cfs::sched(Default::default(), &topo);
+    let mut h = Harness::new(cfs, 1, vec![params(0, 1), params(1, 1)]);
+    h.wake(0, WakeInfo::of(WakeCause::Fork));
+    h.pump();
+    h.run_for(50 * NS_PER_MS, NS_PER_MS);
+    assert_eq!(h.curr(0), Some(0));
+    h.wake(
+        1,
+        WakeInfo {
+            cause: WakeCause::Fork,
+            waker_cpu: Some(vmsched_core::CpuId(0)),
+            waker: Some(EntityId(0)),
+            parent: Some(EntityId(0)),
+            sync: false,
+        },
+    );
+    h.pump();
+    // The fork accounted the parent up to now (update_curr) before placing the child.
+    let parent_v = h.sched.probe(EntityId(0)).unwrap();
+    let child_v = h.sched.probe(EntityId(1)).unwrap();
+    // One vslice of two nice-0 tasks: sched_period(2) = 6 ms (scaled by 1 + ilog2(1) = 1) / 2,
+    // through __calc_delta's fixed-point inverse weights (a few ns short).
+    let d = child_v - parent_v;
+    let vslice = 3 * NS_PER_MS as i64;
+    assert!(
+        (vslice - 10..=vslice).contains(&d),
+        "child {child_v}, parent {parent_v}"
+    );
+    assert_eq!(
+        h.curr(0),
+        Some(0),
+        "the child must not preempt its parent at once"
+    );
+}

@@ -162,6 +162,7 @@ impl SimBuilder {
     ) {
         let wl = self.sim.wls.len();
         let mut tasks = Vec::new();
+        let mut first_child = 0;
         for (i, ts) in spec.tasks.iter().enumerate() {
             let t = self.sim.tasks.len();
             let ent = self.add_entity(level, params(i), EntKind::Task(t));
@@ -193,7 +194,13 @@ impl SimBuilder {
                 latency_pending: None,
                 rng: Stream::new(self.seed, &name),
             });
-            self.sim.q.arm(start_slot, ts.start);
+            if ts.start == NEVER {
+                // A slot for a forked child: it does not exist until the fork.
+                self.sim.ents[ent.idx()].state = RunState::Offline;
+            } else {
+                self.sim.q.arm(start_slot, ts.start);
+                first_child += 1;
+            }
             tasks.push(t);
         }
         let chans = (0..spec.channels)
@@ -209,10 +216,15 @@ impl SimBuilder {
             .iter()
             .map(|_| LatHist::new(spec.hist_buckets))
             .collect();
+        debug_assert!(
+            spec.tasks[first_child..].iter().all(|t| t.start == NEVER),
+            "fork slots come after the tasks started at build"
+        );
         self.sim.wls.push(WorkloadState {
             spec,
             level,
             tasks,
+            next_child: first_child,
             chans,
             counters,
             hists,

@@ -1,4 +1,14 @@
-//! Run-time changes from the scenario's `[[event]]` timeline, as the engine delivers them: each
+//! Lifecycle: tasks that fork and exit, and run-time changes from the scenario's `[[event]]`
+//! timeline.
+//!
+//! **Fork and exit.** A `fork` step takes the workload's next preallocated task slot (built
+//! with the workload, its entity inserted at build and `offline` until then: it does not
+//! exist), sets its program counter and wakes it with `WakeCause::Fork`, its parent and the
+//! parent's CPU (Linux `wake_up_new_task`); no slot left: the fork fails and the parent goes
+//! on. `exit` blocks the task (its CPU reschedules), makes it `offline` for good and calls the
+//! scheduler's `remove` hook; its statistics stay. Slots are never recycled.
+//!
+//! **Timeline.** Run-time changes as the engine delivers them: each
 //! event has its own queue slot, armed at build; when it fires the engine writes the new
 //! attributes into the entities' parameters and calls the level's documented hook
 //! (`Scheduler::adjust`, `adjust_global`, `prio_changed`, `set_paused`; contracts in
@@ -143,6 +153,43 @@ impl Simulation {
                 }
             }
         }
+    }
+
+    /// Task `t`, running on `c`, forks: the child starts at step `child_at`.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn fork_task(&mut self, t: usize, child_at: usize, c: GCpu) {
+        let wl = self.tasks[t].wl;
+        let w = &mut self.wls[wl];
+        let Some(&child) = w.tasks.get(w.next_child) else {
+            return; // EAGAIN: no slot left (max_tasks).
+        };
+        w.next_child += 1;
+        let parent = self.tasks[t].ent;
+        let ch = &mut self.tasks[child];
+        debug_assert_eq!(ch.phase, Phase::New, "fork into a used slot");
+        ch.pc = child_at;
+        ch.phase = Phase::Ready;
+        let g = ch.ent;
+        let info = WakeInfo {
+            cause: WakeCause::Fork,
+            waker_cpu: Some(self.cpus[c.idx()].local),
+            waker: Some(self.ents[parent.idx()].local),
+            parent: Some(self.ents[parent.idx()].local),
+            sync: false,
+        };
+        self.wake_entity(g, info);
+    }
+
+    /// Task `t`, current on its CPU, exits: it blocks for good, is `offline` from now on, and
+    /// leaves its scheduler (`Scheduler::remove`).
+    pub(super) fn exit_task(&mut self, t: usize) {
+        self.tasks[t].phase = Phase::Exited;
+        let g = self.tasks[t].ent;
+        self.block_entity(g);
+        self.set_runstate(g, RunState::Offline);
+        let (l, e) = (self.ents[g.idx()].level, self.ents[g.idx()].local);
+        self.with_sched(l, |s, ctx| s.remove(ctx, e));
     }
 
     /// The entities of `group` at level `l` (for tests).

@@ -926,6 +926,12 @@ impl SchedClass for Cfs {
         self.trigger_load_balance(ctx, cpu.idx());
     }
 
+    /// Linux v5.10: task_dead_fair removes the task's PELT load, which this model does not
+    /// keep; the run queue lost the task at its dequeue (DEQUEUE_SLEEP from `block`) and its
+    /// buddies were cleared there. Nothing is left to drop: a waker's `last_wakee` may still
+    /// name it, as upstream's pointer does, and ids are never reused, so it never matches again.
+    fn task_dead(&mut self, _ctx: &mut LinuxCtx, _e: EntityId) {}
+
     /// Linux v5.10: set_user_nice / sched_setattr within the fair class (`reweight_task`,
     /// `prio_changed_fair`).
     fn prio_changed(&mut self, ctx: &mut LinuxCtx, e: EntityId) -> bool {

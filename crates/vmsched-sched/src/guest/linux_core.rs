@@ -262,6 +262,11 @@ pub trait SchedClass: Send {
         false
     }
 
+    /// `e` exited and has been dequeued (Linux `sched_dead` / the class's `task_dead`): drop
+    /// what the class keeps for it. Called from the engine's [`Scheduler::remove`]; `e` is
+    /// blocked, on no CPU, and never wakes again.
+    fn task_dead(&mut self, _ctx: &mut LinuxCtx, _e: EntityId) {}
+
     /// `e` just joined this class (`switched_to`). Nothing calls it yet.
     fn switched_to(&mut self, _ctx: &mut LinuxCtx, _e: EntityId) {}
 
@@ -655,6 +660,13 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> Scheduler for LinuxCore<F
         s.dl.trigger_load_balance(lx, cpu);
         s.rt.trigger_load_balance(lx, cpu);
         s.fair.trigger_load_balance(lx, cpu);
+    }
+
+    /// Linux v5.10: do_task_dead (the task was dequeued by the `block` before) and
+    /// `sched_dead` → the class's `task_dead`.
+    fn remove(&mut self, ctx: &mut SchedCtx, e: EntityId) {
+        let (s, mut lx) = self.split(ctx);
+        with_class!(s, e, |c| c.task_dead(&mut lx, e));
     }
 
     /// Linux v5.10: set_user_nice / __sched_setscheduler for a task that stays in its class:
