@@ -245,6 +245,14 @@ pub struct DomainConfig<G> {
     pub sched: G,
     #[serde(default, rename = "workload")]
     pub workloads: Vec<WorkloadConfig>,
+    /// `xl create` during the run (ms): the vCPUs are inserted then, and the guest's tasks
+    /// start at their start times counted from then. None: the domain exists from the start.
+    /// Domains created during the run come after the others, in creation order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub create_at_ms: Option<u64>,
+    /// `xl destroy` during the run (ms): the vCPUs leave the host scheduler; figures are kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destroy_at_ms: Option<u64>,
 }
 
 fn d_weight() -> u32 {
@@ -721,8 +729,85 @@ where
     /// that is not paused is a bug).
     fn validate_events(&self) -> Result<(), (String, String)> {
         let end = self.run.duration_ns()?;
+        // Domain lifetimes.
+        let mut last_create: Option<u64> = None;
+        for (i, d) in self.domains.iter().enumerate() {
+            let at = |f: &str| format!("domain.{i}.{f}");
+            for (f, v) in [
+                ("create_at_ms", d.create_at_ms),
+                ("destroy_at_ms", d.destroy_at_ms),
+            ] {
+                let Some(v) = v else { continue };
+                let t = time_ns(&at(f), v, NS_PER_MS)?;
+                if t >= end {
+                    return Err((
+                        at(f),
+                        format!(
+                            "must be before the run's end ({} ms), got {v}",
+                            end / NS_PER_MS
+                        ),
+                    ));
+                }
+                self.host
+                    .check_adjust(f, v as i64)
+                    .map_err(|m| (at(f), m))?;
+            }
+            if let (Some(c), Some(x)) = (d.create_at_ms, d.destroy_at_ms) {
+                if x <= c {
+                    return Err((
+                        at("destroy_at_ms"),
+                        format!("must be after create_at_ms ({c}), got {x}"),
+                    ));
+                }
+            }
+            match (d.create_at_ms, last_create) {
+                (None, Some(_)) => {
+                    return Err((
+                        at("create_at_ms"),
+                        "domains created during the run (create_at_ms) must come after the \
+                         others in the file: the host inserts vCPUs in id order"
+                            .into(),
+                    ))
+                }
+                (Some(c), Some(p)) if c < p => {
+                    return Err((
+                        at("create_at_ms"),
+                        format!(
+                            "domains created during the run must be declared in creation order \
+                             ({c} ms comes after a domain created at {p} ms)"
+                        ),
+                    ))
+                }
+                (Some(c), _) => last_create = Some(c),
+                (None, None) => {}
+            }
+        }
         for (i, e) in self.events.iter().enumerate() {
             e.validate(i, end, &self.host, &self.domains)?;
+        }
+        // An event on a domain falls within its life.
+        for (i, e) in self.events.iter().enumerate() {
+            let Some(d) = self
+                .domains
+                .iter()
+                .find(|d| Some(&d.name) == e.domain.as_ref())
+            else {
+                continue;
+            };
+            let born = d.create_at_ms.unwrap_or(0);
+            if e.at_ms < born || d.destroy_at_ms.is_some_and(|x| e.at_ms >= x) {
+                return Err((
+                    format!("event.{i}.at_ms"),
+                    format!(
+                        "domain '{}' does not exist at {} ms (it lives from {born} ms{})",
+                        d.name,
+                        e.at_ms,
+                        d.destroy_at_ms
+                            .map(|x| format!(" to {x} ms"))
+                            .unwrap_or_default()
+                    ),
+                ));
+            }
         }
         let mut order: Vec<usize> = (0..self.events.len()).collect();
         order.sort_by_key(|&i| self.events[i].at_ms);

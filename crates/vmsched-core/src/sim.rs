@@ -152,6 +152,8 @@ struct Task {
     executed_base: Nanos,
     done_slot: SlotId,
     timer_slot: SlotId,
+    /// Its creation (armed at build at its start time, or at its domain's creation).
+    start_slot: SlotId,
     timer_cpu: GCpu,
     block_paid: bool,
     /// Soft deadline of the armed sleep timer (the hard one is the slot's time).

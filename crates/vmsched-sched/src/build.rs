@@ -45,7 +45,10 @@ impl ConfigCheck for HostSchedConfig {
     /// takes no run-time change.
     fn check_adjust(&self, field: &str, value: i64) -> Result<(), String> {
         match (self, field) {
-            (HostSchedConfig::Credit2(_), "weight" | "cap" | "pause") => Ok(()),
+            (
+                HostSchedConfig::Credit2(_),
+                "weight" | "cap" | "pause" | "create_at_ms" | "destroy_at_ms",
+            ) => Ok(()),
             (HostSchedConfig::Credit2(p), "ratelimit_us") => {
                 let mut q = p.clone();
                 q.ratelimit_us = value as u64;
@@ -311,6 +314,27 @@ fn add_events(b: &mut SimBuilder, s: &Scenario, host: LevelId) {
             .position(|d| Some(&d.name) == n.as_ref())
             .expect("invariant: a validated event names a domain")
     };
+    let ms = |f: &str, v: u64| {
+        vmsched_core::time::time_ns(f, v, vmsched_core::NS_PER_MS)
+            .expect("invariant: a validated domain time fits")
+    };
+    for (di, d) in s.domains.iter().enumerate() {
+        if let Some(c) = d.create_at_ms {
+            let action = TimelineAction::CreateDomain {
+                level: host,
+                group: di as u32,
+                guest: LevelId(di as u32 + 1),
+            };
+            b.add_event(ms("create_at_ms", c), action);
+        }
+        if let Some(x) = d.destroy_at_ms {
+            let action = TimelineAction::DestroyDomain {
+                level: host,
+                group: di as u32,
+            };
+            b.add_event(ms("destroy_at_ms", x), action);
+        }
+    }
     let mut order: Vec<usize> = (0..s.events.len()).collect();
     order.sort_by_key(|&i| s.events[i].at_ms);
     for i in order {

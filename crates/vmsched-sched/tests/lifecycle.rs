@@ -327,3 +327,81 @@ fn cfs_places_a_forked_child_with_start_debit() {
         "the child must not preempt its parent at once"
     );
 }
+
+#[test]
+fn a_domain_created_and_destroyed_mid_run() {
+    let src = TWO_DOMAINS_ONE_PCPU.replace(
+        "[[domain]]\nname = \"b\"\nvcpus = 1\n",
+        "[[domain]]\nname = \"b\"\nvcpus = 1\ncreate_at_ms = 1000\ndestroy_at_ms = 2000\n",
+    );
+    let r = run_cut(&src, &[1000, 2000, 3000]);
+    let d = |i: usize, n: &str, f: fn(&vmsched_core::report::EntityResult) -> u64| {
+        delta(&r[i], &r[i + 1], n, f)
+    };
+    // Before its creation b does not exist: offline, and a has the pCPU alone.
+    assert_eq!(
+        r[0].entities
+            .iter()
+            .find(|e| e.name == "b.v0")
+            .unwrap()
+            .offline_ns,
+        1000 * NS_PER_MS
+    );
+    assert_eq!(
+        r[0].entities
+            .iter()
+            .find(|e| e.name == "a.v0")
+            .unwrap()
+            .running_ns,
+        1000 * NS_PER_MS
+    );
+    // Alive, it boots (its task starts) and shares the pCPU with a.
+    let (a, b) = (d(0, "a.v0", running), d(0, "b.v0", running));
+    assert!(
+        a > 300 * NS_PER_MS && b > 300 * NS_PER_MS,
+        "shared: {a} {b}"
+    );
+    let b_task = |r: &Results| {
+        r.entities
+            .iter()
+            .find(|e| e.level == "b" && e.name == "loop.0")
+            .unwrap()
+            .running_ns
+    };
+    assert_eq!(b_task(&r[0]), 0, "b's task ran before b existed");
+    assert!(b_task(&r[1]) > 300 * NS_PER_MS, "b booted: its task runs");
+    // Destroyed: offline for good, no CPU; a has it alone again. b's figures are kept.
+    assert_eq!(d(1, "b.v0", running), 0);
+    assert_eq!(d(1, "b.v0", |e| e.offline_ns), 1000 * NS_PER_MS);
+    assert_eq!(d(1, "a.v0", running), 1000 * NS_PER_MS);
+    let b_end = r[2].entities.iter().find(|e| e.name == "b.v0").unwrap();
+    assert_eq!(b_end.final_state, vmsched_core::RunState::Offline);
+    assert_eq!(b_end.running_ns, b);
+}
+
+#[test]
+fn domain_lifetimes_are_checked() {
+    let with = |extra: &str| {
+        TWO_DOMAINS_ONE_PCPU.replace(
+            "[[domain]]\nname = \"b\"\nvcpus = 1\n",
+            &format!("[[domain]]\nname = \"b\"\nvcpus = 1\n{extra}"),
+        )
+    };
+    let err = |src: &str| vmsched_sched::load("bad.toml", src, &[]).expect_err("refused");
+    let e = err(&with("create_at_ms = 3000\n"));
+    assert_eq!(e.field, "domain.1.create_at_ms", "{e}");
+    let e = err(&with("create_at_ms = 500\ndestroy_at_ms = 500\n"));
+    assert_eq!(e.field, "domain.1.destroy_at_ms", "{e}");
+    // A created domain before one that exists from the start.
+    let src = TWO_DOMAINS_ONE_PCPU.replace(
+        "[[domain]]\nname = \"a\"\nvcpus = 1\n",
+        "[[domain]]\nname = \"a\"\nvcpus = 1\ncreate_at_ms = 5\n",
+    );
+    let e = err(&src);
+    assert_eq!(e.field, "domain.1.create_at_ms", "{e}");
+    // An event on a domain that does not exist yet.
+    let src = with("create_at_ms = 500\n")
+        + "[[event]]\nat_ms = 100\naction = \"pause\"\ndomain = \"b\"\n";
+    let e = err(&src);
+    assert_eq!(e.field, "event.0.at_ms", "{e}");
+}

@@ -187,6 +187,7 @@ impl SimBuilder {
                 executed_base: 0,
                 done_slot,
                 timer_slot,
+                start_slot,
                 timer_cpu: GCpu(0),
                 block_paid: false,
                 timer_soft: 0,
@@ -243,8 +244,39 @@ impl SimBuilder {
         sim.end = duration;
         sim.warmup = warmup;
         sim.sample_every = sample_every;
+        // Domains created during the run: their vCPUs do not exist yet (offline, not inserted)
+        // and their guests' tasks start when they are created.
+        let created: Vec<(LevelId, u32, LevelId)> = sim
+            .timeline
+            .iter()
+            .filter_map(|a| match *a {
+                TimelineAction::CreateDomain {
+                    level,
+                    group,
+                    guest,
+                } => Some((level, group, guest)),
+                _ => None,
+            })
+            .collect();
+        for &(_, _, guest) in &created {
+            for t in 0..sim.tasks.len() {
+                let g = sim.tasks[t].ent;
+                if sim.ents[g.idx()].level == guest {
+                    sim.q.cancel(sim.tasks[t].start_slot);
+                }
+            }
+        }
         for l in 0..sim.levels.len() {
             for e in 0..sim.levels[l].ent_info.len() {
+                let group = sim.levels[l].ent_info[e].params.group;
+                if created
+                    .iter()
+                    .any(|&(cl, cg, _)| cl.idx() == l && cg == group)
+                {
+                    let g = sim.levels[l].ent_g[e];
+                    sim.ents[g.idx()].state = RunState::Offline;
+                    continue;
+                }
                 sim.with_sched(LevelId(l as u32), |s, ctx| {
                     s.insert(ctx, EntityId(e as u32))
                 });

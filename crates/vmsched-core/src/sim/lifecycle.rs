@@ -44,6 +44,18 @@ pub enum TimelineAction {
         group: u32,
         paused: bool,
     },
+    /// `xl create`: the entities of `group` at `level` (a domain's vCPUs, offline and not
+    /// inserted until now) are inserted (Xen `sched_init_vcpu` → `insert_unit`), then the
+    /// domain boots: the tasks of its `guest` level start (at their start times from now).
+    CreateDomain {
+        level: LevelId,
+        group: u32,
+        guest: LevelId,
+    },
+    /// `xl destroy`: the entities of `group` are paused, leave their CPUs, become `offline`
+    /// for good and are removed from their scheduler (Xen `domain_kill`, `sched_destroy_vcpu`
+    /// → `remove_unit`). Their guest level stops where it is; every figure is kept.
+    DestroyDomain { level: LevelId, group: u32 },
 }
 
 impl SimBuilder {
@@ -129,6 +141,12 @@ impl Simulation {
                     self.with_sched(level, |s, ctx| s.prio_changed(ctx, e));
                 }
             }
+            TimelineAction::CreateDomain {
+                level,
+                group,
+                guest,
+            } => self.create_domain(level, group, guest),
+            TimelineAction::DestroyDomain { level, group } => self.destroy_domain(level, group),
             TimelineAction::Pause {
                 level,
                 group,
@@ -152,6 +170,59 @@ impl Simulation {
                     }
                 }
             }
+        }
+    }
+
+    fn create_domain(&mut self, level: LevelId, group: u32, guest: LevelId) {
+        let n = self.levels[level.idx()].ent_info.len();
+        for k in 0..n {
+            if self.levels[level.idx()].ent_info[k].params.group != group {
+                continue;
+            }
+            let g = self.levels[level.idx()].ent_g[k];
+            self.set_runstate(g, RunState::Blocked);
+            self.with_sched(level, |s, ctx| s.insert(ctx, EntityId(k as u32)));
+        }
+        // Boot: every task of the guest that is not a fork slot starts, at its start time
+        // counted from now.
+        for w in 0..self.wls.len() {
+            if self.wls[w].level != guest {
+                continue;
+            }
+            for i in 0..self.wls[w].next_child {
+                let t = self.wls[w].tasks[i];
+                let at = self.now + self.wls[w].spec.tasks[i].start;
+                self.q.arm(self.tasks[t].start_slot, at);
+            }
+        }
+    }
+
+    fn destroy_domain(&mut self, level: LevelId, group: u32) {
+        let n = self.levels[level.idx()].ent_info.len();
+        let of_group =
+            |sim: &Self, k: usize| sim.levels[level.idx()].ent_info[k].params.group == group;
+        for k in 0..n {
+            if of_group(self, k) {
+                self.with_sched(level, |s, ctx| s.set_paused(ctx, EntityId(k as u32), true));
+            }
+        }
+        // The reschedules that take the vCPUs off their CPUs (raised outside any CPU: at once).
+        self.run_actions();
+        for k in 0..n {
+            if !of_group(self, k) {
+                continue;
+            }
+            let g = self.levels[level.idx()].ent_g[k];
+            assert!(
+                self.levels[level.idx()].ent_info[k].on_cpu.is_none(),
+                "invariant: {} kept destroyed {} on its CPU",
+                self.levels[level.idx()].sched.name(),
+                self.levels[level.idx()].ent_info[k].params.name
+            );
+            if self.ents[g.idx()].state != RunState::Offline {
+                self.set_runstate(g, RunState::Offline);
+            }
+            self.with_sched(level, |s, ctx| s.remove(ctx, EntityId(k as u32)));
         }
     }
 

@@ -954,6 +954,11 @@ impl XenOps for Credit2 {
         }
     }
 
+    /// Xen: csched2_unit_remove (domain destroyed).
+    fn remove_unit(&mut self, ctx: &mut XenCtx, e: EntityId) {
+        self.unit_remove(ctx, e);
+    }
+
     /// Xen: csched2_unit_sleep (domain pause).
     fn sleep(&mut self, ctx: &mut XenCtx, e: EntityId) {
         self.unit_sleep(ctx, e);

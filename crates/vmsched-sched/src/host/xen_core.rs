@@ -168,8 +168,10 @@ pub trait XenOps: Send {
     /// once per vCPU at build, in id order.
     fn insert_unit(&mut self, x: &mut XenCtx, e: EntityId);
 
-    /// Xen `remove_unit`: the vCPU leaves (its domain is destroyed). It is blocked and not on
-    /// any CPU. Nothing calls it yet (domains live for the whole run).
+    /// Xen `remove_unit`: the vCPU leaves (its domain is destroyed). Called by the core from
+    /// the engine's [`Scheduler::remove`] (a domain's `destroy_at_ms`), after the domain was
+    /// paused (`sleep`) and the vCPU left its CPU: it is on no CPU, not queued, and never
+    /// runnable again (the core keeps it paused). Drop it from runqueues and domain counts.
     fn remove_unit(&mut self, _x: &mut XenCtx, _e: EntityId) {}
 
     /// Xen `wake`, from `vcpu_wake`: `e` is runnable (no pause flag) and may still be running
@@ -305,7 +307,8 @@ impl<P: XenOps> Scheduler for XenCore<P> {
         self.ops.tick_period()
     }
 
-    /// Xen: sched_init_vcpu → insert_unit.
+    /// Xen: sched_init_vcpu → insert_unit: at build, or when the vCPU's domain is created
+    /// during the run (`create_at_ms`); in id order either way.
     fn insert(&mut self, ctx: &mut SchedCtx, e: EntityId) {
         assert_eq!(
             e.idx(),
@@ -364,6 +367,14 @@ impl<P: XenOps> Scheduler for XenCore<P> {
 
     fn probe(&self, e: EntityId) -> Option<i64> {
         self.ops.probe(e)
+    }
+
+    /// Xen: sched_destroy_vcpu → remove_unit (the vCPU stays paused for good).
+    fn remove(&mut self, ctx: &mut SchedCtx, e: EntityId) {
+        self.with_ops(ctx, |ops, x| {
+            debug_assert!(!x.unit_runnable(e), "remove_unit of a runnable vCPU");
+            ops.remove_unit(x, e)
+        });
     }
 
     /// Xen: the domctl `putinfo` → the policy's `adjust`.

@@ -70,6 +70,21 @@ impl Credit2 {
         }
     }
 
+    /// Xen: csched2_unit_remove: the vCPU (paused, off every CPU and runqueue) leaves its
+    /// runqueue's list (`runq_deassign`, which updates `max_weight`) and its domain's count; a
+    /// parked one leaves the parked list. The budget quota is not recomputed (as upstream).
+    pub(super) fn unit_remove(&mut self, ctx: &mut XenCtx, e: EntityId) {
+        let u = &self.units[e.idx()];
+        assert!(
+            !u.on_runq && !u.scheduled && ctx.cpu(u.processor).curr != Some(e),
+            "credit2: remove_unit of a queued or running vCPU"
+        );
+        self.runq_deassign(e);
+        let d = self.units[e.idx()].dom;
+        self.doms[d].nr_units -= 1;
+        self.doms[d].parked.retain(|p| *p != e);
+    }
+
     /// Xen: csched2_sys_cntl (putinfo): the rate limit, read at the next reschedule.
     pub(super) fn sys_adjust(&mut self, p: GlobalParam) {
         match p {
