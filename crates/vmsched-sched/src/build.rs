@@ -331,6 +331,7 @@ fn add_events(b: &mut SimBuilder, s: &Scenario, host: LevelId) {
             let action = TimelineAction::DestroyDomain {
                 level: host,
                 group: di as u32,
+                guest: LevelId(di as u32 + 1),
             };
             b.add_event(ms("destroy_at_ms", x), action);
         }

@@ -405,3 +405,21 @@ fn domain_lifetimes_are_checked() {
     let e = err(&src);
     assert_eq!(e.field, "event.0.at_ms", "{e}");
 }
+
+/// A created domain's tasks do not exist before it (offline) and none after it is destroyed.
+#[test]
+fn a_destroyed_domains_tasks_are_offline() {
+    let src = TWO_DOMAINS_ONE_PCPU.replace(
+        "[[domain]]\nname = \"b\"\nvcpus = 1\n",
+        "[[domain]]\nname = \"b\"\nvcpus = 1\ncreate_at_ms = 1000\ndestroy_at_ms = 2000\n",
+    );
+    let r = run_cut(&src, &[3000]).pop().unwrap();
+    let t = r
+        .entities
+        .iter()
+        .find(|e| e.level == "b" && e.name == "loop.0")
+        .unwrap();
+    assert_eq!(t.offline_ns, 2000 * NS_PER_MS, "{t:?}");
+    assert_eq!(t.final_state, vmsched_core::RunState::Offline);
+    assert!(t.running_ns > 0 && t.running_ns <= 1000 * NS_PER_MS);
+}

@@ -263,6 +263,7 @@ impl SimBuilder {
                 let g = sim.tasks[t].ent;
                 if sim.ents[g.idx()].level == guest {
                     sim.q.cancel(sim.tasks[t].start_slot);
+                    sim.ents[g.idx()].state = RunState::Offline;
                 }
             }
         }

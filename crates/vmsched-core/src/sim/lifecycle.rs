@@ -54,8 +54,13 @@ pub enum TimelineAction {
     },
     /// `xl destroy`: the entities of `group` are paused, leave their CPUs, become `offline`
     /// for good and are removed from their scheduler (Xen `domain_kill`, `sched_destroy_vcpu`
-    /// → `remove_unit`). Their guest level stops where it is; every figure is kept.
-    DestroyDomain { level: LevelId, group: u32 },
+    /// → `remove_unit`). Their `guest` level stops where it is, its tasks `offline` from now
+    /// on; every figure is kept.
+    DestroyDomain {
+        level: LevelId,
+        group: u32,
+        guest: LevelId,
+    },
 }
 
 impl SimBuilder {
@@ -146,7 +151,11 @@ impl Simulation {
                 group,
                 guest,
             } => self.create_domain(level, group, guest),
-            TimelineAction::DestroyDomain { level, group } => self.destroy_domain(level, group),
+            TimelineAction::DestroyDomain {
+                level,
+                group,
+                guest,
+            } => self.destroy_domain(level, group, guest),
             TimelineAction::Pause {
                 level,
                 group,
@@ -193,11 +202,14 @@ impl Simulation {
                 let t = self.wls[w].tasks[i];
                 let at = self.now + self.wls[w].spec.tasks[i].start;
                 self.q.arm(self.tasks[t].start_slot, at);
+                // It exists from now on (blocked until it starts).
+                let g = self.tasks[t].ent;
+                self.set_runstate(g, RunState::Blocked);
             }
         }
     }
 
-    fn destroy_domain(&mut self, level: LevelId, group: u32) {
+    fn destroy_domain(&mut self, level: LevelId, group: u32, guest: LevelId) {
         let n = self.levels[level.idx()].ent_info.len();
         let of_group =
             |sim: &Self, k: usize| sim.levels[level.idx()].ent_info[k].params.group == group;
@@ -223,6 +235,14 @@ impl Simulation {
                 self.set_runstate(g, RunState::Offline);
             }
             self.with_sched(level, |s, ctx| s.remove(ctx, EntityId(k as u32)));
+        }
+        // The guest is gone: its tasks no longer exist (its level never runs again, so no hook
+        // of it is called and nothing changes these runstates).
+        for k in 0..self.levels[guest.idx()].ent_g.len() {
+            let g = self.levels[guest.idx()].ent_g[k];
+            if self.ents[g.idx()].state != RunState::Offline {
+                self.set_runstate(g, RunState::Offline);
+            }
         }
     }
 

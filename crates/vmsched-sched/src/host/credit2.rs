@@ -62,7 +62,7 @@
 //! * One cpupool holding every CPU; no tasklets (the idle vCPU is chosen only when nothing else
 //!   is runnable); no CPU hot-plug; affinities are fixed after build. Weight, cap and
 //!   ratelimit change at run time (`adjust`, `adjust_global`: credit2/lifecycle.rs), and
-//!   domain pause goes through `sleep`; vCPUs are never removed (`remove_unit`).
+//!   domain pause goes through `sleep`; vCPUs of a destroyed domain leave through `remove_unit`.
 //! * Every try-lock succeeds (single-threaded simulation): `csched2_res_pick` never uses its
 //!   fallback CPU and `balance_load` never gives up or retries.
 //! * A cap is applied as if set right after the domain's vCPUs were created (pool full, first

@@ -27,8 +27,8 @@ impl Credit2 {
 
     /// Xen: csched2_dom_cntl (putinfo). Weight: every vCPU of the domain takes the new weight
     /// and its runqueue's `max_weight` follows; nothing is burnt or tickled (the new weight
-    /// shows at the next burn, which charges the time since the last one at it, as upstream). Cap: a new cap recomputes the pool and the per-grab quota; turning it on
-    /// fills the pool, arms the replenishment timer and empties the vCPUs' budgets (they grab
+    /// shows at the next burn, which charges the time since the last one at it, as upstream).
+    /// Cap: a new cap recomputes the pool and the per-grab quota; turning it on fills the pool, arms the replenishment timer and empties the vCPUs' budgets (they grab
     /// at their next schedule); turning it off stops the timer and unparks parked vCPUs.
     pub(super) fn dom_adjust(&mut self, ctx: &mut XenCtx, d: usize) {
         let now = ctx.now() as i64;
