@@ -248,6 +248,12 @@ impl<S: Scheduler> Harness<S> {
         self.with_ctx(|s, ctx| s.prio_changed(ctx, EntityId(e)));
     }
 
+    /// `remove(e)`: `e` must be off every CPU and not runnable for the policy (blocked, or
+    /// paused at a host level).
+    pub fn remove(&mut self, e: u32) {
+        self.with_ctx(|s, ctx| s.remove(ctx, EntityId(e)));
+    }
+
     pub fn set_paused(&mut self, e: u32, paused: bool) {
         self.with_ctx(|s, ctx| s.set_paused(ctx, EntityId(e), paused));
     }

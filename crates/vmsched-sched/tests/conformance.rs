@@ -181,6 +181,40 @@ fn paused_entity_gets_no_cpu<S: Scheduler>(s: S) {
     }
 }
 
+/// Removal: of three CPU-bound entities on one CPU, the one removed (`remove`, after it was
+/// taken off its CPU: paused at a host level, blocked at a guest level) never runs again, and
+/// the other two share the CPU.
+fn removed_entity_never_runs<S: Scheduler>(s: S, host: bool) {
+    let ents = (0..3).map(|i| pinned_to(params(i, 1), 0)).collect();
+    let mut h = Harness::new(s, 1, ents);
+    for e in 0..3 {
+        h.wake(e, WakeInfo::of(WakeCause::Fork));
+        h.pump();
+    }
+    h.run_for(100 * NS_PER_MS, 100_000);
+    let x = h.curr(0).expect("the CPU runs someone");
+    if host {
+        h.set_paused(x, true);
+        h.pump();
+    } else {
+        h.block(x);
+        h.pump();
+    }
+    assert_ne!(h.curr(0), Some(x));
+    h.remove(x);
+    h.pump();
+    let before = h.run_ns.clone();
+    h.run_for(NS_PER_S, 100_000);
+    let got: Vec<u64> = (0..3).map(|i| h.run_ns[i] - before[i]).collect();
+    assert_eq!(got[x as usize], 0, "the removed entity ran: {got:?}");
+    assert_eq!(got.iter().sum::<u64>(), NS_PER_S, "the CPU idled: {got:?}");
+    for (i, g) in got.iter().enumerate() {
+        if i != x as usize {
+            assert!(*g > NS_PER_S / 4, "entity {i} starved: {got:?}");
+        }
+    }
+}
+
 macro_rules! common_conformance {
     ($name:ident, $ctor:expr, { $($extra:item)* }) => {
         mod $name {
@@ -221,6 +255,10 @@ macro_rules! host_conformance {
             fn paused_entity_gets_no_cpu() {
                 super::paused_entity_gets_no_cpu($ctor(1));
             }
+            #[test]
+            fn removed_entity_never_runs() {
+                super::removed_entity_never_runs($ctor(1), true);
+            }
         });
     };
 }
@@ -231,6 +269,10 @@ macro_rules! guest_conformance {
             #[test]
             fn nice_change_moves_shares() {
                 super::nice_change_moves_shares($ctor(1));
+            }
+            #[test]
+            fn removed_entity_never_runs() {
+                super::removed_entity_never_runs($ctor(1), false);
             }
         });
     };
