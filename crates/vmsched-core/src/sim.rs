@@ -396,6 +396,8 @@ impl Simulation {
         }
     }
 
+    // Inlined into the event loop; `destroy_domain` (cold) is its only other caller.
+    #[inline(always)]
     fn run_actions(&mut self) {
         while let Some(a) = self.actions.pop_front() {
             self.actions_run += 1;
