@@ -351,11 +351,13 @@ fn add_events(b: &mut SimBuilder, s: &Scenario, host: LevelId) {
                 cap_pct: e.cap,
             },
             EventAction::SchedHost => {
-                let param = match (e.ratelimit_us, e.tslice_ms) {
-                    (Some(r), _) => GlobalParam::RatelimitUs(r),
-                    (None, Some(t)) => GlobalParam::TsliceMs(t),
-                    (None, None) => unreachable!("validated: sched_host has a parameter"),
-                };
+                // One action per parameter given (`-t` before `-r`, as xl passes both at once).
+                if let Some(t) = e.tslice_ms {
+                    let param = GlobalParam::TsliceMs(t);
+                    b.add_event(at, TimelineAction::Global { level: host, param });
+                }
+                let Some(r) = e.ratelimit_us else { continue };
+                let param = GlobalParam::RatelimitUs(r);
                 TimelineAction::Global { level: host, param }
             }
             EventAction::SchedTask => {
