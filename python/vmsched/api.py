@@ -79,10 +79,33 @@ def _toml_value(v: Any) -> str:
     raise TypeError(f"cannot express {v!r} as a TOML value")
 
 
-def check(scenario: str | os.PathLike, set=None, seed: int | None = None) -> dict:
-    """Validates a scenario (raises `ScenarioError`) and returns it as a dict."""
+def _with_events(text: str, events: Iterable[Mapping[str, Any]] | None) -> str:
+    """The scenario's text with `events` appended as `[[event]]` tables (the same schema,
+    docs/scenarios.md): they follow the file's own events, so the first one given here is
+    `event.N` in errors when the file has N."""
+    if not events:
+        return text
+    parts = [text.rstrip("\n"), ""]
+    for i, ev in enumerate(events):
+        if not isinstance(ev, Mapping):
+            raise TypeError(f"events[{i}] must be a mapping of event fields, got {ev!r}")
+        parts.append("[[event]]")
+        for k, v in ev.items():
+            key = k if str(k).replace("_", "").isalnum() else json.dumps(str(k))
+            try:
+                parts.append(f"{key} = {_toml_value(v)}")
+            except TypeError as e:
+                raise TypeError(f"events[{i}].{k}: {e}") from None
+    return "\n".join(parts) + "\n"
+
+
+def check(scenario: str | os.PathLike, set=None, seed: int | None = None,
+          events: Iterable[Mapping[str, Any]] | None = None) -> dict:
+    """Validates a scenario (raises `ScenarioError`) and returns it as a dict. `events` as in
+    `run`."""
     p = scenario_path(scenario)
-    return json.loads(_core.check(str(p), read_scenario(p), _overrides(set, seed)))
+    return json.loads(_core.check(str(p), _with_events(read_scenario(p), events),
+                                  _overrides(set, seed)))
 
 
 def field_value(scenario: str | os.PathLike, key: str, text: str, set=None) -> Any:
@@ -347,7 +370,8 @@ def write_output_dir(out: Path, fill, overwrite: bool = False) -> Path:
 
 def run(scenario: str | os.PathLike, set=None, seed: int | None = None,
         out: str | os.PathLike | None = None, progress=None, overwrite: bool = False,
-        trace: str | os.PathLike | None = None, trace_max_records: int | None = None) -> Result:
+        trace: str | os.PathLike | None = None, trace_max_records: int | None = None,
+        events: Iterable[Mapping[str, Any]] | None = None) -> Result:
     """Runs a scenario file (or a shipped scenario's name) with overrides: `set` is a mapping
     of dotted keys to Python values (`{"host.version": "4.21", "run.seed": 3}`) or `key=value`
     strings as on the command line.
@@ -357,14 +381,18 @@ def run(scenario: str | os.PathLike, set=None, seed: int | None = None,
     an existing non-empty one is refused unless `overwrite`.
     `trace`, if given, is a file to write the run's schedule to as a Perfetto trace (docs/trace.md),
     keeping at most `trace_max_records` records (default 4,000,000); `Result.trace` then tells how
-    many were kept and whether the trace was truncated."""
+    many were kept and whether the trace was truncated.
+    `events`: run-time changes added to the scenario's `[[event]]` timeline, one mapping per
+    event with the same fields (`{"at_ms": 500, "action": "pause", "domain": "a"}`; schema in
+    docs/scenarios.md), validated with the scenario."""
     p = scenario_path(scenario)
     ov = _overrides(set, seed)
     if trace_max_records is not None and trace_max_records < 1:
         raise ValueError(f"trace_max_records must be at least 1, got {trace_max_records}")
     if out is not None:
         check_output_dir(out, overwrite)
-    r = Result._from_core(str(p), ov, _core.run(str(p), read_scenario(p), ov, progress,
+    r = Result._from_core(str(p), ov, _core.run(str(p), _with_events(read_scenario(p), events),
+                                                ov, progress,
                                                 None if trace is None else str(trace),
                                                 trace_max_records))
     if out is not None:

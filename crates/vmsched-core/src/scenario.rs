@@ -20,11 +20,23 @@ use crate::time::{time_ns, Nanos, NS_PER_MS, NS_PER_US};
 use crate::workload::WorkloadConfig;
 
 mod errpath;
+mod events;
+pub use events::{EventAction, EventConfig};
 
 /// Checks a scheduler configuration beyond its types.
 pub trait ConfigCheck {
     /// Err((field, message)).
     fn check(&self) -> Result<(), (String, String)>;
+
+    /// Whether the policy takes a run-time change of `field` to `value` from the `[[event]]`
+    /// timeline (`weight`, `cap`, `ratelimit_us`, `tslice_ms`, `pause` at the host; `nice`,
+    /// `policy` (as its discriminant), `rt_priority` in a guest). Err(why not). The default
+    /// takes none.
+    fn check_adjust(&self, field: &str, _value: i64) -> Result<(), String> {
+        Err(format!(
+            "this scheduler takes no run-time change of `{field}`"
+        ))
+    }
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -40,6 +52,9 @@ pub struct Scenario<H, G> {
     pub host: H,
     #[serde(rename = "domain")]
     pub domains: Vec<DomainConfig<G>>,
+    /// The `[[event]]` timeline: run-time changes, in time order (ties in declaration order).
+    #[serde(default, rename = "event", skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<EventConfig>,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -231,6 +246,14 @@ pub struct DomainConfig<G> {
     pub sched: G,
     #[serde(default, rename = "workload")]
     pub workloads: Vec<WorkloadConfig>,
+    /// `xl create` during the run (ms): the vCPUs are inserted then, and the guest's tasks
+    /// start at their start times counted from then. None: the domain exists from the start.
+    /// Domains created during the run come after the others, in creation order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub create_at_ms: Option<u64>,
+    /// `xl destroy` during the run (ms): the vCPUs leave the host scheduler; figures are kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destroy_at_ms: Option<u64>,
 }
 
 fn d_weight() -> u32 {
@@ -729,6 +752,124 @@ where
                 w.validate(d.vcpus)
                     .map_err(|(f, m)| (format!("domain.{i}.workload.{j}.{f}"), m))?;
             }
+        }
+        self.validate_events()
+    }
+
+    /// The `[[event]]` timeline: each event on its own, then pauses and unpauses in time
+    /// order (a domain is paused at most once at a time: Xen's `domain_unpause` of a domain
+    /// that is not paused is a bug).
+    fn validate_events(&self) -> Result<(), (String, String)> {
+        let end = self.run.duration_ns()?;
+        // Domain lifetimes.
+        let mut last_create: Option<u64> = None;
+        for (i, d) in self.domains.iter().enumerate() {
+            let at = |f: &str| format!("domain.{i}.{f}");
+            for (f, v) in [
+                ("create_at_ms", d.create_at_ms),
+                ("destroy_at_ms", d.destroy_at_ms),
+            ] {
+                let Some(v) = v else { continue };
+                let t = time_ns(&at(f), v, NS_PER_MS)?;
+                if t >= end {
+                    return Err((
+                        at(f),
+                        format!(
+                            "must be before the run's end ({} ms), got {v}",
+                            end / NS_PER_MS
+                        ),
+                    ));
+                }
+                self.host
+                    .check_adjust(f, v as i64)
+                    .map_err(|m| (at(f), m))?;
+            }
+            if let (Some(c), Some(x)) = (d.create_at_ms, d.destroy_at_ms) {
+                if x <= c {
+                    return Err((
+                        at("destroy_at_ms"),
+                        format!("must be after create_at_ms ({c}), got {x}"),
+                    ));
+                }
+            }
+            match (d.create_at_ms, last_create) {
+                (None, Some(_)) => {
+                    return Err((
+                        at("create_at_ms"),
+                        "domains created during the run (create_at_ms) must come after the \
+                         others in the file: the host inserts vCPUs in id order"
+                            .into(),
+                    ))
+                }
+                (Some(c), Some(p)) if c < p => {
+                    return Err((
+                        at("create_at_ms"),
+                        format!(
+                            "domains created during the run must be declared in creation order \
+                             ({c} ms comes after a domain created at {p} ms)"
+                        ),
+                    ))
+                }
+                (Some(c), _) => last_create = Some(c),
+                (None, None) => {}
+            }
+        }
+        for (i, e) in self.events.iter().enumerate() {
+            e.validate(i, end, &self.host, &self.domains)?;
+        }
+        // An event on a domain falls within its life.
+        for (i, e) in self.events.iter().enumerate() {
+            let Some(d) = self
+                .domains
+                .iter()
+                .find(|d| Some(&d.name) == e.domain.as_ref())
+            else {
+                continue;
+            };
+            let born = d.create_at_ms.unwrap_or(0);
+            if e.at_ms < born || d.destroy_at_ms.is_some_and(|x| e.at_ms >= x) {
+                return Err((
+                    format!("event.{i}.at_ms"),
+                    format!(
+                        "domain '{}' does not exist at {} ms (it lives from {born} ms{})",
+                        d.name,
+                        e.at_ms,
+                        d.destroy_at_ms
+                            .map(|x| format!(" to {x} ms"))
+                            .unwrap_or_default()
+                    ),
+                ));
+            }
+        }
+        let mut order: Vec<usize> = (0..self.events.len()).collect();
+        order.sort_by_key(|&i| self.events[i].at_ms);
+        let mut paused = vec![false; self.domains.len()];
+        for i in order {
+            let e = &self.events[i];
+            let pause = match e.action {
+                EventAction::Pause => true,
+                EventAction::Unpause => false,
+                _ => continue,
+            };
+            let name = e.domain.as_deref().unwrap_or_default();
+            let Some(d) = self.domains.iter().position(|d| d.name == name) else {
+                continue;
+            };
+            if paused[d] == pause {
+                return Err((
+                    format!("event.{i}.action"),
+                    format!(
+                        "domain '{name}' is {} at {} ms",
+                        if pause {
+                            "already paused"
+                        } else {
+                            "not paused"
+                        },
+                        e.at_ms
+                    ),
+                ));
+            }
+            paused[d] = pause;
         }
         Ok(())
     }

@@ -420,4 +420,52 @@ pub trait Scheduler: Send {
     fn probe(&self, _e: EntityId) -> Option<i64> {
         None
     }
+
+    // --- Lifecycle and run-time changes (docs/design.md, Lifecycle) ---
+
+    /// `e` leaves the level for good (a task exited: Linux `do_task_dead` then `sched_dead`;
+    /// Xen `remove_unit`). Called by the engine right after `e` blocked and its CPU
+    /// rescheduled: `e` is not runnable, on no CPU, and will never be woken again. The
+    /// scheduler drops what it keeps for `e` (its id stays allocated). May request
+    /// reschedules and timers.
+    fn remove(&mut self, _ctx: &mut SchedCtx, _e: EntityId) {}
+
+    /// The attributes of the entities of `group` changed at run time (Xen `xl sched-* -d`:
+    /// a domain's weight or cap). Called by the engine from a timeline event, outside any CPU's
+    /// code, after it has written the new values into every member's `params.xen`; the members
+    /// may be in any state. May request reschedules, timers and pauses.
+    fn adjust(&mut self, _ctx: &mut SchedCtx, _group: u32) {}
+
+    /// A scheduler-wide parameter changed at run time (Xen `xl sched-* -s`). Called by the
+    /// engine from a timeline event, outside any CPU's code; validation let through only the
+    /// parameters the configured policy takes (its `ConfigCheck::check_global`), so a policy
+    /// that gets one it does not know may panic. May request reschedules and timers.
+    fn adjust_global(&mut self, _ctx: &mut SchedCtx, p: GlobalParam) {
+        panic!("{}: no run-time parameter {p:?}", self.name())
+    }
+
+    /// The Linux attributes of `e` changed at run time (`setpriority`/nice, `sched_setattr`).
+    /// Called by the engine from a timeline event, outside any CPU's code, after it wrote the
+    /// new values into `params.linux`; `e` may be blocked, queued or running. May request
+    /// reschedules.
+    fn prio_changed(&mut self, _ctx: &mut SchedCtx, _e: EntityId) {}
+
+    /// `e` is paused (`paused`) or unpaused from outside the scheduler (Xen `domain_pause`,
+    /// `domain_unpause` for every vCPU of a domain: `xl pause`/`xl unpause`). Called by the
+    /// engine from a timeline event, outside any CPU's code; `e` may be in any state. The
+    /// scheduler must stop running `e` (tickle its CPU, dequeue it) and tell the engine with
+    /// [`SchedCtx::pause`] / [`SchedCtx::unpause`], so its time is accounted `offline`. The
+    /// default refuses (only host levels take pauses; validation checks the target).
+    fn set_paused(&mut self, _ctx: &mut SchedCtx, _e: EntityId, _paused: bool) {
+        panic!("{}: pausing entities is not supported", self.name())
+    }
+}
+
+/// A scheduler-wide parameter changed at run time ([`Scheduler::adjust_global`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GlobalParam {
+    /// Xen `xl sched-credit2 -s -r` / `xl sched-credit -s -r`: the rate limit (µs).
+    RatelimitUs(u64),
+    /// Xen `xl sched-credit -s -t`: the time slice (ms).
+    TsliceMs(u64),
 }

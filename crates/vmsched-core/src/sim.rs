@@ -166,6 +166,8 @@ struct Task {
     executed_base: Nanos,
     done_slot: SlotId,
     timer_slot: SlotId,
+    /// Its creation (armed at build at its start time, or at its domain's creation).
+    start_slot: SlotId,
     timer_cpu: GCpu,
     block_paid: bool,
     /// Soft deadline of the armed sleep timer (the hard one is the slot's time).
@@ -185,6 +187,9 @@ struct WorkloadState {
     spec: WorkloadSpec,
     level: LevelId,
     tasks: Vec<usize>,
+    /// Index in `tasks` of the next slot a `fork` fills (slots that only a fork fills come
+    /// last; `tasks.len()`: none left).
+    next_child: usize,
     chans: Vec<Channel>,
     counters: Vec<u64>,
     hists: Vec<LatHist>,
@@ -199,6 +204,8 @@ enum SlotKind {
     TaskTimer(usize),
     TaskStart(usize),
     LevelTimer(LevelId, u32),
+    /// Timeline event `i` (sim/lifecycle.rs).
+    Timeline(u32),
     Sample,
     Warmup,
     End,
@@ -246,6 +253,8 @@ pub struct Simulation {
     trace: Option<Box<TraceBuf>>,
     /// The stop flag and the stall check, looked at every [`WATCH_EVERY`] events.
     watch: Watch,
+    /// The `[[event]]` timeline's actions, indexed by their slots' `SlotKind::Timeline`.
+    timeline: Vec<TimelineAction>,
 }
 
 /// Events between two looks at the stop flag and at the progress of simulated time (a power of
@@ -267,10 +276,12 @@ struct Watch {
 
 mod builder;
 mod check;
+mod lifecycle;
 mod tasks;
 mod trace_io;
 
 pub use builder::SimBuilder;
+pub use lifecycle::TimelineAction;
 
 impl Simulation {
     pub fn now(&self) -> SimTime {
@@ -460,6 +471,7 @@ impl Simulation {
                 self.wake_entity(e, WakeInfo::of(WakeCause::Fork));
             }
             SlotKind::LevelTimer(l, k) => self.with_sched(l, |s, ctx| s.on_timer(ctx, k)),
+            SlotKind::Timeline(i) => self.timeline_event(i),
             SlotKind::Sample => {
                 self.sample();
                 self.q.arm(self.sample_slot, self.now + self.sample_every);
@@ -469,6 +481,8 @@ impl Simulation {
         }
     }
 
+    // Inlined into the event loop; `destroy_domain` (cold) is its only other caller.
+    #[inline(always)]
     fn run_actions(&mut self) {
         while let Some(a) = self.actions.pop_front() {
             self.actions_run += 1;

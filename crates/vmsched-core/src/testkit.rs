@@ -238,6 +238,26 @@ impl<S: Scheduler> Harness<S> {
         self.with_ctx(|s, ctx| s.tick(ctx, CpuId(cpu)));
     }
 
+    /// The run-time hooks as the engine calls them from a timeline event (docs/design.md,
+    /// Lifecycle): write the new attributes into `ents[..].params` first.
+    pub fn adjust(&mut self, group: u32) {
+        self.with_ctx(|s, ctx| s.adjust(ctx, group));
+    }
+
+    pub fn prio_changed(&mut self, e: u32) {
+        self.with_ctx(|s, ctx| s.prio_changed(ctx, EntityId(e)));
+    }
+
+    /// `remove(e)`: `e` must be off every CPU and not runnable for the policy (blocked, or
+    /// paused at a host level).
+    pub fn remove(&mut self, e: u32) {
+        self.with_ctx(|s, ctx| s.remove(ctx, EntityId(e)));
+    }
+
+    pub fn set_paused(&mut self, e: u32, paused: bool) {
+        self.with_ctx(|s, ctx| s.set_paused(ctx, EntityId(e), paused));
+    }
+
     pub fn fire_timer(&mut self, key: u32) {
         self.with_ctx(|s, ctx| s.on_timer(ctx, key));
     }

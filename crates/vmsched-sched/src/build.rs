@@ -6,9 +6,13 @@
 
 use serde::{Deserialize, Serialize};
 use vmsched_core::report::Results;
-use vmsched_core::scenario::{Arch, ConfigCheck, Preempt, ScenarioError, SetValue, TickMode, Vwfi};
-use vmsched_core::sim::{LevelOpts, SimBuilder, Simulation};
-use vmsched_core::{CpuId, CpuSet, CpuTopo, EntityParams, LevelClock, LinuxAttr, XenAttr};
+use vmsched_core::scenario::{
+    Arch, ConfigCheck, EventAction, Preempt, ScenarioError, SetValue, TickMode, Vwfi,
+};
+use vmsched_core::sim::{LevelOpts, SimBuilder, Simulation, TimelineAction};
+use vmsched_core::{
+    CpuId, CpuSet, CpuTopo, EntityParams, GlobalParam, LevelClock, LevelId, LinuxAttr, XenAttr,
+};
 
 use crate::guest::cfs::{Cfs, CfsParams};
 use crate::host::credit2::{Credit2, Credit2Params};
@@ -36,12 +40,48 @@ impl ConfigCheck for HostSchedConfig {
             HostSchedConfig::Pinned(_) => Ok(()),
         }
     }
+
+    /// Credit2 takes `xl sched-credit2 -d -w/-c`, `-s -r` and domain pauses; the pinned host
+    /// takes no run-time change.
+    fn check_adjust(&self, field: &str, value: i64) -> Result<(), String> {
+        match (self, field) {
+            (
+                HostSchedConfig::Credit2(_),
+                "weight" | "cap" | "pause" | "create_at_ms" | "destroy_at_ms",
+            ) => Ok(()),
+            (HostSchedConfig::Credit2(p), "ratelimit_us") => {
+                let mut q = p.clone();
+                q.ratelimit_us = value as u64;
+                q.validate().map(|_| ()).map_err(|m| split_field(m).1)
+            }
+            (HostSchedConfig::Credit2(_), "tslice_ms") => {
+                Err("credit2 has no time slice (xl sched-credit2 -s takes -r only)".into())
+            }
+            (HostSchedConfig::Credit2(_), _) => {
+                Err(format!("credit2 takes no run-time change of `{field}`"))
+            }
+            (HostSchedConfig::Pinned(_), _) => Err(format!(
+                "the pinned host takes no run-time change of `{field}`"
+            )),
+        }
+    }
 }
 
 impl ConfigCheck for GuestSchedConfig {
     fn check(&self) -> Result<(), (String, String)> {
         match self {
             GuestSchedConfig::Cfs(p) => p.validate().map_err(split_field),
+        }
+    }
+
+    /// CFS 5.10 takes nice and a change among the policies it schedules (every policy, while
+    /// no RT class precedes it); `rt_priority` is stored and not read.
+    fn check_adjust(&self, field: &str, _value: i64) -> Result<(), String> {
+        match (self, field) {
+            (GuestSchedConfig::Cfs(_), "nice" | "policy" | "rt_priority") => Ok(()),
+            (GuestSchedConfig::Cfs(_), _) => {
+                Err(format!("cfs takes no run-time change of `{field}`"))
+            }
         }
     }
 }
@@ -263,11 +303,99 @@ pub fn build(s: &Scenario) -> Simulation {
     let ns = |v: Result<u64, (String, String)>| {
         v.unwrap_or_else(|(f, m)| panic!("invariant: a built scenario validated, but {f}: {m}"))
     };
+    add_events(&mut b, s, host);
     b.build(
         ns(s.run.duration_ns()),
         ns(s.run.warmup_ns()),
         ns(s.run.sample_interval_ns()),
     )
+}
+
+/// The `[[event]]` timeline, with names resolved: domain `i` is guest level `i + 1` and group
+/// `i` at the host; a workload is a group of its guest level.
+fn add_events(b: &mut SimBuilder, s: &Scenario, host: LevelId) {
+    let dom = |n: &Option<String>| {
+        s.domains
+            .iter()
+            .position(|d| Some(&d.name) == n.as_ref())
+            .expect("invariant: a validated event names a domain")
+    };
+    let ms = |f: &str, v: u64| {
+        vmsched_core::time::time_ns(f, v, vmsched_core::NS_PER_MS)
+            .expect("invariant: a validated domain time fits")
+    };
+    for (di, d) in s.domains.iter().enumerate() {
+        if let Some(c) = d.create_at_ms {
+            let action = TimelineAction::CreateDomain {
+                level: host,
+                group: di as u32,
+                guest: LevelId(di as u32 + 1),
+            };
+            b.add_event(ms("create_at_ms", c), action);
+        }
+        if let Some(x) = d.destroy_at_ms {
+            let action = TimelineAction::DestroyDomain {
+                level: host,
+                group: di as u32,
+                guest: LevelId(di as u32 + 1),
+            };
+            b.add_event(ms("destroy_at_ms", x), action);
+        }
+    }
+    let mut order: Vec<usize> = (0..s.events.len()).collect();
+    order.sort_by_key(|&i| s.events[i].at_ms);
+    for i in order {
+        let e = &s.events[i];
+        let at = e
+            .at_ns("at_ms")
+            .expect("invariant: a validated event time fits");
+        let action = match e.action {
+            EventAction::SchedDomain => TimelineAction::DomainAttr {
+                level: host,
+                group: dom(&e.domain) as u32,
+                weight: e.weight,
+                cap_pct: e.cap,
+            },
+            EventAction::SchedHost => {
+                // One action per parameter given (`-t` before `-r`, as xl passes both at once).
+                if let Some(t) = e.tslice_ms {
+                    let param = GlobalParam::TsliceMs(t);
+                    b.add_event(at, TimelineAction::Global { level: host, param });
+                }
+                let Some(r) = e.ratelimit_us else { continue };
+                let param = GlobalParam::RatelimitUs(r);
+                TimelineAction::Global { level: host, param }
+            }
+            EventAction::SchedTask => {
+                let d = dom(&e.domain);
+                let level = LevelId(d as u32 + 1);
+                let wl = s.domains[d]
+                    .workloads
+                    .iter()
+                    .position(|w| Some(w.name()) == e.workload.as_deref())
+                    .expect("invariant: a validated event names a workload")
+                    as u32;
+                let task = e.task.as_ref().map(|t| {
+                    b.entity_named(level, wl, t)
+                        .expect("invariant: a validated event names a task")
+                });
+                TimelineAction::TaskAttr {
+                    level,
+                    group: wl,
+                    task,
+                    nice: e.nice,
+                    policy: e.policy,
+                    rt_priority: e.rt_priority,
+                }
+            }
+            EventAction::Pause | EventAction::Unpause => TimelineAction::Pause {
+                level: host,
+                group: dom(&e.domain) as u32,
+                paused: e.action == EventAction::Pause,
+            },
+        };
+        b.add_event(at, action);
+    }
 }
 
 /// Loads, builds and runs a scenario.

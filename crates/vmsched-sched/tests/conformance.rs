@@ -109,10 +109,117 @@ fn work_conserving<S: Scheduler>(s: S) {
     assert_eq!(busy, 3, "3 runnable entities on 4 CPUs must occupy 3 CPUs");
 }
 
-macro_rules! host_conformance {
-    ($name:ident, $ctor:expr) => {
+/// Two CPU-bound entities on one CPU for `ms` of simulated time: their CPU time in that window.
+fn window<S: Scheduler>(h: &mut Harness<S>, ms: u64) -> (u64, u64) {
+    let before = (h.run_ns[0], h.run_ns[1]);
+    h.run_for(ms * NS_PER_MS, 100_000);
+    (h.run_ns[0] - before.0, h.run_ns[1] - before.1)
+}
+
+fn two_on_one_cpu<S: Scheduler>(s: S) -> Harness<S> {
+    let ents = (0..2).map(|i| pinned_to(params(i, 1), 0)).collect();
+    let mut h = Harness::new(s, 1, ents);
+    for e in 0..2 {
+        h.wake(e, WakeInfo::of(WakeCause::Fork));
+        h.pump();
+    }
+    h
+}
+
+/// Parameter change (host): raising one entity's weight (its group's, `adjust`) moves the
+/// shares after the change, not before.
+fn weight_change_moves_shares<S: Scheduler>(s: S) {
+    let mut h = two_on_one_cpu(s);
+    h.run_for(200 * NS_PER_MS, 100_000);
+    let (a, b) = window(&mut h, 1000);
+    let before = a as f64 / b as f64;
+    h.ents[0].params.xen.weight = 768;
+    h.adjust(0);
+    h.pump();
+    h.run_for(200 * NS_PER_MS, 100_000);
+    let (a, b) = window(&mut h, 2000);
+    let after = a as f64 / b as f64;
+    assert!((0.8..1.25).contains(&before), "equal weights: {before}");
+    assert!((2.4..3.6).contains(&after), "weights 768:256: {after}");
+}
+
+/// Parameter change (guest): a nice change (`prio_changed`) moves the shares after it.
+fn nice_change_moves_shares<S: Scheduler>(s: S) {
+    let mut h = two_on_one_cpu(s);
+    h.run_for(200 * NS_PER_MS, 100_000);
+    let (a, b) = window(&mut h, 1000);
+    let before = a as f64 / b as f64;
+    h.ents[1].params.linux.nice = 5;
+    h.prio_changed(1);
+    h.pump();
+    h.run_for(200 * NS_PER_MS, 100_000);
+    let (a, b) = window(&mut h, 2000);
+    let after = a as f64 / b as f64;
+    assert!((0.85..1.18).contains(&before), "nice 0:0: {before}");
+    assert!((2.6..3.5).contains(&after), "nice 0:5 (1024:335): {after}");
+}
+
+/// Pause (host): a paused entity leaves its CPU at once, is reported paused, gets no CPU while
+/// paused, and runs again after the unpause.
+fn paused_entity_gets_no_cpu<S: Scheduler>(s: S) {
+    let mut h = two_on_one_cpu(s);
+    h.run_for(100 * NS_PER_MS, 100_000);
+    for e in 0..2 {
+        h.set_paused(e, true);
+        h.pump();
+        assert!(h.paused[e as usize], "entity {e} was not reported paused");
+        assert_ne!(h.curr(0), Some(e), "paused entity {e} still runs");
+        let (a, b) = window(&mut h, 500);
+        let mine = if e == 0 { a } else { b };
+        assert_eq!(mine, 0, "paused entity {e} got CPU time");
+        assert_eq!(a + b, 500 * NS_PER_MS, "the other entity must have the CPU");
+        h.set_paused(e, false);
+        h.pump();
+        assert!(!h.paused[e as usize]);
+        let (a, b) = window(&mut h, 500);
+        assert!(a > 0 && b > 0, "both run after the unpause: {a} {b}");
+    }
+}
+
+/// Removal: of three CPU-bound entities on one CPU, the one removed (`remove`, after it was
+/// taken off its CPU: paused at a host level, blocked at a guest level) never runs again, and
+/// the other two share the CPU.
+fn removed_entity_never_runs<S: Scheduler>(s: S, host: bool) {
+    let ents = (0..3).map(|i| pinned_to(params(i, 1), 0)).collect();
+    let mut h = Harness::new(s, 1, ents);
+    for e in 0..3 {
+        h.wake(e, WakeInfo::of(WakeCause::Fork));
+        h.pump();
+    }
+    h.run_for(100 * NS_PER_MS, 100_000);
+    let x = h.curr(0).expect("the CPU runs someone");
+    if host {
+        h.set_paused(x, true);
+        h.pump();
+    } else {
+        h.block(x);
+        h.pump();
+    }
+    assert_ne!(h.curr(0), Some(x));
+    h.remove(x);
+    h.pump();
+    let before = h.run_ns.clone();
+    h.run_for(NS_PER_S, 100_000);
+    let got: Vec<u64> = (0..3).map(|i| h.run_ns[i] - before[i]).collect();
+    assert_eq!(got[x as usize], 0, "the removed entity ran: {got:?}");
+    assert_eq!(got.iter().sum::<u64>(), NS_PER_S, "the CPU idled: {got:?}");
+    for (i, g) in got.iter().enumerate() {
+        if i != x as usize {
+            assert!(*g > NS_PER_S / 4, "entity {i} starved: {got:?}");
+        }
+    }
+}
+
+macro_rules! common_conformance {
+    ($name:ident, $ctor:expr, { $($extra:item)* }) => {
         mod $name {
             use super::*;
+            $($extra)*
             #[test]
             fn lone_entity_runs() {
                 super::lone_entity_runs($ctor(1));
@@ -137,9 +244,37 @@ macro_rules! host_conformance {
     };
 }
 
+macro_rules! host_conformance {
+    ($name:ident, $ctor:expr) => {
+        common_conformance!($name, $ctor, {
+            #[test]
+            fn weight_change_moves_shares() {
+                super::weight_change_moves_shares($ctor(1));
+            }
+            #[test]
+            fn paused_entity_gets_no_cpu() {
+                super::paused_entity_gets_no_cpu($ctor(1));
+            }
+            #[test]
+            fn removed_entity_never_runs() {
+                super::removed_entity_never_runs($ctor(1), true);
+            }
+        });
+    };
+}
+
 macro_rules! guest_conformance {
     ($name:ident, $ctor:expr) => {
-        host_conformance!($name, $ctor);
+        common_conformance!($name, $ctor, {
+            #[test]
+            fn nice_change_moves_shares() {
+                super::nice_change_moves_shares($ctor(1));
+            }
+            #[test]
+            fn removed_entity_never_runs() {
+                super::removed_entity_never_runs($ctor(1), false);
+            }
+        });
     };
 }
 

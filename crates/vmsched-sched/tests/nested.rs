@@ -63,6 +63,7 @@ fn a_nested_guest_runs_only_when_every_level_runs_it() {
         tokens: vec![],
         counters: vec!["ms".into()],
         start_us: 0,
+        max_tasks: None,
         steps: vec![
             StepConfig::Compute {
                 ns: None,

@@ -128,6 +128,7 @@ fn wake_info_carries_cause_waker_and_cpu() {
         tokens: vec![1],
         counters: vec![],
         start_us: 0,
+        max_tasks: None,
         steps: vec![
             StepConfig::Wait {
                 chan: "c".into(),

@@ -58,6 +58,7 @@ fn lone_task(program: Vec<Step>) -> Simulation {
     let valid = ProgramConfig {
         name: "spin".into(),
         copies: 1,
+        max_tasks: None,
         nice: 0,
         policy: Policy::Normal,
         rt_priority: 0,

@@ -57,7 +57,7 @@ impl Simulation {
 
 /// Assembles a simulation. Levels, CPUs and entities are numbered in the order they are added.
 pub struct SimBuilder {
-    sim: Simulation,
+    pub(super) sim: Simulation,
     seed: u64,
 }
 
@@ -88,12 +88,13 @@ impl SimBuilder {
                 local_cpu: None,
                 trace: None,
                 watch: Default::default(),
+                timeline: Vec::new(),
             },
             seed,
         }
     }
 
-    fn slot(&mut self, k: SlotKind) -> SlotId {
+    pub(super) fn slot(&mut self, k: SlotKind) -> SlotId {
         let s = self.sim.q.add_slot();
         self.sim.slot_kind.push(k);
         // A slot's id indexes its kind.
@@ -215,6 +216,7 @@ impl SimBuilder {
     ) {
         let wl = self.sim.wls.len();
         let mut tasks = Vec::new();
+        let mut first_child = 0;
         for (i, ts) in spec.tasks.iter().enumerate() {
             let t = self.sim.tasks.len();
             let ent = self.add_entity(level, params(i), EntKind::Task(t));
@@ -239,6 +241,7 @@ impl SimBuilder {
                 executed_base: 0,
                 done_slot,
                 timer_slot,
+                start_slot,
                 timer_cpu: GCpu(0),
                 block_paid: false,
                 timer_soft: 0,
@@ -246,7 +249,13 @@ impl SimBuilder {
                 latency_pending: None,
                 rng: Stream::new(self.seed, &name),
             });
-            self.sim.q.arm(start_slot, ts.start);
+            if ts.start == NEVER {
+                // A slot for a forked child: it does not exist until the fork.
+                self.sim.ents[ent.idx()].state = RunState::Offline;
+            } else {
+                self.sim.q.arm(start_slot, ts.start);
+                first_child += 1;
+            }
             tasks.push(t);
         }
         let chans = (0..spec.channels)
@@ -262,10 +271,15 @@ impl SimBuilder {
             .iter()
             .map(|_| LatHist::new(spec.hist_buckets))
             .collect();
+        debug_assert!(
+            spec.tasks[first_child..].iter().all(|t| t.start == NEVER),
+            "fork slots come after the tasks started at build"
+        );
         self.sim.wls.push(WorkloadState {
             spec,
             level,
             tasks,
+            next_child: first_child,
             chans,
             counters,
             hists,
@@ -285,8 +299,40 @@ impl SimBuilder {
         sim.end = duration;
         sim.warmup = warmup;
         sim.sample_every = sample_every;
+        // Domains created during the run: their vCPUs do not exist yet (offline, not inserted)
+        // and their guests' tasks start when they are created.
+        let created: Vec<(LevelId, u32, LevelId)> = sim
+            .timeline
+            .iter()
+            .filter_map(|a| match *a {
+                TimelineAction::CreateDomain {
+                    level,
+                    group,
+                    guest,
+                } => Some((level, group, guest)),
+                _ => None,
+            })
+            .collect();
+        for &(_, _, guest) in &created {
+            for t in 0..sim.tasks.len() {
+                let g = sim.tasks[t].ent;
+                if sim.ents[g.idx()].level == guest {
+                    sim.q.cancel(sim.tasks[t].start_slot);
+                    sim.ents[g.idx()].state = RunState::Offline;
+                }
+            }
+        }
         for l in 0..sim.levels.len() {
             for e in 0..sim.levels[l].ent_info.len() {
+                let group = sim.levels[l].ent_info[e].params.group;
+                if created
+                    .iter()
+                    .any(|&(cl, cg, _)| cl.idx() == l && cg == group)
+                {
+                    let g = sim.levels[l].ent_g[e];
+                    sim.ents[g.idx()].state = RunState::Offline;
+                    continue;
+                }
                 sim.with_sched(LevelId(l as u32), |s, ctx| {
                     s.insert(ctx, EntityId(e as u32))
                 });

@@ -274,17 +274,17 @@ impl Simulation {
                         }
                     }
                 },
+                Step::Fork { child_at } => {
+                    self.tasks[t].pc += 1;
+                    self.fork_task(t, child_at as usize, c);
+                }
                 Step::Exit => {
-                    self.tasks[t].phase = Phase::Exited;
-                    let g = self.tasks[t].ent;
-                    self.block_entity(g);
+                    self.exit_task(t);
                     return;
                 }
             }
             if self.tasks[t].pc >= self.tasks[t].program.len() {
-                self.tasks[t].phase = Phase::Exited;
-                let g = self.tasks[t].ent;
-                self.block_entity(g);
+                self.exit_task(t);
                 return;
             }
         }

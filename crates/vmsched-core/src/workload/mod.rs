@@ -79,6 +79,12 @@ pub enum Step {
     Count { counter: Counter },
     /// Jump to step `to`; `times` = None loops forever, Some(n) jumps n times then falls through.
     Goto { to: u16, times: Option<u32> },
+    /// `fork()`: a new task of the same workload starts running this program at step
+    /// `child_at`; the parent goes on with the next step. The child wakes with
+    /// `WakeCause::Fork` and its parent (Linux `wake_up_new_task`). It takes one of the
+    /// workload's preallocated task slots (`max_tasks`); with none left the fork fails
+    /// (EAGAIN) and only the parent goes on.
+    Fork { child_at: u16 },
     /// End the task.
     Exit,
 }
@@ -117,7 +123,8 @@ pub struct TaskSpec {
     pub rt_prio: u32,
     /// vCPUs the task may run on (None: all).
     pub affinity: Option<Vec<u32>>,
-    /// When the task is created (ns after the start of the run).
+    /// When the task is created (ns after the start of the run); [`crate::time::NEVER`] for a
+    /// slot that only a `fork` step fills (the task does not exist until then).
     pub start: Nanos,
 }
 

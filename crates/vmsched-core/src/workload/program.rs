@@ -18,13 +18,15 @@
 //! ]
 //! ```
 //!
-//! Channels and counters are shared by all copies of the program.
+//! Channels and counters are shared by all copies of the program. A `fork` step starts a child
+//! task of the workload (Linux `fork()` + `wake_up_new_task`) in one of `max_tasks`
+//! preallocated slots; `exit` ends a task (its entity leaves its scheduler and is `offline`).
 
 use serde::{Deserialize, Serialize};
 
 use super::{Dist, Step, TaskSpec, WorkloadKind, WorkloadSpec};
 use crate::sched::Policy;
-use crate::time::{config_ns, time_ns, Nanos, MAX_EXP_MEAN_NS, NS_PER_MS, NS_PER_US};
+use crate::time::{config_ns, time_ns, Nanos, MAX_EXP_MEAN_NS, NEVER, NS_PER_MS, NS_PER_US};
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -50,8 +52,17 @@ pub struct ProgramConfig {
     /// Start time of the tasks.
     #[serde(default)]
     pub start_us: u64,
+    /// The most tasks this workload has over the whole run: the `copies` started at
+    /// `start_us` and every child a `fork` step creates (children are never recycled). Slots
+    /// are preallocated at build; a fork with none left fails. Required with a `fork` step;
+    /// at most [`MAX_TASKS`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tasks: Option<u32>,
     pub steps: Vec<StepConfig>,
 }
+
+/// The most tasks one program workload may have over a run (`max_tasks`).
+pub const MAX_TASKS: u32 = 65_536;
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
@@ -99,6 +110,11 @@ pub enum StepConfig {
     Loop {
         to: u16,
         times: Option<u32>,
+    },
+    /// `fork()`: a child starts at step `child_at` (default: the next step, as both sides of a
+    /// `fork()` go on after it).
+    Fork {
+        child_at: Option<u16>,
     },
     Exit,
 }
@@ -174,6 +190,8 @@ fn zero_time_successors(prog: &[Step], i: usize) -> impl Iterator<Item = usize> 
         Step::Exit => (None, None),
         Step::Goto { to, times: None } => (Some(to as usize), None),
         Step::Goto { to, times: Some(_) } => (Some(to as usize), Some(i + 1)),
+        // The parent goes on; the child starts at `child_at`, possibly at once.
+        Step::Fork { child_at } => (Some(i + 1), Some(child_at as usize)),
         _ => (Some(i + 1), None),
     };
     [a, b]
@@ -320,6 +338,16 @@ impl ProgramConfig {
                         times: *times,
                     }
                 }
+                StepConfig::Fork { child_at } => {
+                    let to = child_at.unwrap_or((i + 1) as u16);
+                    if to as usize >= self.steps.len() {
+                        return Err((
+                            format!("steps.{i}.child_at"),
+                            format!("step {to} does not exist ({} steps)", self.steps.len()),
+                        ));
+                    }
+                    Step::Fork { child_at: to }
+                }
                 StepConfig::Exit => Step::Exit,
             });
         }
@@ -400,7 +428,21 @@ impl ProgramConfig {
             ));
         }
         self.start_ns()?;
-        self.compile().map(|_| ())
+        let prog = self.compile()?;
+        let forks = prog.iter().any(|s| matches!(s, Step::Fork { .. }));
+        match self.max_tasks {
+            None if forks => Err((
+                "max_tasks".into(),
+                "a program with a fork step needs max_tasks: the most tasks the workload has \
+                 over the run (copies + children), preallocated at build"
+                    .into(),
+            )),
+            Some(m) if m < self.copies || m > MAX_TASKS => Err((
+                "max_tasks".into(),
+                format!("must be copies ({})..={MAX_TASKS}, got {m}", self.copies),
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// `start_us` in ns, checked.
@@ -420,6 +462,17 @@ impl ProgramConfig {
                 affinity: self.affinity.clone(),
                 start: self.start_ns().expect("validated before build"),
             })
+            .chain(
+                (self.copies..self.max_tasks.unwrap_or(self.copies)).map(|k| TaskSpec {
+                    name: format!("{}.{k}", self.name),
+                    program: program.clone(),
+                    nice: self.nice,
+                    policy: self.policy,
+                    rt_prio: self.rt_priority,
+                    affinity: self.affinity.clone(),
+                    start: NEVER,
+                }),
+            )
             .collect();
         WorkloadSpec {
             name: self.name.clone(),

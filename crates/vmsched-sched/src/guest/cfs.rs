@@ -86,6 +86,7 @@
 //!   as TIF_NEED_RESCHED is; a pull by newidle needs none (the running `schedule` serves it).
 
 mod balance; // load balancing: newidle, periodic, NOHZ idle (§1.17)
+mod lifecycle; // run-time nice and policy changes
 mod select; // CPU selection at wake-up and fork (§1.16)
 mod weights; // weight tables, struct load_weight, calc_delta
 
@@ -923,6 +924,18 @@ impl SchedClass for Cfs {
     /// doc); requests a resched of any vCPU that balancing gave a task to preempt.
     fn trigger_load_balance(&mut self, ctx: &mut LinuxCtx, cpu: CpuId) {
         self.trigger_load_balance(ctx, cpu.idx());
+    }
+
+    /// Linux v5.10: task_dead_fair removes the task's PELT load, which this model does not
+    /// keep; the run queue lost the task at its dequeue (DEQUEUE_SLEEP from `block`) and its
+    /// buddies were cleared there. Nothing is left to drop: a waker's `last_wakee` may still
+    /// name it, as upstream's pointer does, and ids are never reused, so it never matches again.
+    fn task_dead(&mut self, _ctx: &mut LinuxCtx, _e: EntityId) {}
+
+    /// Linux v5.10: set_user_nice / sched_setattr within the fair class (`reweight_task`,
+    /// `prio_changed_fair`).
+    fn prio_changed(&mut self, ctx: &mut LinuxCtx, e: EntityId) -> bool {
+        self.change_prio(ctx, e)
     }
 
     /// The task's vruntime as of its last accounting (absolute; the raw u64 read as i64).

@@ -251,9 +251,21 @@ pub trait SchedClass: Send {
     /// The tick of `cpu`, for every class (fair: `trigger_load_balance`).
     fn trigger_load_balance(&mut self, _ctx: &mut LinuxCtx, _cpu: CpuId) {}
 
-    /// `e`'s priority changed while queued or running (`prio_changed`). Nothing calls it yet:
-    /// run-time changes are future work.
-    fn prio_changed(&mut self, _ctx: &mut LinuxCtx, _e: EntityId) {}
+    /// `e`'s attributes changed (`set_user_nice`, `__sched_setscheduler` within the class:
+    /// the new values are in `params.linux`; the core updated `e`'s run queue clock). The class
+    /// takes the new weight or priority, keeping `e` where it is (blocked, queued or running),
+    /// then does its `prio_changed`: a running `e` whose priority dropped is rescheduled here;
+    /// returns true when `e` is queued and not running, so the core checks whether it now
+    /// preempts its CPU's current task (`check_preempt_curr`). Called from the engine's
+    /// [`Scheduler::prio_changed`] (a `sched_task` timeline event), outside any CPU's code.
+    fn prio_changed(&mut self, _ctx: &mut LinuxCtx, _e: EntityId) -> bool {
+        false
+    }
+
+    /// `e` exited and has been dequeued (Linux `sched_dead` / the class's `task_dead`): drop
+    /// what the class keeps for it. Called from the engine's [`Scheduler::remove`]; `e` is
+    /// blocked, on no CPU, and never wakes again.
+    fn task_dead(&mut self, _ctx: &mut LinuxCtx, _e: EntityId) {}
 
     /// `e` just joined this class (`switched_to`). Nothing calls it yet.
     fn switched_to(&mut self, _ctx: &mut LinuxCtx, _e: EntityId) {}
@@ -648,6 +660,34 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> Scheduler for LinuxCore<F
         s.dl.trigger_load_balance(lx, cpu);
         s.rt.trigger_load_balance(lx, cpu);
         s.fair.trigger_load_balance(lx, cpu);
+    }
+
+    /// Linux v5.10: do_task_dead (the task was dequeued by the `block` before) and
+    /// `sched_dead` → the class's `task_dead`.
+    fn remove(&mut self, ctx: &mut SchedCtx, e: EntityId) {
+        let (s, mut lx) = self.split(ctx);
+        with_class!(s, e, |c| c.task_dead(&mut lx, e));
+    }
+
+    /// Linux v5.10: set_user_nice / __sched_setscheduler for a task that stays in its class:
+    /// the class reweights it in place (a dequeue with DEQUEUE_SAVE and an enqueue with
+    /// ENQUEUE_RESTORE leave its vruntime as it was), then `prio_changed`. A change of class
+    /// (`switched_from`/`switched_to`) is refused: no class but the fair one has tasks yet.
+    fn prio_changed(&mut self, ctx: &mut SchedCtx, e: EntityId) {
+        let (s, mut lx) = self.split(ctx);
+        let lx = &mut lx;
+        let k = s.class_for(lx.ent(e).params.linux.policy);
+        assert!(
+            k == s.class[e.idx()],
+            "{}: moving task {} to another scheduling class at run time is not modelled",
+            s.name,
+            lx.ent(e).params.name
+        );
+        let cpu = s.task_cpu(e);
+        lx.update_rq_clock(cpu.idx());
+        if with_class!(s, e, |c| c.prio_changed(lx, e)) {
+            s.check_preempt_curr(lx, cpu, e, WakeFlags::default());
+        }
     }
 
     fn probe(&self, e: EntityId) -> Option<i64> {

@@ -60,8 +60,9 @@
 //! # Simplifications (deliberate)
 //!
 //! * One cpupool holding every CPU; no tasklets (the idle vCPU is chosen only when nothing else
-//!   is runnable); no CPU hot-plug; parameters, weights, caps and affinities are fixed after
-//!   build (no `xl sched-credit2` at run time, no `sleep` hook for pause/unpause).
+//!   is runnable); no CPU hot-plug; affinities are fixed after build. Weight, cap and
+//!   ratelimit change at run time (`adjust`, `adjust_global`: credit2/lifecycle.rs), and
+//!   domain pause goes through `sleep`; vCPUs of a destroyed domain leave through `remove_unit`.
 //! * Every try-lock succeeds (single-threaded simulation): `csched2_res_pick` never uses its
 //!   fallback CPU and `balance_load` never gives up or retries.
 //! * A cap is applied as if set right after the domain's vCPUs were created (pool full, first
@@ -99,7 +100,7 @@
 
 use vmsched_core::cpuset::{CpuSet, MAX_CPUS};
 use vmsched_core::ids::{CpuId, EntityId};
-use vmsched_core::sched::{CpuTopo, Pick, WakeInfo};
+use vmsched_core::sched::{CpuTopo, GlobalParam, Pick, WakeInfo};
 use vmsched_core::time::Nanos;
 
 use crate::host::xen_core::{
@@ -108,6 +109,7 @@ use crate::host::xen_core::{
 
 mod balance;
 mod caps;
+mod lifecycle;
 mod runqueue;
 
 /// Credit a vCPU starts with and receives at each reset: 10 ms at the top weight.
@@ -962,6 +964,26 @@ impl XenOps for Credit2 {
         if self.doms[d].cap_pct != 0 {
             self.replenish_domain_budget(ctx, d);
         }
+    }
+
+    /// Xen: csched2_unit_remove (domain destroyed).
+    fn remove_unit(&mut self, ctx: &mut XenCtx, e: EntityId) {
+        self.unit_remove(ctx, e);
+    }
+
+    /// Xen: csched2_unit_sleep (domain pause).
+    fn sleep(&mut self, ctx: &mut XenCtx, e: EntityId) {
+        self.unit_sleep(ctx, e);
+    }
+
+    /// Xen: csched2_dom_cntl (`xl sched-credit2 -d -w/-c`).
+    fn adjust(&mut self, ctx: &mut XenCtx, domain: u32) {
+        self.dom_adjust(ctx, domain as usize);
+    }
+
+    /// Xen: csched2_sys_cntl (`xl sched-credit2 -s -r`).
+    fn adjust_global(&mut self, _ctx: &mut XenCtx, p: GlobalParam) {
+        self.sys_adjust(p);
     }
 
     /// The vCPU's credit.

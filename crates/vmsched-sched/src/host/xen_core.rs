@@ -57,7 +57,7 @@
 use std::ops::{Deref, DerefMut};
 
 use vmsched_core::ids::{CpuId, EntityId};
-use vmsched_core::sched::{Pick, SchedCtx, Scheduler, WakeInfo};
+use vmsched_core::sched::{GlobalParam, Pick, SchedCtx, Scheduler, WakeInfo};
 use vmsched_core::time::{Nanos, SimTime};
 
 /// Xen's default `timer_slop` (ns).
@@ -72,6 +72,8 @@ pub const TIMER_ENTRY_DEFAULT_NS: Nanos = 1_000;
 const VPF_PARKED: u8 = 1;
 /// `_VPF_migrating`.
 const VPF_MIGRATING: u8 = 2;
+/// The domain is paused (Xen's `pause_count` of the domain, > 0): `xl pause`.
+const VPF_DOMPAUSED: u8 = 4;
 
 /// What a policy hook sees: the engine's context of the level plus the core's pause flags.
 pub struct XenCtx<'c, 'a> {
@@ -192,8 +194,10 @@ pub trait XenOps: Send {
     /// once per vCPU at build, in id order.
     fn insert_unit(&mut self, x: &mut XenCtx, e: EntityId);
 
-    /// Xen `remove_unit`: the vCPU leaves (its domain is destroyed). It is blocked and not on
-    /// any CPU. Nothing calls it yet (domains live for the whole run).
+    /// Xen `remove_unit`: the vCPU leaves (its domain is destroyed). Called by the core from
+    /// the engine's [`Scheduler::remove`] (a domain's `destroy_at_ms`), after the domain was
+    /// paused (`sleep`) and the vCPU left its CPU: it is on no CPU, not queued, and never
+    /// runnable again (the core keeps it paused). Drop it from runqueues and domain counts.
     fn remove_unit(&mut self, _x: &mut XenCtx, _e: EntityId) {}
 
     /// Xen `wake`, from `vcpu_wake`: `e` is runnable (no pause flag) and may still be running
@@ -201,8 +205,9 @@ pub trait XenOps: Send {
     fn wake(&mut self, x: &mut XenCtx, e: EntityId, info: WakeInfo);
 
     /// Xen `sleep`, from `vcpu_sleep_nosync` (pause): `e` stopped being runnable for a reason
-    /// other than blocking; dequeue it, or tickle its CPU if it runs. Nothing calls it yet
-    /// (domain pause is future work).
+    /// other than blocking; dequeue it, or tickle its CPU if it runs. Called by the core when
+    /// the engine pauses the vCPU's domain ([`Scheduler::set_paused`], a `pause` timeline
+    /// event), after the core set the pause flag (so `unit_runnable(e)` is false).
     fn sleep(&mut self, _x: &mut XenCtx, _e: EntityId) {}
 
     /// Xen `yield`, from SCHEDOP_yield: `e` runs; `do_schedule` of its CPU follows at once.
@@ -224,9 +229,19 @@ pub trait XenOps: Send {
     /// Xen `migrate`: move the (not running, not queued) vCPU `e` to `cpu`.
     fn migrate(&mut self, x: &mut XenCtx, e: EntityId, cpu: CpuId);
 
-    /// Xen `adjust` (`xl sched-* -d`): the domain's parameters changed. Nothing calls it yet
-    /// (run-time changes are future work).
+    /// Xen `adjust` (`xl sched-* -d`): the domain's parameters changed. Called by the core
+    /// from the engine's [`Scheduler::adjust`] (a `sched_domain` timeline event), once per
+    /// domain, after the engine wrote the new values into `params.xen` of every vCPU of the
+    /// domain; the vCPUs may be running, queued, blocked or paused. May tickle, arm timers,
+    /// park and unpark.
     fn adjust(&mut self, _x: &mut XenCtx, _domain: u32) {}
+
+    /// Xen `adjust_global` (`xl sched-* -s`): a scheduler-wide parameter changed. Called by
+    /// the core from [`Scheduler::adjust_global`] (a `sched_host` timeline event) only with
+    /// parameters the policy's configuration accepted at validation. May tickle.
+    fn adjust_global(&mut self, _x: &mut XenCtx, p: GlobalParam) {
+        panic!("{}: no run-time parameter {p:?}", self.name())
+    }
 
     /// A timer armed with [`XenCtx::set_timer`] fired.
     fn on_timer(&mut self, _x: &mut XenCtx, _key: u32) {}
@@ -334,7 +349,8 @@ impl<P: XenOps> Scheduler for XenCore<P> {
         self.ops.tick_period()
     }
 
-    /// Xen: sched_init_vcpu → insert_unit.
+    /// Xen: sched_init_vcpu → insert_unit: at build, or when the vCPU's domain is created
+    /// during the run (`create_at_ms`); in id order either way.
     fn insert(&mut self, ctx: &mut SchedCtx, e: EntityId) {
         assert_eq!(
             e.idx(),
@@ -394,6 +410,41 @@ impl<P: XenOps> Scheduler for XenCore<P> {
 
     fn probe(&self, e: EntityId) -> Option<i64> {
         self.ops.probe(e)
+    }
+
+    /// Xen: sched_destroy_vcpu → remove_unit (the vCPU stays paused for good).
+    fn remove(&mut self, ctx: &mut SchedCtx, e: EntityId) {
+        self.with_ops(ctx, |ops, x| {
+            debug_assert!(!x.unit_runnable(e), "remove_unit of a runnable vCPU");
+            ops.remove_unit(x, e)
+        });
+    }
+
+    /// Xen: the domctl `putinfo` → the policy's `adjust`.
+    fn adjust(&mut self, ctx: &mut SchedCtx, group: u32) {
+        self.with_ops(ctx, |ops, x| ops.adjust(x, group));
+    }
+
+    /// Xen: the sysctl `putinfo` → the policy's `adjust_global`.
+    fn adjust_global(&mut self, ctx: &mut SchedCtx, p: GlobalParam) {
+        self.with_ops(ctx, |ops, x| ops.adjust_global(x, p));
+    }
+
+    /// Xen: `domain_pause` (per vCPU: the pause count goes up, then `vcpu_sleep_nosync` calls
+    /// the policy's `sleep`) and `domain_unpause` (the count goes down, then `vcpu_wake`). The
+    /// engine accounts a queued vCPU `offline` from the pause on, a running one from when it
+    /// leaves its CPU, and makes it `runnable` again at the unpause unless another pause flag
+    /// (a cap's `parked`) still holds it.
+    fn set_paused(&mut self, ctx: &mut SchedCtx, e: EntityId, paused: bool) {
+        self.with_ops(ctx, |ops, x| {
+            if paused {
+                x.set_flag(e, VPF_DOMPAUSED);
+                ops.sleep(x, e);
+            } else {
+                x.clear_flag(e, VPF_DOMPAUSED, true);
+                Self::vcpu_wake(ops, x, e, WakeInfo::default());
+            }
+        });
     }
 }
 

@@ -144,10 +144,26 @@ impl Cfs {
         } else {
             4
         };
-        self.llc_wrap(w.p, target, (target + 1) % self.ncpus())
-            .filter(|&c| c != target)
-            .take(nr as usize - 1)
-            .find(|&c| self.idle_or_sched_idle(ctx, c))
+        // The scan of `llc_wrap(p, target, target + 1)` without `target`, at most nr − 1 CPUs,
+        // as a plain loop: the iterator chain's `try_fold` was not always inlined (callgrind).
+        let n = self.ncpus();
+        let (llc, allowed) = (self.topo[target].llc, &self.ses[w.p].allowed);
+        let from = (target + 1) % n;
+        let mut budget = nr as usize - 1;
+        for i in 0..n {
+            if budget == 0 {
+                break;
+            }
+            let c = (from + i) % n;
+            if c == target || self.topo[c].llc != llc || !allowed.contains(CpuId(c as u32)) {
+                continue;
+            }
+            budget -= 1;
+            if self.idle_or_sched_idle(ctx, c) {
+                return Some(c);
+            }
+        }
+        None
     }
 
     /// Linux v5.10: select_idle_smt

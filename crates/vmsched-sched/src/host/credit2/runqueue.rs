@@ -156,7 +156,7 @@ impl Credit2 {
     // ---------------------------------------------------------------------------------------
 
     /// Xen: update_max_weight
-    fn update_max_weight(&mut self, r: usize, new_weight: i64, old_weight: i64) {
+    pub(super) fn update_max_weight(&mut self, r: usize, new_weight: i64, old_weight: i64) {
         if new_weight > self.rqs[r].max_weight {
             self.rqs[r].max_weight = new_weight;
         } else if old_weight == self.rqs[r].max_weight {

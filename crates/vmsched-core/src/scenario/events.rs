@@ -1,0 +1,276 @@
+//! The `[[event]]` timeline of a scenario: run-time changes delivered at given times (Xen `xl
+//! sched-credit2 -d/-s`, `xl pause`/`xl unpause`; Linux nice and `sched_setattr`), and their
+//! validation. The engine side is `sim::TimelineAction`; docs/scenarios.md lists the actions.
+
+use serde::{Deserialize, Serialize};
+
+use super::{ConfigCheck, DomainConfig};
+use crate::sched::Policy;
+use crate::time::{time_ns, Nanos, NS_PER_MS};
+
+/// What a timeline event does.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum EventAction {
+    /// `xl sched-credit2 -d NAME -w W -c C`: a domain's weight and/or cap.
+    SchedDomain,
+    /// `xl sched-credit2 -s -r R` (`xl sched-credit -s -t T -r R`): scheduler-wide parameters.
+    SchedHost,
+    /// `renice` / `sched_setattr` of a workload's tasks (one task with `task`).
+    SchedTask,
+    /// `xl pause NAME`: every vCPU of the domain stops running (accounted `offline`).
+    Pause,
+    /// `xl unpause NAME`.
+    Unpause,
+}
+
+impl EventAction {
+    fn name(self) -> &'static str {
+        match self {
+            EventAction::SchedDomain => "sched_domain",
+            EventAction::SchedHost => "sched_host",
+            EventAction::SchedTask => "sched_task",
+            EventAction::Pause => "pause",
+            EventAction::Unpause => "unpause",
+        }
+    }
+
+    /// The fields the action takes (besides `at_ms` and `action`), and whether at least one
+    /// of the optional ones must be given.
+    fn fields(self) -> &'static [&'static str] {
+        match self {
+            EventAction::SchedDomain => &["domain", "weight", "cap"],
+            EventAction::SchedHost => &["ratelimit_us", "tslice_ms"],
+            EventAction::SchedTask => &[
+                "domain",
+                "workload",
+                "task",
+                "nice",
+                "policy",
+                "rt_priority",
+            ],
+            EventAction::Pause | EventAction::Unpause => &["domain"],
+        }
+    }
+}
+
+/// One `[[event]]`: at `at_ms`, one action on one target.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventConfig {
+    /// When the change happens (ms after the start of the run; before its end).
+    pub at_ms: u64,
+    pub action: EventAction,
+    /// The target domain (`sched_domain`, `sched_task`, `pause`, `unpause`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub domain: Option<String>,
+    /// The target workload of `domain` (`sched_task`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<String>,
+    /// One task of `workload` (`sched_task`); default: all its tasks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
+    /// New domain weight (1..=65535).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weight: Option<u32>,
+    /// New domain cap (% of one pCPU, 0 = none; at most 100 × vcpus).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cap: Option<u32>,
+    /// New scheduler rate limit (µs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ratelimit_us: Option<u64>,
+    /// New scheduler time slice (ms; Credit1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tslice_ms: Option<u64>,
+    /// New nice value (-20..=19).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nice: Option<i32>,
+    /// New scheduling policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<Policy>,
+    /// New `sched_priority` (1..=99 for fifo/rr).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rt_priority: Option<u32>,
+}
+
+impl EventConfig {
+    /// `at_ms` in ns, checked.
+    pub fn at_ns(&self, field: &str) -> Result<Nanos, (String, String)> {
+        time_ns(field, self.at_ms, NS_PER_MS)
+    }
+
+    /// The optional fields given, by name.
+    fn given(&self) -> [(&'static str, bool); 10] {
+        [
+            ("domain", self.domain.is_some()),
+            ("workload", self.workload.is_some()),
+            ("task", self.task.is_some()),
+            ("weight", self.weight.is_some()),
+            ("cap", self.cap.is_some()),
+            ("ratelimit_us", self.ratelimit_us.is_some()),
+            ("tslice_ms", self.tslice_ms.is_some()),
+            ("nice", self.nice.is_some()),
+            ("policy", self.policy.is_some()),
+            ("rt_priority", self.rt_priority.is_some()),
+        ]
+    }
+
+    /// Checks event `i` against the scenario. Err((dotted field path, message)).
+    pub(crate) fn validate<H: ConfigCheck, G: ConfigCheck>(
+        &self,
+        i: usize,
+        end: Nanos,
+        host: &H,
+        domains: &[DomainConfig<G>],
+    ) -> Result<(), (String, String)> {
+        let at = |f: &str| format!("event.{i}.{f}");
+        let a = self.action;
+        let t = self.at_ns(&at("at_ms"))?;
+        if t >= end {
+            return Err((
+                at("at_ms"),
+                format!(
+                    "must be before the run's end ({} ms), got {}",
+                    end / NS_PER_MS,
+                    self.at_ms
+                ),
+            ));
+        }
+        for (f, given) in self.given() {
+            if given && !a.fields().contains(&f) {
+                return Err((
+                    at(f),
+                    format!(
+                        "does not apply to action '{}' (it takes {})",
+                        a.name(),
+                        a.fields().join(", ")
+                    ),
+                ));
+            }
+        }
+        let need = |f: &str, v: bool| -> Result<(), (String, String)> {
+            if v {
+                Ok(())
+            } else {
+                Err((at(f), format!("action '{}' needs `{f}`", a.name())))
+            }
+        };
+        let domain = || -> Result<(usize, &DomainConfig<G>), (String, String)> {
+            let name = self.domain.as_deref().unwrap_or_default();
+            domains
+                .iter()
+                .enumerate()
+                .find(|(_, d)| d.name == name)
+                .ok_or_else(|| (at("domain"), format!("no domain is named '{name}'")))
+        };
+        let host_takes = |f: &str, v: i64| -> Result<(), (String, String)> {
+            host.check_adjust(f, v).map_err(|m| (at(f), m))
+        };
+        match a {
+            EventAction::SchedDomain => {
+                need("domain", self.domain.is_some())?;
+                let (_, d) = domain()?;
+                if self.weight.is_none() && self.cap.is_none() {
+                    return Err((at("weight"), "sched_domain needs `weight` or `cap`".into()));
+                }
+                if let Some(w) = self.weight {
+                    if w == 0 || w > 65535 {
+                        return Err((
+                            at("weight"),
+                            format!("must be 1..=65535 (xl sched-credit2 -w), got {w}"),
+                        ));
+                    }
+                    host_takes("weight", w.into())?;
+                }
+                if let Some(c) = self.cap {
+                    if c > 100 * d.vcpus {
+                        return Err((
+                            at("cap"),
+                            format!("must be at most 100 × vcpus = {}, got {c}", 100 * d.vcpus),
+                        ));
+                    }
+                    host_takes("cap", c.into())?;
+                }
+            }
+            EventAction::SchedHost => {
+                if self.ratelimit_us.is_none() && self.tslice_ms.is_none() {
+                    return Err((
+                        at("ratelimit_us"),
+                        "sched_host needs `ratelimit_us` or `tslice_ms`".into(),
+                    ));
+                }
+                let int = |f: &str, v: u64| -> Result<i64, (String, String)> {
+                    i64::try_from(v).map_err(|_| (at(f), format!("{v} is too large")))
+                };
+                if let Some(r) = self.ratelimit_us {
+                    host_takes("ratelimit_us", int("ratelimit_us", r)?)?;
+                }
+                if let Some(s) = self.tslice_ms {
+                    host_takes("tslice_ms", int("tslice_ms", s)?)?;
+                }
+            }
+            EventAction::SchedTask => {
+                need("domain", self.domain.is_some())?;
+                need("workload", self.workload.is_some())?;
+                let (_, d) = domain()?;
+                let wname = self.workload.as_deref().unwrap_or_default();
+                let w = d
+                    .workloads
+                    .iter()
+                    .find(|w| w.name() == wname)
+                    .ok_or_else(|| {
+                        (
+                            at("workload"),
+                            format!("domain '{}' has no workload '{wname}'", d.name),
+                        )
+                    })?;
+                if let Some(tn) = &self.task {
+                    let spec = w.build(d.vcpus);
+                    if !spec.tasks.iter().any(|t| &t.name == tn) {
+                        let names: Vec<&str> = spec.tasks.iter().map(|t| t.name.as_str()).collect();
+                        return Err((
+                            at("task"),
+                            format!(
+                                "workload '{wname}' has no task '{tn}' (its tasks: {})",
+                                names.join(", ")
+                            ),
+                        ));
+                    }
+                }
+                if self.nice.is_none() && self.policy.is_none() && self.rt_priority.is_none() {
+                    return Err((
+                        at("nice"),
+                        "sched_task needs `nice`, `policy` or `rt_priority`".into(),
+                    ));
+                }
+                if let Some(n) = self.nice {
+                    if !(-20..=19).contains(&n) {
+                        return Err((at("nice"), format!("must be in -20..=19, got {n}")));
+                    }
+                    d.sched
+                        .check_adjust("nice", n.into())
+                        .map_err(|m| (at("nice"), m))?;
+                }
+                if let Some(p) = self.policy {
+                    d.sched
+                        .check_adjust("policy", p as i64)
+                        .map_err(|m| (at("policy"), m))?;
+                }
+                if let Some(r) = self.rt_priority {
+                    if r > 99 {
+                        return Err((at("rt_priority"), format!("must be 0..=99, got {r}")));
+                    }
+                    d.sched
+                        .check_adjust("rt_priority", r.into())
+                        .map_err(|m| (at("rt_priority"), m))?;
+                }
+            }
+            EventAction::Pause | EventAction::Unpause => {
+                need("domain", self.domain.is_some())?;
+                domain()?;
+                host_takes("pause", 0)?;
+            }
+        }
+        Ok(())
+    }
+}
