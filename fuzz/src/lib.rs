@@ -110,9 +110,12 @@ impl Value {
             Value::Int(i) => SetValue::Int(i),
             Value::Float(f) => SetValue::Float(f),
             Value::Str(s) => SetValue::Str(s),
-            Value::List(v) if depth < 3 => {
-                SetValue::List(v.into_iter().take(8).map(|x| x.into_set(depth + 1)).collect())
-            }
+            Value::List(v) if depth < 3 => SetValue::List(
+                v.into_iter()
+                    .take(8)
+                    .map(|x| x.into_set(depth + 1))
+                    .collect(),
+            ),
             Value::List(_) => SetValue::List(vec![]),
         }
     }
@@ -122,7 +125,10 @@ impl Value {
 /// or a line is item 1 of issue 18, owned elsewhere; `VMSCHED_FUZZ_LOCATED=1` makes an unlocated
 /// error fail too, to find them: docs/fuzzing.md.)
 pub fn check_error(e: &ScenarioError, src: &str) {
-    assert!(!e.message.is_empty(), "an error without a message: {e:?}\nscenario:\n{src}");
+    assert!(
+        !e.message.is_empty(),
+        "an error without a message: {e:?}\nscenario:\n{src}"
+    );
     let _ = e.to_string();
     if located_errors() {
         assert!(
@@ -159,64 +165,65 @@ pub fn small_enough(s: &vmsched_sched::Scenario) -> bool {
 /// `random_scenario` in crates/vmsched-sched/tests/hardening.rs, with values at and past the
 /// edges of their ranges. When the bytes run out every further choice is the first option.
 pub fn generate(u: &mut Unstructured) -> String {
-    let mut pick = |n: u64| -> u64 { u.int_in_range(0..=n - 1).unwrap_or(0) };
+    let mut p = Pick(u);
     let mut s = String::new();
-    let duration = 1 + pick(3);
+    let duration = 1 + p.pick(3);
+    let warm = p.pick(duration);
     s += &format!(
         "[run]\nduration_ms = {duration}\nwarmup_ms = {}\nseed = {}\nsample_interval_us = {}\n",
-        pick(duration + 1),
-        pick(1 << 40),
-        [0, 0, 1, 100, 1000][pick(5) as usize]
+        p.among(&[0, warm], &[duration]),
+        p.pick(1 << 40),
+        [0, 0, 1, 100, 1000][p.pick(5) as usize]
     );
-    let pcpus = [1, 2, 3, 4, 8, 0, 5][pick(7) as usize];
-    let sockets = match pick(8) {
-        0 => [2, 3, 64, 0][pick(4) as usize],
-        _ if pcpus % 2 == 0 => 1 + pick(2),
+    let pcpus = p.among(&[1, 2, 3, 4, 8], &[0, 5]);
+    let sockets = match p.pick(8) {
+        7 => p.among(&[2, 3], &[64, 0]),
+        _ if pcpus % 2 == 0 => 1 + p.pick(2),
         _ => 1,
     };
-    let threads = match pick(8) {
-        0 => [2, 0, 3][pick(3) as usize],
-        _ if sockets > 0 && (pcpus / sockets) % 2 == 0 => 1 + pick(2),
+    let threads = match p.pick(8) {
+        7 => p.among(&[2], &[0, 3]),
+        _ if sockets > 0 && (pcpus / sockets) % 2 == 0 => 1 + p.pick(2),
         _ => 1,
     };
     s += &format!(
         "[machine]\npcpus = {pcpus}\narch = \"{}\"\nsockets = {}\nthreads_per_core = {}\n\
          ipi_latency_ns = {}\nctxsw_cost_ns = {}\nvwfi = \"{}\"\nwfe_trap_ns = {}\n",
-        ["x86", "arm64"][pick(2) as usize],
+        ["x86", "arm64"][p.pick(2) as usize],
         sockets,
         threads,
-        [0, 0, 1, 1000, 50_000, 10_000_000][pick(6) as usize],
-        [0, 0, 1, 2000, 5_000_000][pick(5) as usize],
-        ["trap", "native"][pick(2) as usize],
-        [0, 1, 2000][pick(3) as usize],
+        p.among(&[0, 0, 1, 1000, 50_000], &[10_000_000]),
+        p.among(&[0, 0, 1, 2000], &[5_000_000]),
+        ["trap", "native"][p.pick(2) as usize],
+        [0, 1, 2000][p.pick(3) as usize],
     );
-    if pick(4) == 0 {
+    if p.pick(4) == 0 {
         s += "[host]\nscheduler = \"pinned\"\n";
     } else {
         s += &format!(
             "[host]\nscheduler = \"credit2\"\nversion = \"{}\"\nratelimit_us = {}\n\
              runqueue = \"{}\"\nmigrate_resist_us = {}\ncap_period_ms = {}\nsmt_power_savings = {}\n",
-            ["4.20.0", "4.20.2", "4.20.4", "4.21", "4.19"][pick(5) as usize],
-            [0, 1, 100, 1000, 5000, 500_000][pick(6) as usize],
-            ["cpu", "core", "socket", "node", "all"][pick(5) as usize],
-            [0, 500, 1_000_000][pick(3) as usize],
-            [1, 10, 1000, 0][pick(4) as usize],
-            pick(2) == 1,
+            p.among(&["4.20.0", "4.20.2", "4.20.4", "4.21"], &["4.19"]),
+            p.among(&[0, 100, 1000, 5000], &[1, 500_000]),
+            ["cpu", "core", "socket", "node", "all"][p.pick(5) as usize],
+            [0, 500, 1_000_000][p.pick(3) as usize],
+            p.among(&[1, 10, 1000], &[0]),
+            p.pick(2) == 1,
         );
     }
-    for d in 0..1 + pick(3) {
-        let vcpus = [1, 2, 3, 4, 0][pick(5) as usize];
+    for d in 0..1 + p.pick(3) {
+        let vcpus = p.among(&[1, 2, 3, 4], &[0]);
         s += &format!(
             "[[domain]]\nname = \"d{d}\"\nvcpus = {vcpus}\nweight = {}\ncap = {}\n",
-            [1, 256, 512, 65535, 0][pick(5) as usize],
-            [0, 0, 1, 50, 100 * vcpus, 100 * vcpus + 1][pick(6) as usize],
+            p.among(&[1, 256, 512, 65535], &[0]),
+            p.among(&[0, 0, 1, 50, 100 * vcpus], &[100 * vcpus + 1]),
         );
-        match pick(5) {
-            0 => s += &format!("pcpus = [{}]\n", pick(pcpus.max(1) + 1)),
-            1 => s += &format!("soft_pcpus = [{}]\n", pick(pcpus.max(1) + 1)),
+        match p.pick(5) {
+            0 => s += &format!("pcpus = [{}]\n", p.index(pcpus)),
+            1 => s += &format!("soft_pcpus = [{}]\n", p.index(pcpus)),
             2 if vcpus > 0 => {
                 let each: Vec<String> = (0..vcpus)
-                    .map(|_| format!("[{}]", pick(pcpus.max(1) + 1)))
+                    .map(|_| format!("[{}]", p.index(pcpus)))
                     .collect();
                 s += &format!("vcpu_pcpus = [{}]\n", each.join(", "));
             }
@@ -225,107 +232,107 @@ pub fn generate(u: &mut Unstructured) -> String {
         s += &format!(
             "[domain.kernel]\nparavirt_time_accounting = {}\npreempt = \"{}\"\n\
              ipi_latency_ns = {}\nctxsw_cost_ns = {}\n",
-            pick(2) == 1,
-            ["none", "full"][pick(2) as usize],
-            [0, 1000][pick(2) as usize],
-            [0, 1, 3000][pick(3) as usize],
+            p.pick(2) == 1,
+            ["none", "full"][p.pick(2) as usize],
+            [0, 1000][p.pick(2) as usize],
+            [0, 1, 3000][p.pick(3) as usize],
         );
         s += &format!(
             "[domain.sched]\nscheduler = \"cfs\"\nhz = {}\nsched_tunable_scaling = {}\n\
              next_buddy = {}\nlast_buddy = {}\nwakeup_preemption = {}\nvcpu_is_preempted = {}\n\
              sched_migration_cost_ns = {}\n",
-            [100, 250, 1000, 10_000, 300][pick(5) as usize],
-            pick(4),
-            pick(2) == 1,
-            pick(2) == 1,
-            pick(2) == 1,
-            pick(2) == 1,
-            [0, 500_000, 4_294_967_295u64][pick(3) as usize],
+            p.among(&[100, 250, 1000, 10_000], &[300]),
+            p.among(&[0, 1, 2], &[3]),
+            p.pick(2) == 1,
+            p.pick(2) == 1,
+            p.pick(2) == 1,
+            p.pick(2) == 1,
+            [0, 500_000, 4_294_967_295u64][p.pick(3) as usize],
         );
-        if pick(3) == 0 {
+        if p.pick(3) == 0 {
             s += &format!(
                 "sched_latency_ns = {}\n",
-                [100_000, 6_000_000, 1_000_000_000, 1][pick(4) as usize]
+                p.among(&[100_000, 6_000_000, 1_000_000_000], &[1])
             );
         }
-        if pick(4) == 0 {
+        if p.pick(4) == 0 {
             s += &format!(
                 "sched_min_granularity_ns = {}\nsched_wakeup_granularity_ns = {}\n",
-                [100_000, 750_000, 1][pick(3) as usize],
-                [0, 1_000_000, 1_000_000_000][pick(3) as usize]
+                p.among(&[100_000, 750_000], &[1]),
+                [0, 1_000_000, 1_000_000_000][p.pick(3) as usize]
             );
         }
-        for w in 0..pick(4) {
-            let aff = if pick(3) == 0 {
-                format!("affinity = [{}]\n", pick(vcpus as u64 + 1))
+        for w in 0..p.pick(4) {
+            let aff = if p.pick(3) == 0 {
+                format!("affinity = [{}]\n", p.index(vcpus as u64))
             } else {
                 String::new()
             };
             s += "[[domain.workload]]\n";
-            s += &match pick(4) {
+            s += &match p.pick(4) {
                 0 => format!(
                     "kind = \"cpu_loop\"\nname = \"w{w}\"\ncopies = {}\nnice = {}\npin_each = {}\n{aff}",
-                    pick(4),
-                    pick(42) as i64 - 21,
-                    pick(2) == 1
+                    p.among(&[1, 2, 3], &[0]),
+                    p.pick(42) as i64 - 21,
+                    p.pick(2) == 1
                 ),
                 1 => format!(
                     "kind = \"context1\"\nname = \"w{w}\"\nnice = {}\njitter_pct = {}\n\
                      c_syscall_ns = {}\nc_pipe_rw_ns = {}\nc_wakeup_ns = {}\nc_block_ns = {}\nc_user_ns = {}\n{aff}",
-                    pick(40) as i64 - 20,
-                    [0, 10, 100, 101][pick(4) as usize],
-                    [0, 1, 400][pick(3) as usize],
-                    [0, 1000][pick(2) as usize],
-                    [0, 2000][pick(2) as usize],
-                    [0, 2000][pick(2) as usize],
-                    [0, 1, 100][pick(3) as usize],
+                    p.pick(40) as i64 - 20,
+                    p.among(&[0, 10, 100], &[101]),
+                    [0, 1, 400][p.pick(3) as usize],
+                    [0, 1000][p.pick(2) as usize],
+                    [0, 2000][p.pick(2) as usize],
+                    [0, 2000][p.pick(2) as usize],
+                    p.among(&[1, 100], &[0]),
                 ),
                 2 => format!(
                     "kind = \"cyclictest\"\nname = \"w{w}\"\nthreads = {}\ninterval_us = {}\n\
                      priority = {}\nhistogram_us = {}\ntimer_slack_ns = {}\nmain_thread = {}\n{aff}",
-                    pick(4),
-                    [1, 100, 1000, 5000, 0][pick(5) as usize],
-                    [0, 1, 99, 100][pick(4) as usize],
-                    [1, 100, 5000, 0][pick(4) as usize],
-                    [0, 50_000][pick(2) as usize],
-                    pick(2) == 1,
+                    p.among(&[1, 2, 3], &[0]),
+                    p.among(&[1, 100, 1000, 5000], &[0]),
+                    p.among(&[0, 1, 99], &[100]),
+                    p.among(&[1, 100, 5000], &[0]),
+                    [0, 50_000][p.pick(2) as usize],
+                    p.pick(2) == 1,
                 ),
                 _ => {
-                    let n = 1 + pick(6) as usize;
+                    let n = 1 + p.pick(6) as usize;
                     let mut steps: Vec<String> = (0..n)
-                        .map(|_| match pick(11) {
-                            0 => format!("{{ op = \"compute\", us = {} }}", pick(200)),
-                            1 => format!("{{ op = \"compute\", exp_us = {}, kernel = true }}", pick(100)),
-                            2 => format!("{{ op = \"sleep\", uniform_us = [{}, {}], slack_ns = {} }}", pick(3), pick(300), [0, 50_000][pick(2) as usize]),
-                            3 => format!("{{ op = \"wait\", chan = \"{}\", block_cost_ns = {} }}", ["c", "d", "e"][pick(3) as usize], pick(3000)),
-                            4 => format!("{{ op = \"signal\", chan = \"{}\", sync = {}, wake_cost_ns = {} }}", ["c", "d"][pick(2) as usize], pick(2) == 1, pick(3000)),
-                            5 => format!("{{ op = \"spin\", chan = \"{}\", wfe = {} }}", ["c", "d"][pick(2) as usize], pick(2) == 1),
+                        .map(|_| match p.pick(11) {
+                            0 => format!("{{ op = \"compute\", us = {} }}", p.pick(200)),
+                            1 => format!("{{ op = \"compute\", exp_us = {}, kernel = true }}", p.pick(100)),
+                            2 => format!("{{ op = \"sleep\", uniform_us = [{}, {}], slack_ns = {} }}", p.pick(3), p.pick(300), [0, 50_000][p.pick(2) as usize]),
+                            3 => format!("{{ op = \"wait\", chan = \"{}\", block_cost_ns = {} }}", ["c", "d", "e"][p.pick(3) as usize], p.pick(3000)),
+                            4 => format!("{{ op = \"signal\", chan = \"{}\", sync = {}, wake_cost_ns = {} }}", ["c", "d"][p.pick(2) as usize], p.pick(2) == 1, p.pick(3000)),
+                            5 => format!("{{ op = \"spin\", chan = \"{}\", wfe = {} }}", ["c", "d"][p.pick(2) as usize], p.pick(2) == 1),
                             6 => "{ op = \"yield\" }".to_string(),
-                            7 => format!("{{ op = \"count\", counter = \"{}\" }}", ["n", "m"][pick(2) as usize]),
-                            8 => format!("{{ op = \"compute\", ns = {} }}", pick(2000)),
-                            9 => format!("{{ op = \"sleep\", us = {} }}", pick(50)),
-                            _ => format!("{{ op = \"loop\", to = {}, times = {} }}", pick(n as u64 + 1), pick(4)),
+                            7 => format!("{{ op = \"count\", counter = \"{}\" }}", ["n", "m"][p.pick(2) as usize]),
+                            8 => format!("{{ op = \"compute\", ns = {} }}", p.pick(2000)),
+                            9 => format!("{{ op = \"sleep\", us = {} }}", p.pick(50)),
+                            _ => format!("{{ op = \"loop\", to = {}, times = {} }}", p.pick(n as u64 + 1), p.pick(4)),
                         })
                         .collect();
-                    steps.push(match pick(4) {
+                    steps.push(match p.pick(4) {
                         0 => "{ op = \"exit\" }".to_string(),
                         1 => "{ op = \"yield\" }".to_string(),
-                        _ => format!("{{ op = \"loop\", to = {} }}", pick(n as u64)),
+                        _ => format!("{{ op = \"loop\", to = {} }}", p.pick(n as u64)),
                     });
-                    let policy = ["normal", "batch", "idle", "fifo", "rr"][pick(5) as usize];
-                    let prio = match pick(6) {
-                        0 => pick(101),
-                        _ if matches!(policy, "fifo" | "rr") => 1 + pick(99),
+                    let policy = ["normal", "batch", "idle", "fifo", "rr"][p.pick(5) as usize];
+                    let prio = match p.pick(6) {
+                        0 => p.pick(101),
+                        _ if matches!(policy, "fifo" | "rr") => 1 + p.pick(99),
                         _ => 0,
                     };
                     format!(
                         "kind = \"program\"\nname = \"w{w}\"\ncopies = {}\npolicy = \"{policy}\"\n\
                          rt_priority = {prio}\nnice = {}\nchannels = [\"c\", \"d\"]\ntokens = [{}]\n\
                          counters = [\"n\"]\nstart_us = {}\nsteps = [{}]\n{aff}",
-                        pick(4),
-                        pick(40) as i64 - 20,
-                        pick(3),
-                        [0, 0, 100, 100_000][pick(4) as usize],
+                        p.among(&[1, 2, 3], &[0]),
+                        p.pick(40) as i64 - 20,
+                        p.pick(3),
+                        [0, 0, 100, 100_000][p.pick(4) as usize],
                         steps.join(", ")
                     )
                 }
@@ -335,15 +342,41 @@ pub fn generate(u: &mut Unstructured) -> String {
     s
 }
 
+/// The fuzzer's choices. `among` takes an edge value (one the validator should refuse, or one at
+/// the limit) one time in 32, so most scenarios validate and run.
+struct Pick<'a, 'b>(&'a mut Unstructured<'b>);
+
+impl Pick<'_, '_> {
+    fn pick(&mut self, n: u64) -> u64 {
+        self.0.int_in_range(0..=n - 1).unwrap_or(0)
+    }
+    /// An index below `n`, or (the edge) `n` itself.
+    fn index(&mut self, n: u64) -> u64 {
+        let i = self.pick(n.max(1));
+        self.among(&[i], &[n])
+    }
+    fn among<T: Copy>(&mut self, usual: &[T], edge: &[T]) -> T {
+        if !edge.is_empty() && self.pick(32) == 31 {
+            edge[self.pick(edge.len() as u64) as usize]
+        } else {
+            usual[self.pick(usual.len() as u64) as usize]
+        }
+    }
+}
+
+/// The overrides that cut a run to `ms` simulated milliseconds with no warm-up.
+pub fn short(ms: u64) -> Vec<(String, String)> {
+    vec![
+        ("run.warmup_ms".to_string(), "0".to_string()),
+        ("run.duration_ms".to_string(), ms.to_string()),
+    ]
+}
+
 /// Loads `src` with the run shortened to `ms` simulated milliseconds (no warm-up); if it
 /// validates and is small enough, runs it with the engine's invariant checks on after every
 /// event. Panics if the run panics or does not reach its end.
 pub fn load_and_run(src: &str, ms: u64) {
-    let o = vec![
-        ("run.duration_ms".to_string(), ms.to_string()),
-        ("run.warmup_ms".to_string(), "0".to_string()),
-    ];
-    match vmsched_sched::load("fuzz.toml", src, &o) {
+    match vmsched_sched::load("fuzz.toml", src, &short(ms)) {
         Err(e) => check_error(&e, src),
         Ok(s) => {
             if !small_enough(&s) {
@@ -353,7 +386,46 @@ pub fn load_and_run(src: &str, ms: u64) {
             sim.set_debug_checks(true);
             sim.run();
             let r = sim.results();
-            assert_eq!(r.duration_ns, ms * 1_000_000, "the run stopped early:\n{src}");
+            assert_eq!(
+                r.duration_ns,
+                ms * 1_000_000,
+                "the run stopped early:\n{src}"
+            );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The generator is worth fuzzing with: from random bytes, a fair share of its scenarios
+    /// validate and run (the rest are refused naming a field).
+    #[test]
+    fn generated_scenarios_mostly_validate() {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let (mut ran, mut cases) = (0, 0);
+        for _ in 0..300 {
+            let bytes: Vec<u8> = (0..400)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x as u8
+                })
+                .collect();
+            let src = super::generate(&mut arbitrary::Unstructured::new(&bytes));
+            cases += 1;
+            let l = vmsched_sched::load("t.toml", &src, &super::short(2));
+            if let Ok(s) = l {
+                if super::small_enough(&s) {
+                    super::load_and_run(&src, 2);
+                    ran += 1;
+                }
+            }
+        }
+        eprintln!("{ran} of {cases} generated scenarios ran");
+        assert!(
+            ran * 6 > cases,
+            "only {ran} of {cases} generated scenarios validate"
+        );
     }
 }
