@@ -30,7 +30,7 @@ BUILD=(cargo +nightly fuzz build -s none -a)
 "${BUILD[@]}"  # every target
 
 # Seed corpora (generated, not committed): the shipped scenarios as they are for `scenario`,
-# behind a 0 byte for `run` (its text form), and behind each selector byte with a few overrides
+# behind a 0 byte for `run` (its text form, with generator inputs beside them), and behind each selector byte with a few overrides
 # for `overrides`.
 seed() {
     local t="$1" i=0
@@ -38,7 +38,16 @@ seed() {
     for f in ../python/vmsched/scenarios/*.toml; do
         case "$t" in
             scenario) cp "$f" "corpus/scenario/$(basename "$f")" ;;
-            run) { printf '\0'; cat "$f"; } >"corpus/run/$(basename "$f")" ;;
+            run)
+                { printf '\0'; cat "$f"; } >"corpus/run/$(basename "$f")"
+                # and 64 fixed pseudo-random byte strings for the generator (empty bytes give
+                # a scenario with no workload)
+                python3 -c 'import random, sys
+r = random.Random(int(sys.argv[1]))
+for k in range(64):
+    with open(f"corpus/run/gen-{sys.argv[1]}-{k}", "wb") as f:
+        f.write(bytes([1 + r.randrange(255)]) + r.randbytes(600))' "$i"
+                ;;
             overrides)
                 printf "\\x$(printf %02x "$i")run.duration_ms=5\nmachine.pcpus=4\n" >"corpus/overrides/cli-$i"
                 printf "\\x$(printf %02x "$i")domain.0.vcpus=2\ndomain.0.workload.0.copies=3\nhost.ratelimit_us=0\n" >"corpus/overrides/cli2-$i"
@@ -68,8 +77,12 @@ for t in "${targets[@]}"; do
     cargo +nightly fuzz run -s none -a "$t" -- "${args[@]}" 2>&1 |
         grep -E '^#[0-9]+ *DONE|Done [0-9]+ runs|stat::number_of_executed_units|ERROR|panicked|SUMMARY|Test unit written|^(thread|==)' || true
     # cargo fuzz exits non-zero on a crash; grep hides that status, so look for artifacts.
-    if compgen -G "artifacts/$t/*" >/dev/null; then
-        echo "fuzz $t: crash inputs in fuzz/artifacts/$t/" >&2
+    # A slow unit (over 10 s) is reported, not failed: the time-out (20 s) fails.
+    if compgen -G "artifacts/$t/slow-unit-*" >/dev/null; then
+        echo "fuzz $t: slow inputs (over 10 s) in fuzz/artifacts/$t/slow-unit-*" >&2
+    fi
+    if compgen -G "artifacts/$t/[a-rt-z]*-*" >/dev/null; then
+        echo "fuzz $t: crash, time-out or out-of-memory inputs in fuzz/artifacts/$t/" >&2
         exit 1
     fi
 done

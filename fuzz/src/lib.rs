@@ -372,18 +372,35 @@ pub fn short(ms: u64) -> Vec<(String, String)> {
     ]
 }
 
+/// The `run` target's budget of events for one input.
+pub const MAX_EVENTS: u64 = 200_000;
+
 /// Loads `src` with the run shortened to `ms` simulated milliseconds (no warm-up); if it
 /// validates and is small enough, runs it with the engine's invariant checks on after every
-/// event. Panics if the run panics or does not reach its end.
-pub fn load_and_run(src: &str, ms: u64) {
+/// event, for at most [`MAX_EVENTS`] events. Panics if the run panics or, within the budget,
+/// does not reach its end.
+pub fn load_and_run(src: &str, ms: u64) -> Outcome {
     match vmsched_sched::load("fuzz.toml", src, &short(ms)) {
-        Err(e) => check_error(&e, src),
+        Err(e) => {
+            check_error(&e, src);
+            Outcome::Refused
+        }
         Ok(s) => {
             if !small_enough(&s) {
-                return;
+                return Outcome::TooLarge;
             }
             let mut sim = vmsched_sched::build(&s);
             sim.set_debug_checks(true);
+            // In 20 µs steps, stopping after MAX_EVENTS: a scenario whose loops cost a
+            // nanosecond or two a round holds millions of events a simulated millisecond
+            // (docs/fuzzing.md), and the fuzzer's time is better spent on other inputs.
+            let end = sim.end();
+            while sim.now() < end {
+                sim.run_until((sim.now() + 20_000).min(end));
+                if sim.events() > MAX_EVENTS {
+                    return Outcome::OverBudget;
+                }
+            }
             sim.run();
             let r = sim.results();
             assert_eq!(
@@ -391,14 +408,44 @@ pub fn load_and_run(src: &str, ms: u64) {
                 ms * 1_000_000,
                 "the run stopped early:\n{src}"
             );
+            Outcome::Ran
         }
     }
 }
 
+/// What `load_and_run` did with a scenario.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Refused,
+    TooLarge,
+    OverBudget,
+    Ran,
+}
+
 #[cfg(test)]
 mod tests {
+    /// Prints the scenario behind a `run` input: `VMSCHED_FUZZ_INPUT=artifacts/run/<file> cargo
+    /// test --release --lib -- --ignored --nocapture show_run_input`.
+    #[test]
+    #[ignore = "a tool: prints the scenario of VMSCHED_FUZZ_INPUT"]
+    fn show_run_input() {
+        let data = std::fs::read(std::env::var("VMSCHED_FUZZ_INPUT").unwrap()).unwrap();
+        let Some((&head, rest)) = data.split_first() else {
+            return;
+        };
+        let src = if head == 0 {
+            String::from_utf8_lossy(rest).into_owned()
+        } else {
+            super::generate(&mut arbitrary::Unstructured::new(rest))
+        };
+        println!("{src}");
+        let t = std::time::Instant::now();
+        let o = super::load_and_run(&src, 2);
+        println!("# {o:?} in {:?}", t.elapsed());
+    }
+
     /// The generator is worth fuzzing with: from random bytes, a fair share of its scenarios
-    /// validate and run (the rest are refused naming a field).
+    /// validate and run to their end within the event budget.
     #[test]
     fn generated_scenarios_mostly_validate() {
         let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
@@ -414,12 +461,8 @@ mod tests {
                 .collect();
             let src = super::generate(&mut arbitrary::Unstructured::new(&bytes));
             cases += 1;
-            let l = vmsched_sched::load("t.toml", &src, &super::short(2));
-            if let Ok(s) = l {
-                if super::small_enough(&s) {
-                    super::load_and_run(&src, 2);
-                    ran += 1;
-                }
+            if super::load_and_run(&src, 2) == super::Outcome::Ran {
+                ran += 1;
             }
         }
         eprintln!("{ran} of {cases} generated scenarios ran");
