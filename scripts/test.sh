@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what vmsched needs, runs the linters (rustfmt check, clippy with warnings as errors,
 # ruff) and the whole test suite: Rust (unit, conformance, engine and scenario tests) and Python
-# (API, CLI, reproductions in their short form).
+# (API, CLI, reproductions in their short form), then the fuzz targets for a short fixed count
+# (scripts/fuzz.sh; installs nightly and cargo-fuzz if missing).
 # VMSCHED_SLOW=1 also runs the full-length reproductions.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,3 +22,7 @@ echo "== Python tests =="
 # Run from tests/ so that `import vmsched` is the installed package, not the source folder.
 cd tests
 python3 -m pytest -q -p no:cacheprovider .
+
+echo "== fuzz: each cargo-fuzz target for a short fixed count (scripts/fuzz.sh) =="
+cd ..
+scripts/fuzz.sh
