@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what vmsched needs, runs the linters (rustfmt check, clippy with warnings as errors,
-# ruff) and the whole test suite: Rust (unit, conformance, engine and scenario tests) and Python
-# (API, CLI, reproductions in their short form), then the fuzz targets for a short fixed count
-# (scripts/fuzz.sh; installs nightly and cargo-fuzz if missing).
+# ruff) and the whole test suite: Rust (unit, conformance, engine and scenario tests), the fuzz
+# targets for a short fixed count (scripts/fuzz.sh; installs nightly and cargo-fuzz if missing),
+# and Python last (API, CLI, reproductions in their short form), so pytest's count closes the log.
 # VMSCHED_SLOW=1 also runs the full-length reproductions.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,11 +18,10 @@ python3 -m ruff check python tests
 echo "== Rust tests =="
 cargo test --workspace --exclude vmsched-py --quiet
 
+echo "== fuzz: each cargo-fuzz target for a short fixed count (scripts/fuzz.sh) =="
+scripts/fuzz.sh
+
 echo "== Python tests =="
 # Run from tests/ so that `import vmsched` is the installed package, not the source folder.
 cd tests
 python3 -m pytest -q -p no:cacheprovider .
-
-echo "== fuzz: each cargo-fuzz target for a short fixed count (scripts/fuzz.sh) =="
-cd ..
-scripts/fuzz.sh
