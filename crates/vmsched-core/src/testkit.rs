@@ -30,7 +30,12 @@ pub struct Harness<S: Scheduler> {
     pub paused: Vec<bool>,
 }
 
-/// Default parameters for test entity `i` on `ncpus` CPUs: weight 256, nice 0, any CPU.
+// ------------------------------------------------------------------------------------------
+// Entity parameters
+// ------------------------------------------------------------------------------------------
+
+/// Default parameters for test entity `i` on `ncpus` CPUs: weight 256, nice 0, any CPU, first
+/// placed on CPU `i % ncpus`.
 pub fn params(i: usize, ncpus: usize) -> EntityParams {
     EntityParams {
         name: format!("e{i}"),
@@ -43,16 +48,100 @@ pub fn params(i: usize, ncpus: usize) -> EntityParams {
     }
 }
 
+/// `params(i, ncpus)` hard-pinned to CPU `cpu` (and first placed there).
+pub fn pinned(i: usize, ncpus: usize, cpu: u32) -> EntityParams {
+    pinned_to(params(i, ncpus), cpu)
+}
+
+/// `p` hard-pinned to CPU `cpu` (and first placed there); soft affinity unchanged.
+pub fn pinned_to(mut p: EntityParams, cpu: u32) -> EntityParams {
+    p.hard_affinity = CpuSet::single(CpuId(cpu));
+    p.initial_cpu = CpuId(cpu);
+    p
+}
+
+/// `params(i, ncpus)` free to run anywhere but first placed on CPU `initial`.
+pub fn placed_on(i: usize, ncpus: usize, initial: u32) -> EntityParams {
+    let mut p = params(i, ncpus);
+    p.initial_cpu = CpuId(initial);
+    p
+}
+
+/// Default parameters with a chosen name and group (domain or task group), allowed on the first
+/// `ncpus` CPUs and first placed on CPU 0: for entities built with `SimBuilder` by name.
+pub fn named(name: &str, group: u32, ncpus: usize) -> EntityParams {
+    EntityParams {
+        name: name.into(),
+        group,
+        xen: XenAttr::default(),
+        linux: LinuxAttr::default(),
+        hard_affinity: CpuSet::first_n(ncpus),
+        soft_affinity: CpuSet::first_n(ncpus),
+        initial_cpu: CpuId(0),
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Topologies
+// ------------------------------------------------------------------------------------------
+
+/// `n` CPUs on one socket, one core each, one shared LLC (the harness's default machine).
+pub fn flat(n: usize) -> Vec<CpuTopo> {
+    (0..n)
+        .map(|c| CpuTopo {
+            core: c as u32,
+            ..Default::default()
+        })
+        .collect()
+}
+
+/// `n` CPUs (`n` even) on one socket as SMT pairs: CPUs `2k` and `2k + 1` are the two threads
+/// of core `k`.
+pub fn smt_pairs(n: usize) -> Vec<CpuTopo> {
+    (0..n as u32)
+        .map(|c| CpuTopo {
+            core: c / 2,
+            thread: c % 2,
+            ..Default::default()
+        })
+        .collect()
+}
+
+/// `sockets` sockets of `cores` single-thread cores, one NUMA node per socket: CPU `c` is core
+/// `c % cores` of socket and node `c / cores`.
+pub fn sockets(sockets: usize, cores: usize) -> Vec<CpuTopo> {
+    let cores = cores as u32;
+    (0..sockets as u32 * cores)
+        .map(|c| CpuTopo {
+            socket: c / cores,
+            core: c % cores,
+            node: c / cores,
+            ..Default::default()
+        })
+        .collect()
+}
+
+/// `n` single-thread cores on one socket, split into last-level-cache domains of `per_llc`
+/// consecutive CPUs.
+pub fn llcs(n: usize, per_llc: usize) -> Vec<CpuTopo> {
+    let per = per_llc as u32;
+    (0..n as u32)
+        .map(|c| CpuTopo {
+            core: c,
+            llc: c / per,
+            ..Default::default()
+        })
+        .collect()
+}
+
+// ------------------------------------------------------------------------------------------
+// Harness
+// ------------------------------------------------------------------------------------------
+
 impl<S: Scheduler> Harness<S> {
     /// `ncpus` CPUs on one socket, one core each, one shared LLC.
     pub fn new(sched: S, ncpus: usize, ents: Vec<EntityParams>) -> Self {
-        let topo = (0..ncpus)
-            .map(|c| CpuTopo {
-                core: c as u32,
-                ..Default::default()
-            })
-            .collect();
-        Self::with_topology(sched, topo, ents)
+        Self::with_topology(sched, flat(ncpus), ents)
     }
 
     pub fn with_topology(sched: S, topo: Vec<CpuTopo>, ents: Vec<EntityParams>) -> Self {

@@ -3,16 +3,8 @@
 //! Each test drives one level through `vmsched_core::testkit::Harness`, which also asserts on
 //! every pick that the entity is runnable, inside its hard affinity and not running elsewhere.
 
-use vmsched_core::testkit::{params, Harness};
-use vmsched_core::{
-    CpuId, CpuSet, EntityParams, Scheduler, WakeCause, WakeInfo, NS_PER_MS, NS_PER_S,
-};
-
-fn pinned_to(mut p: EntityParams, c: u32) -> EntityParams {
-    p.hard_affinity = CpuSet::single(CpuId(c));
-    p.initial_cpu = CpuId(c);
-    p
-}
+use vmsched_core::testkit::{flat, params, pinned_to, Harness};
+use vmsched_core::{CpuId, Scheduler, WakeCause, WakeInfo, NS_PER_MS, NS_PER_S};
 
 /// A lone entity gets its CPU at once and keeps it.
 fn lone_entity_runs<S: Scheduler>(s: S) {
@@ -284,13 +276,7 @@ fn credit2(n: usize) -> vmsched_sched::host::credit2::Credit2Sched {
 }
 
 fn cfs(n: usize) -> vmsched_sched::guest::cfs::CfsSched {
-    let topo: Vec<vmsched_core::CpuTopo> = (0..n)
-        .map(|c| vmsched_core::CpuTopo {
-            core: c as u32,
-            ..Default::default()
-        })
-        .collect();
-    vmsched_sched::guest::cfs::Cfs::sched(Default::default(), &topo)
+    vmsched_sched::guest::cfs::Cfs::sched(Default::default(), &flat(n))
 }
 
 host_conformance!(credit2_host, credit2);

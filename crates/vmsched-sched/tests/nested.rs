@@ -3,23 +3,12 @@
 //! it, down to the physical one, runs it.
 
 use vmsched_core::sim::{LevelOpts, SimBuilder};
+use vmsched_core::testkit::named;
 use vmsched_core::workload::cpu_loop::CpuLoopConfig;
 use vmsched_core::workload::program::{ProgramConfig, StepConfig};
-use vmsched_core::{CpuId, CpuSet, CpuTopo, EntityParams, LinuxAttr, Policy, XenAttr, NS_PER_S};
+use vmsched_core::{CpuTopo, Policy, NS_PER_S};
 use vmsched_sched::guest::cfs::Cfs;
 use vmsched_sched::host::credit2::Credit2;
-
-fn params(name: &str, group: u32) -> EntityParams {
-    EntityParams {
-        name: name.into(),
-        group,
-        xen: XenAttr::default(),
-        linux: LinuxAttr::default(),
-        hard_affinity: CpuSet::single(CpuId(0)),
-        soft_affinity: CpuSet::single(CpuId(0)),
-        initial_cpu: CpuId(0),
-    }
-}
 
 #[test]
 fn a_nested_guest_runs_only_when_every_level_runs_it() {
@@ -38,20 +27,20 @@ fn a_nested_guest_runs_only_when_every_level_runs_it() {
         Box::new(Credit2::sched(Default::default(), &topo, 1)),
         LevelOpts::default(),
     );
-    b.add_vcpu(l0, l1, params("l1.v0", 0), CpuTopo::default());
+    b.add_vcpu(l0, l1, named("l1.v0", 0, 1), CpuTopo::default());
     let other = b.add_level(
         "other",
         Box::new(Cfs::sched(Default::default(), &topo)),
         LevelOpts::default(),
     );
-    b.add_vcpu(l0, other, params("other.v0", 1), CpuTopo::default());
+    b.add_vcpu(l0, other, named("other.v0", 1, 1), CpuTopo::default());
     // L2: a Linux guest of the L1 hypervisor, counting 1 ms compute steps.
     let l2 = b.add_level(
         "l2",
         Box::new(Cfs::sched(Default::default(), &topo)),
         LevelOpts::default(),
     );
-    b.add_vcpu(l1, l2, params("l2.v0", 0), CpuTopo::default());
+    b.add_vcpu(l1, l2, named("l2.v0", 0, 1), CpuTopo::default());
     let prog = ProgramConfig {
         name: "p".into(),
         copies: 1,
@@ -79,7 +68,7 @@ fn a_nested_guest_runs_only_when_every_level_runs_it() {
             StepConfig::Loop { to: 0, times: None },
         ],
     };
-    b.add_workload(l2, prog.build(), |_| params("p.0", 0));
+    b.add_workload(l2, prog.build(), |_| named("p.0", 0, 1));
     let hog = CpuLoopConfig {
         name: "hog".into(),
         copies: 1,
@@ -87,7 +76,7 @@ fn a_nested_guest_runs_only_when_every_level_runs_it() {
         affinity: None,
         pin_each: false,
     };
-    b.add_workload(other, hog.build(1), |_| params("hog.0", 0));
+    b.add_workload(other, hog.build(1), |_| named("hog.0", 0, 1));
     let mut sim = b.build(2 * NS_PER_S, 0, 0);
     sim.set_debug_checks(true);
     sim.run();

@@ -6,11 +6,12 @@
 use std::sync::{Arc, Mutex};
 
 use vmsched_core::sim::{LevelOpts, SimBuilder};
+use vmsched_core::testkit::named;
 use vmsched_core::workload::cpu_loop::CpuLoopConfig;
 use vmsched_core::workload::program::{ProgramConfig, StepConfig};
 use vmsched_core::{
-    CpuId, CpuSet, CpuTopo, EntityId, EntityParams, LinuxAttr, Pick, Policy, RunState, SchedCtx,
-    Scheduler, WakeCause, WakeInfo, XenAttr, NS_PER_MS, NS_PER_S,
+    CpuId, CpuSet, CpuTopo, EntityId, Pick, Policy, RunState, SchedCtx, Scheduler, WakeCause,
+    WakeInfo, NS_PER_MS, NS_PER_S,
 };
 use vmsched_sched::guest::cfs::Cfs;
 use vmsched_sched::host::credit2::Credit2;
@@ -69,18 +70,6 @@ impl<S: Scheduler> Scheduler for Recorder<S> {
     }
 }
 
-fn params(name: &str, group: u32, cpus: usize) -> EntityParams {
-    EntityParams {
-        name: name.into(),
-        group,
-        xen: XenAttr::default(),
-        linux: LinuxAttr::default(),
-        hard_affinity: CpuSet::first_n(cpus),
-        soft_affinity: CpuSet::first_n(cpus),
-        initial_cpu: CpuId(0),
-    }
-}
-
 fn ms_step(ms: u64) -> StepConfig {
     StepConfig::Compute {
         ns: None,
@@ -116,7 +105,7 @@ fn wake_info_carries_cause_waker_and_cpu() {
         }),
         LevelOpts::default(),
     );
-    b.add_vcpu(host, g, params("g.v0", 0, 1), CpuTopo::default());
+    b.add_vcpu(host, g, named("g.v0", 0, 1), CpuTopo::default());
     let pingpong = ProgramConfig {
         name: "pp".into(),
         copies: 2,
@@ -143,7 +132,7 @@ fn wake_info_carries_cause_waker_and_cpu() {
             StepConfig::Loop { to: 0, times: None },
         ],
     };
-    b.add_workload(g, pingpong.build(), |i| params(&format!("pp.{i}"), 0, 1));
+    b.add_workload(g, pingpong.build(), |i| named(&format!("pp.{i}"), 0, 1));
     let sleeper = ProgramConfig {
         name: "sl".into(),
         copies: 1,
@@ -162,7 +151,7 @@ fn wake_info_carries_cause_waker_and_cpu() {
         ],
         ..pingpong.clone()
     };
-    b.add_workload(g, sleeper.build(), |_| params("sl.0", 0, 1));
+    b.add_workload(g, sleeper.build(), |_| named("sl.0", 0, 1));
     let mut sim = b.build(100 * NS_PER_MS, 0, 0);
     sim.set_debug_checks(true);
     sim.run();
@@ -234,7 +223,7 @@ fn cpu_info_tells_preempted_from_halted() {
             LevelOpts::default(),
         );
         for v in 0..2 {
-            let mut p = params(&format!("{name}.v{v}"), d as u32, 1);
+            let mut p = named(&format!("{name}.v{v}"), d as u32, 1);
             p.hard_affinity = CpuSet::single(CpuId(0));
             b.add_vcpu(host, l, p, gtopo[v]);
         }
@@ -246,7 +235,7 @@ fn cpu_info_tells_preempted_from_halted() {
             pin_each: true,
         };
         b.add_workload(l, hog.build(2), |i| {
-            let mut p = params(&format!("{name}.hog{i}"), 0, 2);
+            let mut p = named(&format!("{name}.hog{i}"), 0, 2);
             p.hard_affinity = CpuSet::single(CpuId(i as u32));
             p.initial_cpu = CpuId(i as u32);
             p

@@ -7,9 +7,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use vmsched_core::sim::{LevelOpts, SimBuilder, Simulation, STALL_LOOKS, WATCH_EVERY};
+use vmsched_core::testkit::named;
 use vmsched_core::workload::program::{ProgramConfig, StepConfig};
 use vmsched_core::workload::{Dist, Step};
-use vmsched_core::{CpuId, CpuSet, CpuTopo, EntityParams, LinuxAttr, Policy, XenAttr, NS_PER_S};
+use vmsched_core::{CpuTopo, Policy, NS_PER_S};
 use vmsched_sched::guest::cfs::Cfs;
 use vmsched_sched::host::credit2::Credit2;
 
@@ -27,18 +28,6 @@ vcpus = 1
 scheduler = "cfs"
 "#;
 
-fn params(name: &str) -> EntityParams {
-    EntityParams {
-        name: name.into(),
-        group: 0,
-        xen: XenAttr::default(),
-        linux: LinuxAttr::default(),
-        hard_affinity: CpuSet::single(CpuId(0)),
-        soft_affinity: CpuSet::single(CpuId(0)),
-        initial_cpu: CpuId(0),
-    }
-}
-
 /// One pCPU, one vCPU, one task 'spin' running `program` (not validated).
 fn lone_task(program: Vec<Step>) -> Simulation {
     let topo = [CpuTopo::default()];
@@ -54,7 +43,7 @@ fn lone_task(program: Vec<Step>) -> Simulation {
         Box::new(Cfs::sched(Default::default(), &topo)),
         LevelOpts::default(),
     );
-    b.add_vcpu(host, guest, params("v0"), CpuTopo::default());
+    b.add_vcpu(host, guest, named("v0", 0, 1), CpuTopo::default());
     let valid = ProgramConfig {
         name: "spin".into(),
         copies: 1,
@@ -81,7 +70,7 @@ fn lone_task(program: Vec<Step>) -> Simulation {
     };
     let mut spec = valid.build();
     spec.tasks[0].program = program;
-    b.add_workload(guest, spec, |_| params("spin.0"));
+    b.add_workload(guest, spec, |_| named("spin.0", 0, 1));
     b.build(NS_PER_S, 0, 0)
 }
 

@@ -1,7 +1,7 @@
 //! ERRATA X3's table on the full simulator: two CPU-bound vCPUs of two domains pinned to one
 //! pCPU, under each Credit2 release and ratelimit of the table, run through the whole engine
 //! (guest CFS levels, the Xen core's timer slop and timer entry latency), and the host switches
-//! of the pCPU give the slices. The unit-level twin is `credit2_tests/runtime.rs`.
+//! of the pCPU give the slices. The unit-level twin is `host/credit2/tests/runtime.rs`.
 
 use vmsched_core::trace::Record;
 

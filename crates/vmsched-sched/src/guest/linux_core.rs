@@ -709,7 +709,7 @@ mod tests {
     use super::*;
     use crate::guest::cfs::{Cfs, CfsParams};
     use vmsched_core::sched::{CpuTopo, WakeCause};
-    use vmsched_core::testkit::{params, Harness};
+    use vmsched_core::testkit::{flat, params, Harness};
     use vmsched_core::time::ms;
 
     /// SCHED_FIFO without priorities: a FIFO per CPU, the task stays on its initial CPU.
@@ -765,12 +765,7 @@ mod tests {
     type WithFifo = LinuxCore<Cfs, Fifo>;
 
     fn with_fifo(ncpus: usize, ents: Vec<vmsched_core::EntityParams>) -> Harness<WithFifo> {
-        let topo: Vec<CpuTopo> = (0..ncpus)
-            .map(|c| CpuTopo {
-                core: c as u32,
-                ..Default::default()
-            })
-            .collect();
+        let topo = flat(ncpus);
         let cfs = Cfs::new(CfsParams::default(), &topo);
         let core = LinuxCore::with_classes(
             "cfs+fifo",

@@ -96,7 +96,7 @@
 //! tickling, candidate, slice). Beside it, in `credit2/`: `runqueue.rs` (arrangement by
 //! topology, SMT idleness, assignment and the sorted runqueue), `balance.rs` (load tracking,
 //! placement, migration, balancing) and `caps.rs` (budgets, parking, replenishment). The unit
-//! tests are in `credit2_tests/`, one file per topic.
+//! tests are in `credit2/tests.rs` (shared helpers) and `credit2/tests/`, one file per topic.
 
 use vmsched_core::cpuset::{CpuSet, MAX_CPUS};
 use vmsched_core::ids::{CpuId, EntityId};
@@ -993,5 +993,4 @@ impl XenOps for Credit2 {
 }
 
 #[cfg(test)]
-#[path = "credit2_tests/mod.rs"]
 mod tests;

@@ -3,7 +3,7 @@
 
 use super::*;
 use vmsched_core::sched::{EntityParams, RunState, SchedCtx, Scheduler, WakeCause};
-use vmsched_core::testkit::{params, Harness};
+use vmsched_core::testkit::{flat, params, pinned, placed_on, Harness};
 use vmsched_core::time::ms;
 
 mod balance;
@@ -14,35 +14,13 @@ const A: u32 = 0;
 const B: u32 = 1;
 const C: u32 = 2;
 
-fn topo(n: usize) -> Vec<CpuTopo> {
-    (0..n)
-        .map(|c| CpuTopo {
-            core: c as u32,
-            ..Default::default()
-        })
-        .collect()
-}
-
 fn harness_with(p: CfsParams, n: usize, ents: Vec<EntityParams>) -> Harness<CfsSched> {
-    let t = topo(n);
+    let t = flat(n);
     Harness::with_topology(Cfs::sched(p, &t), t, ents)
 }
 
 fn harness(n: usize, ents: Vec<EntityParams>) -> Harness<CfsSched> {
     harness_with(CfsParams::default(), n, ents)
-}
-
-fn pinned(i: usize, n: usize, cpu: u32) -> EntityParams {
-    let mut p = params(i, n);
-    p.hard_affinity = CpuSet::single(CpuId(cpu));
-    p.initial_cpu = CpuId(cpu);
-    p
-}
-
-fn free(i: usize, n: usize, initial: u32) -> EntityParams {
-    let mut p = params(i, n);
-    p.initial_cpu = CpuId(initial);
-    p
 }
 
 fn vr(h: &Harness<CfsSched>, e: u32) -> i64 {
@@ -305,7 +283,7 @@ fn new_task_start_debit() {
 /// §1.9/§1.16: fork placement takes an idle allowed vCPU, keeping the relative vruntime.
 #[test]
 fn new_task_goes_to_an_idle_vcpu() {
-    let mut h = harness(4, vec![pinned(0, 4, 0), free(1, 4, 0)]);
+    let mut h = harness(4, vec![pinned(0, 4, 0), placed_on(1, 4, 0)]);
     start(&mut h, A);
     h.advance(ms(10));
     h.tick(0);

@@ -6,7 +6,10 @@ use super::*;
 
 /// Two vCPUs: A runs on 0 with B queued behind it, X (pinned to 1) runs on 1.
 fn lb_setup() -> Harness<CfsSched> {
-    let mut h = harness(2, vec![free(0, 2, 0), free(1, 2, 0), pinned(2, 2, 1)]);
+    let mut h = harness(
+        2,
+        vec![placed_on(0, 2, 0), placed_on(1, 2, 0), pinned(2, 2, 1)],
+    );
     start(&mut h, C);
     start(&mut h, A);
     wake(&mut h, B); // prev 0 busy, 1 busy: queued on 0
@@ -71,9 +74,9 @@ fn periodic_balance_moves_load_not_pinned_tasks() {
     // Task 0 (pinned to vCPU 0) is the coldest queued task: it must be skipped.
     let ents = vec![
         pinned(0, 2, 0),
-        free(1, 2, 0),
-        free(2, 2, 0),
-        free(3, 2, 0),
+        placed_on(1, 2, 0),
+        placed_on(2, 2, 0),
+        placed_on(3, 2, 0),
         pinned(4, 2, 1),
     ];
     let mut h = harness(2, ents);

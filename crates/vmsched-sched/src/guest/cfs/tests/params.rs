@@ -15,7 +15,7 @@ fn tunables_scale_logarithmically_with_vcpus() {
         (8, 24_000_000, 3_000_000, 4_000_000),
         (16, 24_000_000, 3_000_000, 4_000_000),
     ] {
-        let c = Cfs::new(CfsParams::default(), &topo(n));
+        let c = Cfs::new(CfsParams::default(), &flat(n));
         assert_eq!(
             (c.tun.latency, c.tun.min_gran, c.tun.wakeup_gran),
             (lat, min_gran, wake_gran),
@@ -33,7 +33,7 @@ fn tunable_scaling_none_and_linear() {
         sched_tunable_scaling: 0,
         ..Default::default()
     };
-    let c = Cfs::new(none, &topo(4));
+    let c = Cfs::new(none, &flat(4));
     assert_eq!(
         (c.tun.latency, c.tun.min_gran, c.tun.wakeup_gran),
         (6_000_000, 750_000, 1_000_000)
@@ -42,12 +42,12 @@ fn tunable_scaling_none_and_linear() {
         sched_tunable_scaling: 2,
         ..Default::default()
     };
-    let c = Cfs::new(linear.clone(), &topo(3));
+    let c = Cfs::new(linear.clone(), &flat(3));
     assert_eq!(
         (c.tun.latency, c.tun.min_gran, c.tun.wakeup_gran),
         (18_000_000, 2_250_000, 3_000_000)
     );
-    let c = Cfs::new(linear, &topo(16));
+    let c = Cfs::new(linear, &flat(16));
     assert_eq!(c.tun.latency, 48_000_000);
 }
 
@@ -60,7 +60,7 @@ fn tunable_overrides_win() {
         sched_wakeup_granularity_ns: Some(0),
         ..Default::default()
     };
-    let c = Cfs::new(p, &topo(4));
+    let c = Cfs::new(p, &flat(4));
     assert_eq!(
         (c.tun.latency, c.tun.min_gran, c.tun.wakeup_gran),
         (10_000_000, 1_000_000, 0)
@@ -81,7 +81,7 @@ fn tick_period_follows_hz() {
                 hz,
                 ..Default::default()
             },
-            &topo(1),
+            &flat(1),
         );
         assert_eq!(c.tick_period(), Some(ns));
     }
@@ -176,6 +176,6 @@ fn new_panics_on_invalid_params() {
             hz: 0,
             ..Default::default()
         },
-        &topo(1),
+        &flat(1),
     );
 }

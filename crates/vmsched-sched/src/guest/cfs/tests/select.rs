@@ -1,6 +1,7 @@
 //! CPU selection at wake-up (§1.16): wake_affine, select_idle_sibling, wake_wide, affinity.
 
 use super::*;
+use vmsched_core::testkit::{llcs, smt_pairs};
 
 // --- §1.16 CPU selection --------------------------------------------------------------------------
 
@@ -9,7 +10,7 @@ const P: u32 = 1; // the wakee, last ran on vCPU 1
 
 /// W on vCPU 0, P free with prev vCPU 1, fillers pinned on vCPUs 1..=3; `busy` fillers run.
 fn sis_setup(busy: &[u32], p: CfsParams) -> Harness<CfsSched> {
-    let mut ents = vec![pinned(0, 4, 0), free(1, 4, 1)];
+    let mut ents = vec![pinned(0, 4, 0), placed_on(1, 4, 1)];
     for c in 1..4 {
         ents.push(pinned(1 + c as usize, 4, c));
     }
@@ -45,15 +46,9 @@ fn idle_prev_beats_the_scan() {
 /// LLC even though its prev vCPU (other LLC) is idle; without sync WA_WEIGHT keeps prev.
 #[test]
 fn sync_wakeup_pulls_across_llcs() {
-    let t: Vec<CpuTopo> = (0..4)
-        .map(|c| CpuTopo {
-            core: c,
-            llc: c / 2,
-            ..Default::default()
-        })
-        .collect();
+    let t = llcs(4, 2);
     for (sync, want) in [(true, 1), (false, 2)] {
-        let ents = vec![pinned(0, 4, 0), free(1, 4, 2)];
+        let ents = vec![pinned(0, 4, 0), placed_on(1, 4, 2)];
         let mut h = Harness::with_topology(Cfs::sched(CfsParams::default(), &t), t.clone(), ents);
         start(&mut h, W);
         wake_from(&mut h, P, 0, sync);
@@ -212,7 +207,7 @@ fn recent_used_cpu_is_tried_before_the_scan() {
 /// §1.16: a vCPU running only SCHED_IDLE tasks counts as idle for placement.
 #[test]
 fn sched_idle_cpu_counts_as_idle() {
-    let mut ents = vec![pinned(0, 2, 0), free(1, 2, 0)];
+    let mut ents = vec![pinned(0, 2, 0), placed_on(1, 2, 0)];
     let mut bg = pinned(2, 2, 1);
     bg.linux.policy = Policy::Idle;
     ents.push(bg);
@@ -231,14 +226,8 @@ fn sched_idle_cpu_counts_as_idle() {
 /// §1.16: with SMT siblings, a wholly idle core is preferred over an idle sibling of a busy core.
 #[test]
 fn idle_core_preferred_with_smt() {
-    let t: Vec<CpuTopo> = (0..4)
-        .map(|c| CpuTopo {
-            core: c / 2,
-            thread: c % 2,
-            ..Default::default()
-        })
-        .collect();
-    let ents = vec![pinned(0, 4, 0), free(1, 4, 0)];
+    let t = smt_pairs(4);
+    let ents = vec![pinned(0, 4, 0), placed_on(1, 4, 0)];
     let mut h = Harness::with_topology(Cfs::sched(CfsParams::default(), &t), t, ents);
     assert!(h.sched.cls.fair.smt);
     start(&mut h, A);

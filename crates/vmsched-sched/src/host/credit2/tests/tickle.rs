@@ -2,6 +2,7 @@
 //! ends (X2), the last 50 µs of the window (X12), and the re-queue at `context_saved`.
 
 use super::*;
+use vmsched_core::testkit::smt_pairs;
 
 #[test]
 fn x14_unpreemptable_within_ratelimit_minus_50us_and_nothing_tickled() {
@@ -68,13 +69,7 @@ fn x2_waiter_runs_only_at_the_slice_end() {
 #[test]
 fn tickle_prefers_a_fully_idle_core() {
     // Two cores of two threads: CPUs 0,1 on core 0; CPUs 2,3 on core 1.
-    let topo: Vec<CpuTopo> = (0..4)
-        .map(|c| CpuTopo {
-            core: c / 2,
-            thread: c % 2,
-            ..Default::default()
-        })
-        .collect();
+    let topo = smt_pairs(4);
     for (savings, expect) in [(false, 2), (true, 1)] {
         let p = Credit2Params {
             smt_power_savings: savings,

@@ -5,7 +5,7 @@
 
 use super::*;
 use vmsched_core::sched::{EntityParams, Request, SchedCtx, Scheduler};
-use vmsched_core::testkit::{params, Harness};
+use vmsched_core::testkit::{flat, params, pinned, Harness};
 use vmsched_core::time::{ms, us, Nanos, SimTime};
 
 const MS: i64 = 1_000_000;
@@ -25,16 +25,6 @@ mod tickle;
 // Helpers
 // ------------------------------------------------------------------------------------------
 
-/// One socket, one core per CPU (the harness's default machine).
-fn flat(n: usize) -> Vec<CpuTopo> {
-    (0..n)
-        .map(|c| CpuTopo {
-            core: c as u32,
-            ..Default::default()
-        })
-        .collect()
-}
-
 /// Credit2 on the Xen core with timers entered exactly (`timer_entry_ns = 0`): the harness's
 /// `Sim` models the entry latency itself, and the hook-level tests want exact slices.
 fn harness(p: Credit2Params, topo: Vec<CpuTopo>, ents: Vec<EntityParams>) -> Harness<Credit2Sched> {
@@ -52,13 +42,6 @@ fn flat_harness(p: Credit2Params, ncpus: usize, nents: usize) -> Harness<Credit2
         flat(ncpus),
         (0..nents).map(|i| params(i, ncpus)).collect(),
     )
-}
-
-fn pinned(i: usize, ncpus: usize, cpu: u32) -> EntityParams {
-    let mut p = params(i, ncpus);
-    p.hard_affinity = CpuSet::single(CpuId(cpu));
-    p.initial_cpu = CpuId(cpu);
-    p
 }
 
 fn rl(ratelimit_us: u64) -> Credit2Params {

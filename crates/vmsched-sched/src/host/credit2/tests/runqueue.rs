@@ -1,6 +1,7 @@
 //! Runqueue arrangement by topology (§3.4, X4) and placement at insertion.
 
 use super::*;
+use vmsched_core::testkit::{smt_pairs, sockets};
 
 #[test]
 fn arm_topology_is_one_runqueue() {
@@ -50,25 +51,12 @@ fn cpu_arrangement_is_one_runqueue_per_cpu_and_socket_splits_sockets() {
         (0..4).map(|c| s.runqueue_of(CpuId(c))).collect::<Vec<_>>(),
         vec![0, 1, 2, 3]
     );
-    let topo: Vec<CpuTopo> = (0..8)
-        .map(|c| CpuTopo {
-            socket: c / 4,
-            core: c % 4,
-            node: c / 4,
-            ..Default::default()
-        })
-        .collect();
+    let topo = sockets(2, 4);
     let s = Credit2::new(Credit2Params::default(), &topo, 1);
     assert_eq!(s.nr_runqueues(), 2);
     assert_eq!(s.rqs[1].active, CpuSet::from_ids(4..8));
     // core arrangement with SMT pairs: siblings share a runqueue.
-    let topo: Vec<CpuTopo> = (0..4)
-        .map(|c| CpuTopo {
-            core: c / 2,
-            thread: c % 2,
-            ..Default::default()
-        })
-        .collect();
+    let topo = smt_pairs(4);
     let s = Credit2::new(
         Credit2Params {
             runqueue: RunqueueArrangement::Core,
