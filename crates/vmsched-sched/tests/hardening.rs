@@ -768,11 +768,9 @@ fn a_refused_step_is_reported_at_its_own_line() {
 // ---- fuzz findings (docs/fuzzing.md) -----------------------------------------------------------
 
 /// Found by the `overrides` fuzz target (under `VMSCHED_FUZZ_LOCATED=1`) and the `run` target's
-/// generator: load errors that name no field. The override's error names neither field nor
-/// line; the version's names only its table's line. Item 1 of issue 18 (every error names the
-/// field) is being done elsewhere (scenario.rs's error type), so this is left to that work.
+/// generator: load errors that named no field (an override of a field the workload kind lacks;
+/// an unmodelled Xen version). Both name their field since the error paths of issue 18 item 1.
 #[test]
-#[ignore = "issue 18 item 1 (error messages, owned elsewhere): these errors name no field"]
 fn errors_found_by_fuzzing_name_their_field() {
     // An override naming a field the workload kind does not have.
     let src =
