@@ -6,12 +6,13 @@
 //! `nr_timers()` and a deadline not in the past.
 //!
 //! Common cases: a lone entity, progress, idle CPUs taking wake-ups, affinity, work conservation,
-//! block and wake, yield. Per level: parameter change (weight at a host level, nice at a guest
-//! level), removal, timers and determinism over a scripted run of every hook (with the level's
-//! own parameter change), and at a host level pause.
+//! block and wake, a wake-up rescheduling a CPU in the entity's affinity, yield. Per level:
+//! parameter change (weight at a host level, nice at a guest level), removal, timers and
+//! determinism over a scripted run of every hook (with the level's own parameter change), and at
+//! a host level pause.
 
 use vmsched_core::testkit::{flat, params, pinned, pinned_to, placed_on, Harness};
-use vmsched_core::{CpuId, Request, Scheduler, WakeCause, WakeInfo, NS_PER_MS, NS_PER_S};
+use vmsched_core::{CpuId, CpuSet, Request, Scheduler, WakeCause, WakeInfo, NS_PER_MS, NS_PER_S};
 
 /// A lone entity gets its CPU at once and keeps it.
 fn lone_entity_runs<S: Scheduler>(s: S) {
@@ -265,6 +266,37 @@ fn block_and_wake<S: Scheduler>(s: S) {
     assert_eq!(a + b, 500 * NS_PER_MS, "the CPU idled with work");
 }
 
+/// Wake on idle CPUs: an entity allowed on CPUs 1 and 2 of 3 idle CPUs, woken after it blocked,
+/// gets a reschedule of a CPU in its affinity and runs there once that is delivered (nothing
+/// else is runnable).
+fn wake_reschedules_cpu_in_affinity<S: Scheduler>(s: S) {
+    let mut p = placed_on(0, 3, 1);
+    p.hard_affinity = CpuSet::from_ids([1, 2]);
+    let mut h = Harness::new(s, 3, vec![p]);
+    for round in 0..3 {
+        h.wake(0, WakeInfo::of(WakeCause::Event));
+        let asked = h.take_resched();
+        assert!(
+            asked.iter().any(|c| *c == 1 || *c == 2),
+            "round {round}: a wake of an entity on CPUs 1-2 asked for {asked:?}"
+        );
+        for c in asked {
+            h.schedule(c);
+        }
+        h.pump();
+        let on = h.ents[0].on_cpu.map(|c| c.0);
+        assert!(matches!(on, Some(1 | 2)), "round {round}: runs on {on:?}");
+        h.run_for(5 * NS_PER_MS, NS_PER_MS);
+        h.block(0);
+        h.pump();
+        h.run_for(5 * NS_PER_MS, NS_PER_MS);
+        assert!(
+            (0..3).all(|c| h.curr(c).is_none()),
+            "round {round}: not idle"
+        );
+    }
+}
+
 /// Yield: a lone runnable entity that yields is picked again (a yield never idles a CPU with
 /// work), and two entities on one CPU that yield whenever they run both keep running. What a
 /// yield does to a competitor differs (Credit2 biases the yielder's credit by `YIELD_BIAS`, CFS
@@ -443,6 +475,10 @@ macro_rules! common_conformance {
             #[test]
             fn block_and_wake() {
                 super::block_and_wake($ctor(1));
+            }
+            #[test]
+            fn wake_reschedules_cpu_in_affinity() {
+                super::wake_reschedules_cpu_in_affinity($ctor(3));
             }
             #[test]
             fn yield_keeps_cpu_busy() {
