@@ -243,10 +243,23 @@ impl<S: Scheduler> Harness<S> {
         self.pump();
     }
 
-    /// Applies pending requests until none are left: timers are recorded, reschedules delivered.
+    /// Applies pending requests until none are left: timers are recorded (asserting each key is
+    /// below `nr_timers()` and no deadline is in the past), reschedules delivered.
     pub fn pump(&mut self) {
         for _ in 0..1000 {
             for (k, at) in self.take_timers() {
+                let nt = self.sched_timers.len();
+                assert!(
+                    (k as usize) < nt,
+                    "timer key {k} not below nr_timers() = {nt}"
+                );
+                if let Some(t) = at {
+                    assert!(
+                        t >= self.now,
+                        "timer {k} armed at {t}, before now {}",
+                        self.now
+                    );
+                }
                 self.sched_timers[k as usize] = at;
             }
             self.take_pauses();
@@ -290,11 +303,14 @@ impl<S: Scheduler> Harness<S> {
         self.schedule(cpu.0)
     }
 
-    /// Runs `schedule(cpu)` and applies the pick.
+    /// Runs `schedule(cpu)` and applies the pick (asserting a present slice is positive).
     pub fn schedule(&mut self, cpu: u32) -> Pick {
         let c = CpuId(cpu);
         let pick = self.with_ctx(|s, ctx| s.schedule(ctx, c));
         let prev = self.cpus[c.idx()].curr;
+        if let Some(d) = pick.slice {
+            assert!(d > 0, "an empty slice on CPU {cpu}: {pick:?}");
+        }
         if let Some(n) = pick.next {
             let info = &self.ents[n.idx()];
             assert!(info.runnable, "picked a non-runnable entity {n:?}");
