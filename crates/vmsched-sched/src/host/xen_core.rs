@@ -459,6 +459,17 @@ mod tests {
     use vmsched_core::time::ms;
 
     /// One pCPU; timers entered exactly unless `p` sets `timer_entry_ns` (see `one_cpu_entry`).
+    /// The policy-timer requests the harness has applied, as (key, deadline).
+    fn timer_requests(h: &Harness<Credit2Sched>) -> Vec<(u32, Option<SimTime>)> {
+        h.requests
+            .iter()
+            .filter_map(|r| match r {
+                Request::Timer(k, at) => Some((*k, *at)),
+                _ => None,
+            })
+            .collect()
+    }
+
     fn one_cpu(p: Credit2Params, caps: &[u32]) -> Harness<Credit2Sched> {
         one_cpu_entry(
             Credit2Params {
@@ -511,14 +522,7 @@ mod tests {
             ..Default::default()
         };
         let h = one_cpu(p, &[50]);
-        let timers: Vec<_> = h
-            .requests
-            .iter()
-            .filter_map(|r| match r {
-                Request::Timer(k, at) => Some((*k, *at)),
-                _ => None,
-            })
-            .collect();
+        let timers = timer_requests(&h);
         assert_eq!(timers, vec![(0, Some(ms(15)))], "period 10 ms, slop 15 ms");
     }
 
@@ -535,14 +539,7 @@ mod tests {
         h.wake(0, WakeInfo::default());
         assert_eq!(h.schedule(0).slice, Some(ms(10) + 3_000));
         let h = one_cpu_entry(p, &[50]);
-        let timers: Vec<_> = h
-            .requests
-            .iter()
-            .filter_map(|r| match r {
-                Request::Timer(k, at) => Some((*k, *at)),
-                _ => None,
-            })
-            .collect();
+        let timers = timer_requests(&h);
         assert_eq!(timers, vec![(0, Some(ms(10) + 3_000))]);
         // The default is 1 µs.
         assert_eq!(
