@@ -83,6 +83,10 @@ struct Level {
     /// run's seed and the level's name (stream `tick-phase/<name>`); every CPU of the level
     /// ticks on the same grid unless the level skews its ticks ([`LevelOpts::skew_tick`]).
     tick_phase: Nanos,
+    /// The level exists: false for the guest of a domain not created yet or already destroyed
+    /// (`[[domain]] create_at_ms`/`destroy_at_ms`). Nothing reaches a dead level's CPUs: its
+    /// ticks are not armed and its events do not wake the vCPUs behind them.
+    alive: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -540,6 +544,9 @@ impl Simulation {
     /// Wakes the vCPU behind `c` if it is halted, so a pending guest event (of `cause`) gets
     /// delivered.
     fn kick_backing(&mut self, c: GCpu, cause: WakeCause) {
+        if !self.levels[self.cpus[c.idx()].level.idx()].alive {
+            return;
+        }
         if let Some(b) = self.cpus[c.idx()].backing {
             let (l, e) = (self.ents[b.idx()].level, self.ents[b.idx()].local);
             if !self.levels[l.idx()].ent_info[e.idx()].runnable {
@@ -752,6 +759,14 @@ impl Simulation {
             if self.ents[b.idx()].state == RunState::Running {
                 self.block_entity(b);
             }
+        }
+    }
+
+    /// Arms CPU `c`'s tick if its level ticks periodically (idle or busy) and exists.
+    fn start_periodic_tick(&mut self, c: GCpu) {
+        let lv = &self.levels[self.cpus[c.idx()].level.idx()];
+        if lv.alive && lv.opts.tick_periodic && lv.tick_period.is_some() {
+            self.arm_tick(c);
         }
     }
 

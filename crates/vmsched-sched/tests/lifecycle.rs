@@ -423,3 +423,40 @@ fn a_destroyed_domains_tasks_are_offline() {
     assert_eq!(t.final_state, vmsched_core::RunState::Offline);
     assert!(t.running_ns > 0 && t.running_ns <= 1000 * NS_PER_MS);
 }
+
+/// A guest that does not exist yet, or no longer does, gets nothing: its periodic ticks start
+/// at its creation, and neither a tick nor a leftover sleep timer wakes its vCPU before it is
+/// created or after it is destroyed (found in review: a periodic tick armed at build woke the
+/// vCPU of a domain not yet created, which the host scheduler had never been given).
+#[test]
+fn nothing_reaches_a_guest_before_its_creation_or_after_its_destruction() {
+    let src = TWO_DOMAINS_ONE_PCPU.replace(
+        "[[domain]]\nname = \"b\"\nvcpus = 1\n[domain.sched]\nscheduler = \"cfs\"\n\
+         [[domain.workload]]\nkind = \"cpu_loop\"\nname = \"loop\"\n",
+        "[[domain]]\nname = \"b\"\nvcpus = 1\ncreate_at_ms = 1000\ndestroy_at_ms = 2000\n\
+         [domain.kernel]\ntick = \"periodic\"\n[domain.sched]\nscheduler = \"cfs\"\n\
+         [[domain.workload]]\nkind = \"cyclictest\"\nname = \"ct\"\nmain_thread = false\n",
+    );
+    assert!(src.contains("periodic") && src.contains("cyclictest"));
+    let r = run_cut(&src, &[1000, 2000, 3000]);
+    let b = |i: usize| r[i].entities.iter().find(|e| e.name == "b.v0").unwrap();
+    assert_eq!(
+        b(0).offline_ns,
+        1000 * NS_PER_MS,
+        "b.v0 before its creation"
+    );
+    assert_eq!(b(0).running_ns + b(0).runnable_ns, 0);
+    // Alive, its ticks and its cyclictest's timers wake the halted vCPU.
+    assert!(b(1).running_ns > 0, "b runs while it exists");
+    assert_eq!(
+        b(2).running_ns,
+        b(1).running_ns,
+        "b ran after its destruction"
+    );
+    assert_eq!(
+        b(2).runnable_ns,
+        b(1).runnable_ns,
+        "b queued after its destruction"
+    );
+    assert_eq!(b(2).offline_ns - b(1).offline_ns, 1000 * NS_PER_MS);
+}

@@ -45,12 +45,10 @@ impl Simulation {
         for (at, _, _, slot) in starts {
             self.q.arm(slot, at);
         }
-        // A periodic tick runs on every CPU from boot, busy or not.
+        // A periodic tick runs on every CPU from boot, busy or not (a level that does not
+        // exist yet starts its ticks when it is created).
         for c in 0..self.cpus.len() {
-            let lv = &self.levels[self.cpus[c].level.idx()];
-            if lv.opts.tick_periodic && lv.tick_period.is_some() {
-                self.arm_tick(GCpu(c as u32));
-            }
+            self.start_periodic_tick(GCpu(c as u32));
         }
     }
 }
@@ -121,6 +119,7 @@ impl SimBuilder {
             timer_slots,
             tick_period,
             tick_phase: 0,
+            alive: true,
         });
         l
     }
@@ -295,7 +294,6 @@ impl SimBuilder {
             self.sim.q.arm(w, warmup);
         }
         let mut sim = self.sim;
-        sim.order_ties(self.seed);
         sim.end = duration;
         sim.warmup = warmup;
         sim.sample_every = sample_every;
@@ -314,6 +312,7 @@ impl SimBuilder {
             })
             .collect();
         for &(_, _, guest) in &created {
+            sim.levels[guest.idx()].alive = false;
             for t in 0..sim.tasks.len() {
                 let g = sim.tasks[t].ent;
                 if sim.ents[g.idx()].level == guest {
@@ -322,6 +321,7 @@ impl SimBuilder {
                 }
             }
         }
+        sim.order_ties(self.seed);
         for l in 0..sim.levels.len() {
             for e in 0..sim.levels[l].ent_info.len() {
                 let group = sim.levels[l].ent_info[e].params.group;

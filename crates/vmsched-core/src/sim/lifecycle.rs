@@ -192,6 +192,12 @@ impl Simulation {
             self.set_runstate(g, RunState::Blocked);
             self.with_sched(level, |s, ctx| s.insert(ctx, EntityId(k as u32)));
         }
+        // The guest exists from now on; a periodic tick starts on each of its CPUs.
+        self.levels[guest.idx()].alive = true;
+        for k in 0..self.levels[guest.idx()].cpu_g.len() {
+            let c = self.levels[guest.idx()].cpu_g[k];
+            self.start_periodic_tick(c);
+        }
         // Boot: every task of the guest that is not a fork slot starts, at its start time
         // counted from now.
         for w in 0..self.wls.len() {
@@ -235,6 +241,13 @@ impl Simulation {
                 self.set_runstate(g, RunState::Offline);
             }
             self.with_sched(level, |s, ctx| s.remove(ctx, EntityId(k as u32)));
+        }
+        // The guest is gone: nothing reaches its CPUs any more (no tick, no wake-up of its
+        // vCPUs by a leftover timer).
+        self.levels[guest.idx()].alive = false;
+        for k in 0..self.levels[guest.idx()].cpu_g.len() {
+            let c = self.levels[guest.idx()].cpu_g[k];
+            self.q.cancel(self.cpus[c.idx()].tick_slot);
         }
         // The guest is gone: its tasks no longer exist (its level never runs again, so no hook
         // of it is called and nothing changes these runstates).
