@@ -83,16 +83,6 @@ impl SimBuilder {
 }
 
 impl Simulation {
-    /// The entities of `group` at level `l`, in id order.
-    fn group_members(&self, l: LevelId, group: u32) -> impl Iterator<Item = EntityId> + '_ {
-        self.levels[l.idx()]
-            .ent_info
-            .iter()
-            .enumerate()
-            .filter(move |(_, e)| e.params.group == group)
-            .map(|(i, _)| EntityId(i as u32))
-    }
-
     /// Timeline event `i` fires.
     #[cold]
     #[inline(never)]
@@ -294,10 +284,5 @@ impl Simulation {
         self.set_runstate(g, RunState::Offline);
         let (l, e) = (self.ents[g.idx()].level, self.ents[g.idx()].local);
         self.with_sched(l, |s, ctx| s.remove(ctx, e));
-    }
-
-    /// The entities of `group` at level `l` (for tests).
-    pub fn group_entities(&self, l: LevelId, group: u32) -> Vec<EntityId> {
-        self.group_members(l, group).collect()
     }
 }

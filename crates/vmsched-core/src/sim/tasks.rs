@@ -195,7 +195,7 @@ impl Simulation {
                     wake_cost,
                 } => {
                     self.tasks[t].pc += 1;
-                    let woke = self.signal(wl, chan, Some(c), sync);
+                    let woke = self.signal(wl, chan, t, c, sync);
                     if woke && wake_cost > 0 {
                         self.begin_compute(t, wake_cost, true);
                         return;
@@ -358,18 +358,23 @@ impl Simulation {
         }
     }
 
-    /// Puts a token into a channel; returns whether a sleeping waiter was woken.
-    pub(super) fn signal(&mut self, wl: usize, chan: Chan, from: Option<GCpu>, sync: bool) -> bool {
+    /// Task `from`, running on CPU `c`, puts a token into a channel; returns whether a sleeping
+    /// waiter was woken.
+    pub(super) fn signal(
+        &mut self,
+        wl: usize,
+        chan: Chan,
+        from: usize,
+        c: GCpu,
+        sync: bool,
+    ) -> bool {
         let ch = &mut self.wls[wl].chans[chan as usize];
         if let Some(w) = ch.waiters.pop_front() {
             self.tasks[w].phase = Phase::Ready;
-            let waker_cpu = from.map(|c| self.cpus[c.idx()].local);
-            // The signalling task is current on `from`, at the wakee's level (one workload
-            // lives at one level).
-            let waker = from.and_then(|c| {
-                let cs = &self.cpus[c.idx()];
-                self.levels[cs.level.idx()].cpu_info[cs.local.idx()].curr
-            });
+            // The signaller is current on `c`, at the wakee's level (one workload lives at one
+            // level).
+            let waker_cpu = Some(self.cpus[c.idx()].local);
+            let waker = Some(self.ents[self.tasks[from].ent.idx()].local);
             let g = self.tasks[w].ent;
             self.wake_entity(
                 g,

@@ -138,28 +138,32 @@ impl Simulation {
     #[cold]
     #[inline(never)]
     pub(super) fn trace_resched(&mut self, c: GCpu) {
-        let cs = &self.cpus[c.idx()];
-        let r = Record::Resched {
-            t: self.now,
-            level: cs.level,
+        let (t, level, held) = self.cpu_instant(c);
+        self.record(Record::Resched {
+            t,
+            level,
             cpu: c,
-            held: !cs.executing,
-        };
-        self.record(r);
+            held,
+        });
     }
 
     /// The tick of `c` fires; held if `c` is a vCPU that is not executing.
     #[cold]
     #[inline(never)]
     pub(super) fn trace_tick(&mut self, c: GCpu) {
-        let cs = &self.cpus[c.idx()];
-        let r = Record::Tick {
-            t: self.now,
-            level: cs.level,
+        let (t, level, held) = self.cpu_instant(c);
+        self.record(Record::Tick {
+            t,
+            level,
             cpu: c,
-            held: !cs.executing,
-        };
-        self.record(r);
+            held,
+        });
+    }
+
+    /// Now, `c`'s level, and whether what reaches `c` is held (a vCPU that is not executing).
+    fn cpu_instant(&self, c: GCpu) -> (SimTime, LevelId, bool) {
+        let cs = &self.cpus[c.idx()];
+        (self.now, cs.level, !cs.executing)
     }
 
     /// Task `t`'s sleep timer fires on the CPU it was armed on.

@@ -806,8 +806,9 @@ impl XenOps for Credit2 {
     /// Xen: csched2_unit_wake. Queues `e` on the runqueue of `processor(e)` and tickles.
     /// A parked vCPU is not runnable for Xen, which calls no hook; it is queued when unparked.
     fn wake(&mut self, ctx: &mut XenCtx, e: EntityId, _info: WakeInfo) {
+        // The core calls this only for a runnable unit (no pause flag: XenOps::wake).
         let u = &self.units[e.idx()];
-        if ctx.cpu(u.processor).curr == Some(e) || u.on_runq || !self.runnable(ctx, e) {
+        if ctx.cpu(u.processor).curr == Some(e) || u.on_runq {
             return;
         }
         if u.scheduled {

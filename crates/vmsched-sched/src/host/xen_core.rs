@@ -278,12 +278,6 @@ impl<P: XenOps> XenCore<P> {
         XenCore::with_timers(ops, TIMER_SLOP_DEFAULT_NS, TIMER_ENTRY_DEFAULT_NS)
     }
 
-    /// The core around `ops` with `timer_slop` = `slop_ns` and no timer entry latency (timers
-    /// entered exactly at their expiry).
-    pub fn with_timer_slop(ops: P, slop_ns: Nanos) -> Self {
-        XenCore::with_timers(ops, slop_ns, 0)
-    }
-
     /// The core around `ops` with `timer_slop` = `slop_ns` and a timer entry latency of
     /// `entry_ns`.
     pub fn with_timers(ops: P, slop_ns: Nanos, entry_ns: Nanos) -> Self {
@@ -308,11 +302,6 @@ impl<P: XenOps> XenCore<P> {
     /// Whether `_VPF_parked` is set on `e`.
     pub fn is_parked(&self, e: EntityId) -> bool {
         self.pause[e.idx()] & VPF_PARKED != 0
-    }
-
-    /// Whether `_VPF_migrating` is set on `e`.
-    pub fn is_migrating(&self, e: EntityId) -> bool {
-        self.pause[e.idx()] & VPF_MIGRATING != 0
     }
 
     /// Runs `f` on the policy with a context of the level (what the core does around every
