@@ -544,12 +544,24 @@ impl Simulation {
             return;
         }
         if let Some(g) = self.curr_of(c) {
-            if let EntKind::Task(t) = self.ents[g.idx()].kind {
-                let task = &self.tasks[t];
-                let lv = &self.levels[self.cpus[c.idx()].level.idx()];
-                if task.phase == Phase::Computing && task.kernel && !lv.opts.preempt_full {
-                    self.cpus[c.idx()].need_resched = true;
-                    return;
+            match self.ents[g.idx()].kind {
+                EntKind::Task(t) => {
+                    let task = &self.tasks[t];
+                    let lv = &self.levels[self.cpus[c.idx()].level.idx()];
+                    if task.phase == Phase::Computing && task.kernel && !lv.opts.preempt_full {
+                        self.cpus[c.idx()].need_resched = true;
+                        return;
+                    }
+                }
+                EntKind::Vcpu(vc) => {
+                    if self.q.is_armed(self.cpus[vc.idx()].halt_slot) {
+                        // The vCPU sits in its halt window and its pCPU is asked to reschedule:
+                        // the poll gives up and the vCPU blocks (KVM: `kvm_vcpu_can_poll` sees
+                        // need_resched).
+                        self.q.cancel(self.cpus[vc.idx()].halt_slot);
+                        self.block_entity(g);
+                        return;
+                    }
                 }
             }
         }
