@@ -184,7 +184,6 @@ impl ExitModel {
     /// The preset of a guest: `hv` on `arch` with `vwfi`, a guest of type `guest` (validation
     /// has refused the combinations that do not exist), `trap_ns` the spin trap's round trip,
     /// `poll_ns` KVM's halt-polling window (None: its default), then the two costs.
-    #[allow(clippy::too_many_arguments)]
     pub fn for_guest(
         hv: Hypervisor,
         arch: Arch,
