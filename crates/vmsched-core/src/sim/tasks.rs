@@ -1,5 +1,5 @@
 //! Tasks: interpreting their step programs, their progress while their CPU executes, sleep
-//! timers with slack, channels, spinning and trapped WFE.
+//! timers with slack, channels, spinning and trapped spin-waits (WFE, PAUSE loops).
 
 use super::*;
 
@@ -62,7 +62,7 @@ impl Simulation {
 
     pub(super) fn compute_done(&mut self, t: usize) {
         if self.tasks[t].spinning.is_some() {
-            self.wfe_trap(t);
+            self.spin_trap(t);
             return;
         }
         let task = &mut self.tasks[t];
@@ -87,7 +87,7 @@ impl Simulation {
 
     /// A trappable spin-wait (WFE, a PAUSE loop) traps to the host: its vCPU yields, then spins
     /// on. A directed yield (KVM) is a plain yield for now (crate::hv::Spin::DirectedYield).
-    pub(super) fn wfe_trap(&mut self, t: usize) {
+    pub(super) fn spin_trap(&mut self, t: usize) {
         let c = self
             .task_cpu(t)
             .expect("invariant: a spinning task is on a CPU");
