@@ -6,6 +6,7 @@
 //! schedulers live in `vmsched-sched`. It has no Python in it.
 
 pub mod cpuset;
+pub mod hv;
 pub mod ids;
 pub mod queue;
 pub mod sched;

@@ -18,6 +18,8 @@ const NOT_QUEUED: u32 = u32::MAX;
 /// Heap arity: a 4-ary heap is shallower than a binary one and keeps a node's children in one
 /// cache line, which matters because every event is one pop and usually one arm.
 const ARITY: usize = 4;
+// `sift_down`'s tournament is written for four children.
+const _: () = assert!(ARITY == 4);
 
 #[derive(Clone, Copy, Debug)]
 struct Entry {
@@ -160,19 +162,31 @@ impl EventQueue {
         let n = self.heap.len();
         loop {
             let first = ARITY * i + 1;
-            if first >= n {
-                break;
-            }
-            let last = (first + ARITY).min(n);
-            let mut c = first;
-            let mut ck = self.heap[first].key;
-            for j in first + 1..last {
-                let k = self.heap[j].key;
-                if k < ck {
-                    c = j;
-                    ck = k;
+            let (c, ck) = if first + ARITY <= n {
+                // A full node (the common case): the least of four keys by a tournament, with
+                // no loop and one bounds check. Keys are unique (the sequence number), so the
+                // least child is the one a scan would find.
+                let ch: &[Entry; ARITY] = self.heap[first..first + ARITY]
+                    .try_into()
+                    .expect("a full node has ARITY children");
+                let (a, ak) = least(0, ch[0].key, 1, ch[1].key);
+                let (b, bk) = least(2, ch[2].key, 3, ch[3].key);
+                let (m, mk) = least(a, ak, b, bk);
+                (first + m, mk)
+            } else if first < n {
+                let mut c = first;
+                let mut ck = self.heap[first].key;
+                for j in first + 1..n {
+                    let k = self.heap[j].key;
+                    if k < ck {
+                        c = j;
+                        ck = k;
+                    }
                 }
-            }
+                (c, ck)
+            } else {
+                break;
+            };
             if ck >= e.key {
                 break;
             }
@@ -183,6 +197,16 @@ impl EventQueue {
         }
         self.heap[i] = e;
         self.pos[e.slot.0 as usize] = i as u32;
+    }
+}
+
+/// The smaller of two (index, key) pairs.
+#[inline(always)]
+fn least(a: usize, ak: u128, b: usize, bk: u128) -> (usize, u128) {
+    if bk < ak {
+        (b, bk)
+    } else {
+        (a, ak)
     }
 }
 

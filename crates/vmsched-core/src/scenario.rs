@@ -160,9 +160,42 @@ pub struct MachineConfig {
     /// Xen's `vwfi=` on Arm: "trap" (default: WFI blocks the vCPU, WFE yields it) or "native".
     #[serde(default)]
     pub vwfi: Vwfi,
-    /// Round trip of a trapped WFE (guest exit, yield, re-entry).
+    /// Round trip of a trapped spin-wait (guest exit, yield, re-entry): a trapped WFE on Arm, a
+    /// PAUSE-loop exit on x86 (about the default `ple_window` of 4096 cycles).
     #[serde(default = "d_wfe_trap")]
     pub wfe_trap_ns: u64,
+    /// The hypervisor: "xen" (default) or "kvm"; with `arch`, `vwfi` and each domain's
+    /// `guest_type` it selects the exit model (`hv::ExitModel::for_guest`).
+    #[serde(default)]
+    pub hypervisor: Hypervisor,
+    /// KVM's `halt_poll_ns` (default `KVM_HALT_POLL_NS_DEFAULT`: 200000 on x86, 500000 on
+    /// arm64; 0 turns polling off). Only with `hypervisor = "kvm"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub halt_poll_ns: Option<u64>,
+    /// Latency of the kick that wakes a halted vCPU for a guest event (default 0).
+    #[serde(default)]
+    pub kick_ns: u64,
+    /// Cost of the trap on a vCPU's halt path (hypercall or HLT/WFI exit; default 0).
+    #[serde(default)]
+    pub hypercall_ns: u64,
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Hypervisor {
+    #[default]
+    Xen,
+    Kvm,
+}
+
+/// A guest's virtualization mode (xl.cfg `type`): it decides which exits exist.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum GuestType {
+    /// Paravirtualized (Xen x86 only): the idle loop blocks by hypercall; PAUSE is not trapped.
+    Pv,
+    /// Hardware-virtualized: HLT/WFI and PAUSE-loop/WFE exits.
+    Hvm,
 }
 
 fn d_wfe_trap() -> u64 {
@@ -200,6 +233,48 @@ impl MachineConfig {
             ));
         }
         Ok(())
+    }
+
+    /// The hypervisor's options: costs bounded, `halt_poll_ns` only for KVM, `vwfi = "native"`
+    /// only on Arm (Xen's `vwfi=` and KVM's `wfi_trap_policy` exist only there).
+    fn validate_hv(&self) -> Result<(), (String, String)> {
+        check_ns("machine.kick_ns", self.kick_ns)?;
+        check_ns("machine.hypercall_ns", self.hypercall_ns)?;
+        if let Some(p) = self.halt_poll_ns {
+            check_ns("machine.halt_poll_ns", p)?;
+            if self.hypervisor != Hypervisor::Kvm {
+                return Err((
+                    "machine.halt_poll_ns".into(),
+                    "is KVM's halt-polling window: set machine.hypervisor = \"kvm\" or remove it"
+                        .into(),
+                ));
+            }
+        }
+        if self.vwfi == Vwfi::Native && self.arch != Arch::Arm64 {
+            return Err((
+                "machine.vwfi".into(),
+                "\"native\" exists only with arch = \"arm64\" (WFI/WFE trapping is an Arm option)"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// A domain's guest type: `given`, or the default of the hypervisor and architecture ("pv"
+    /// for Xen on x86, as xl's `type`; "hvm" otherwise). Err: a type that does not exist there.
+    pub fn guest_type(&self, given: Option<GuestType>) -> Result<GuestType, String> {
+        let xen_x86 = self.hypervisor == Hypervisor::Xen && self.arch == Arch::X86;
+        match given {
+            None if xen_x86 => Ok(GuestType::Pv),
+            None | Some(GuestType::Hvm) => Ok(GuestType::Hvm),
+            Some(GuestType::Pv) if xen_x86 => Ok(GuestType::Pv),
+            Some(GuestType::Pv) => Err(match self.hypervisor {
+                Hypervisor::Kvm => "\"pv\" needs Xen: KVM guests are \"hvm\"".into(),
+                Hypervisor::Xen => {
+                    "\"pv\" exists only on x86: Xen on Arm guests are \"hvm\"".into()
+                }
+            }),
+        }
     }
 
     /// The physical CPUs' topology.
@@ -257,6 +332,10 @@ pub struct DomainConfig<G> {
     /// `xl destroy` during the run (ms): the vCPUs leave the host scheduler; figures are kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub destroy_at_ms: Option<u64>,
+    /// "pv" or "hvm" (xl.cfg `type`); default: "pv" for Xen on x86 (xl's default there), "hvm"
+    /// otherwise (Xen on Arm and KVM have only hardware-virtualized guests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guest_type: Option<GuestType>,
 }
 
 fn d_weight() -> u32 {
@@ -493,6 +572,7 @@ where
         check_ns("machine.ipi_latency_ns", m.ipi_latency_ns)?;
         check_ns("machine.ctxsw_cost_ns", m.ctxsw_cost_ns)?;
         check_ns("machine.wfe_trap_ns", m.wfe_trap_ns)?;
+        m.validate_hv()?;
         self.run.validate()?;
         self.host
             .check()
@@ -505,6 +585,8 @@ where
         }
         for (i, d) in self.domains.iter().enumerate() {
             let at = |f: &str| format!("domain.{i}.{f}");
+            m.guest_type(d.guest_type)
+                .map_err(|e| (at("guest_type"), e))?;
             if self.domains[..i].iter().any(|o| o.name == d.name) {
                 return Err((
                     at("name"),

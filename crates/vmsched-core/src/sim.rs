@@ -11,9 +11,13 @@
 //! subtracts steal time only when the guest accounts it ([`LevelClock`]).
 //!
 //! **Guest events wait for their vCPU.** A reschedule request, a tick or a task's timer aimed at
-//! a vCPU that is not executing is kept pending and delivered when the vCPU next runs; if the vCPU
-//! is halted (blocked at the host) it is first woken through the host scheduler's wake path
-//! (Xen: the virtual timer or event channel kicks the vCPU; ERRATA X4).
+//! a vCPU that is not executing is kept pending ([`PendingIrqs`]) and delivered when the vCPU
+//! next runs; if the vCPU is halted (blocked at the host) it is first woken through the host
+//! scheduler's wake path (Xen: the virtual timer or event channel kicks the vCPU; ERRATA X4).
+//!
+//! **Exits.** What an idle vCPU does (block, poll, stay), what a trappable spin does and what a
+//! kick costs is the guest level's [`ExitModel`] (crate::hv): the loop asks the model and never
+//! looks at the hypervisor or the architecture.
 //!
 //! **The loop.** Pop the earliest slot, handle it, then run the FIFO of follow-up actions it
 //! caused (deliveries of reschedule requests, task steps to interpret) at the same instant.
@@ -27,6 +31,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use crate::hv::{ExitModel, HaltWindow, PendingIrqs};
 use crate::ids::{CpuId, EntityId, GCpu, GEnt, LevelId};
 use crate::metrics::LatHist;
 use crate::queue::{EventQueue, SlotId};
@@ -52,12 +57,10 @@ pub struct LevelOpts {
     /// Cost of switching entities on a CPU of this level, paid by the incoming entity before it
     /// makes progress (tasks only).
     pub ctxsw_cost: Nanos,
-    /// Guest levels on Arm: WFI and WFE are not trapped (Xen `vwfi=native`): an idle vCPU keeps
-    /// its pCPU instead of blocking, and a WFE spin does not yield.
-    pub vwfi_native: bool,
-    /// Round trip of a trapped WFE (guest → hypervisor yield → guest); a `Spin` step with `wfe`
-    /// yields the vCPU to the host after every such interval (ERRATA X4). 0: WFE is not trapped.
-    pub wfe_trap: Nanos,
+    /// Guest levels: what the hypervisor does with this guest's idle vCPUs, trappable spins
+    /// and kicks (crate::hv). The default is Xen's x86 PV guest: block at once, no spin traps,
+    /// no costs.
+    pub exit: ExitModel,
     /// The tick keeps running on an idle CPU (Linux without `CONFIG_NO_HZ_IDLE`): a halted vCPU
     /// is woken by every tick. False (the default): NO_HZ idle, no tick while the CPU is idle.
     pub tick_periodic: bool,
@@ -104,11 +107,19 @@ struct CpuState {
     sched_slot: SlotId,
     resched_slot: SlotId,
     tick_slot: SlotId,
-    pending_resched: bool,
-    pending_tick: bool,
+    /// The end of the window in which an idle vCPU stays on its pCPU before it blocks
+    /// ([`HaltWindow::After`]: KVM's halt-polling, the cost of the block hypercall).
+    halt_slot: SlotId,
+    /// The delayed wake of a halted vCPU ([`ExitModel::kick_ns`] > 0), and the cause it carries.
+    kick_slot: SlotId,
+    kick_cause: WakeCause,
+    /// The vCPU was preempted while in its halt window: the window is over, it blocks as soon as
+    /// it runs idle again (KVM stops polling when another task wants the pCPU).
+    halt_due: bool,
+    /// Guest events held while the vCPU is away.
+    pending: PendingIrqs,
     /// A reschedule waiting for the current task's system call to end.
     need_resched: bool,
-    pending_timers: Vec<usize>,
     /// Tasks whose sleep timer is armed on this CPU (for slack coalescing, ERRATA W1).
     armed_timers: Vec<usize>,
 }
@@ -161,8 +172,6 @@ struct Task {
     overhead: Nanos,
     kernel: bool,
     spinning: Option<Chan>,
-    /// The current spin waits with WFE, trapping to the host.
-    spin_wfe: bool,
     run_since: Option<SimTime>,
     /// CPU time the task really executed (its CPU chain ran it), up to `run_since`.
     executed: Nanos,
@@ -204,6 +213,10 @@ enum SlotKind {
     SchedTimer(GCpu),
     Resched(GCpu),
     Tick(GCpu),
+    /// A vCPU's halt window ends.
+    Halt(GCpu),
+    /// A halted vCPU's delayed kick.
+    Kick(GCpu),
     TaskDone(usize),
     TaskTimer(usize),
     TaskStart(usize),
@@ -467,6 +480,8 @@ impl Simulation {
         match self.slot_kind[slot.0 as usize] {
             SlotKind::SchedTimer(c) | SlotKind::Resched(c) => self.deliver_resched(c),
             SlotKind::Tick(c) => self.deliver_tick(c),
+            SlotKind::Halt(c) => self.halt_window_over(c),
+            SlotKind::Kick(c) => self.kicked(c),
             SlotKind::TaskDone(t) => self.compute_done(t),
             SlotKind::TaskTimer(t) => self.task_timer(t),
             SlotKind::TaskStart(t) => {
@@ -524,17 +539,29 @@ impl Simulation {
     fn deliver_resched(&mut self, c: GCpu) {
         emit!(self.trace_resched(c));
         if !self.cpus[c.idx()].executing {
-            self.cpus[c.idx()].pending_resched = true;
+            self.cpus[c.idx()].pending.raise(PendingIrqs::RESCHED);
             self.kick_backing(c, WakeCause::Ipi);
             return;
         }
         if let Some(g) = self.curr_of(c) {
-            if let EntKind::Task(t) = self.ents[g.idx()].kind {
-                let task = &self.tasks[t];
-                let lv = &self.levels[self.cpus[c.idx()].level.idx()];
-                if task.phase == Phase::Computing && task.kernel && !lv.opts.preempt_full {
-                    self.cpus[c.idx()].need_resched = true;
-                    return;
+            match self.ents[g.idx()].kind {
+                EntKind::Task(t) => {
+                    let task = &self.tasks[t];
+                    let lv = &self.levels[self.cpus[c.idx()].level.idx()];
+                    if task.phase == Phase::Computing && task.kernel && !lv.opts.preempt_full {
+                        self.cpus[c.idx()].need_resched = true;
+                        return;
+                    }
+                }
+                EntKind::Vcpu(vc) => {
+                    if self.q.is_armed(self.cpus[vc.idx()].halt_slot) {
+                        // The vCPU sits in its halt window and its pCPU is asked to reschedule:
+                        // the poll gives up and the vCPU blocks (KVM: `kvm_vcpu_can_poll` sees
+                        // need_resched).
+                        self.q.cancel(self.cpus[vc.idx()].halt_slot);
+                        self.block_entity(g);
+                        return;
+                    }
                 }
             }
         }
@@ -542,16 +569,37 @@ impl Simulation {
     }
 
     /// Wakes the vCPU behind `c` if it is halted, so a pending guest event (of `cause`) gets
-    /// delivered.
+    /// delivered: now, or after the exit model's kick latency.
     fn kick_backing(&mut self, c: GCpu, cause: WakeCause) {
-        if !self.levels[self.cpus[c.idx()].level.idx()].alive {
+        let lv = &self.levels[self.cpus[c.idx()].level.idx()];
+        if !lv.alive {
             return;
         }
+        let kick = lv.opts.exit.kick_ns;
         if let Some(b) = self.cpus[c.idx()].backing {
             let (l, e) = (self.ents[b.idx()].level, self.ents[b.idx()].local);
             if !self.levels[l.idx()].ent_info[e.idx()].runnable {
-                self.wake_entity(b, WakeInfo::of(cause));
+                if kick == 0 {
+                    self.wake_entity(b, WakeInfo::of(cause));
+                } else {
+                    let cs = &mut self.cpus[c.idx()];
+                    if !self.q.is_armed(cs.kick_slot) {
+                        cs.kick_cause = cause;
+                        self.q.arm(cs.kick_slot, self.now + kick);
+                    }
+                }
             }
+        }
+    }
+
+    /// A delayed kick reaches the vCPU behind `c`: it wakes unless something woke it meanwhile.
+    #[cold]
+    fn kicked(&mut self, c: GCpu) {
+        let cs = &self.cpus[c.idx()];
+        let b = cs.backing.expect("invariant: a kick targets a vCPU");
+        let (l, e) = (self.ents[b.idx()].level, self.ents[b.idx()].local);
+        if self.levels[cs.level.idx()].alive && !self.levels[l.idx()].ent_info[e.idx()].runnable {
+            self.wake_entity(b, WakeInfo::of(cs.kick_cause));
         }
     }
 
@@ -559,7 +607,7 @@ impl Simulation {
         let (l, lc) = (self.cpus[c.idx()].level, self.cpus[c.idx()].local);
         debug_assert!(self.cpus[c.idx()].executing);
         self.cpus[c.idx()].need_resched = false;
-        self.cpus[c.idx()].pending_resched = false;
+        self.cpus[c.idx()].pending.clear(PendingIrqs::RESCHED);
         let prev = self.levels[l.idx()].cpu_info[lc.idx()].curr;
         let pick: Pick = self.with_sched(l, |s, ctx| s.schedule(ctx, lc));
         if let Some(n) = pick.next {
@@ -601,8 +649,10 @@ impl Simulation {
             return;
         }
         emit!(self.trace_switch(c, prev, pick.next));
-        if let Some(p) = prev {
-            self.switch_out(l, p, c);
+        match prev {
+            Some(p) => self.switch_out(l, p, c),
+            // The CPU leaves idle: a halt window in progress ends (the poll succeeded).
+            None => self.end_halt_window(c),
         }
         if let Some(n) = pick.next {
             self.switch_in(l, n, c);
@@ -698,19 +748,22 @@ impl Simulation {
         let (l, lc) = (self.cpus[vc.idx()].level, self.cpus[vc.idx()].local);
         self.cpus[vc.idx()].executing = true;
         self.levels[l.idx()].cpu_info[lc.idx()].executing = true;
+        // Deliver what was held: the tick, then the guest timers in expiry order, then the
+        // reschedule. Event-channel upcalls and call-function IPIs have no handler yet.
         let cs = &mut self.cpus[vc.idx()];
-        if cs.pending_tick {
-            cs.pending_tick = false;
-            self.actions.push_back(Action::Tick(vc));
-        }
-        let mut timers = std::mem::take(&mut self.cpus[vc.idx()].pending_timers);
-        for t in timers.drain(..) {
-            self.actions.push_back(Action::TaskTimer(t));
-        }
-        self.cpus[vc.idx()].pending_timers = timers;
-        if self.cpus[vc.idx()].pending_resched {
-            self.cpus[vc.idx()].pending_resched = false;
-            self.actions.push_back(Action::Resched(vc));
+        let held = cs.pending.take();
+        if held != 0 {
+            if held & PendingIrqs::TICK != 0 {
+                self.actions.push_back(Action::Tick(vc));
+            }
+            if held & PendingIrqs::TIMER != 0 {
+                for t in cs.pending.drain_timers() {
+                    self.actions.push_back(Action::TaskTimer(t));
+                }
+            }
+            if held & PendingIrqs::RESCHED != 0 {
+                self.actions.push_back(Action::Resched(vc));
+            }
         }
         match self.curr_of(vc) {
             Some(g) => match self.ents[g.idx()].kind {
@@ -725,6 +778,11 @@ impl Simulation {
         let (l, lc) = (self.cpus[vc.idx()].level, self.cpus[vc.idx()].local);
         self.cpus[vc.idx()].executing = false;
         self.levels[l.idx()].cpu_info[lc.idx()].executing = false;
+        if self.q.is_armed(self.cpus[vc.idx()].halt_slot) {
+            // Preempted in its halt window: the window is over.
+            self.q.cancel(self.cpus[vc.idx()].halt_slot);
+            self.cpus[vc.idx()].halt_due = true;
+        }
         if let Some(g) = self.curr_of(vc) {
             match self.ents[g.idx()].kind {
                 EntKind::Task(t) => self.stop_progress(t),
@@ -735,7 +793,7 @@ impl Simulation {
 
     /// The CPU picked nothing: stop its tick (NO_HZ idle; a periodic tick keeps running), and
     /// halt the vCPU behind it unless a guest event is pending (Xen's block returns at once
-    /// then).
+    /// then), as the level's exit model says: block now, stay for a window first, or stay.
     fn cpu_idle(&mut self, c: GCpu) {
         let s = self.cpus[c.idx()].tick_slot;
         let lv = &self.levels[self.cpus[c.idx()].level.idx()];
@@ -745,17 +803,52 @@ impl Simulation {
             }
         } else {
             self.q.cancel(s);
-            self.cpus[c.idx()].pending_tick = false;
+            self.cpus[c.idx()].pending.clear(PendingIrqs::TICK);
         }
         let cs = &self.cpus[c.idx()];
         if let Some(b) = cs.backing {
-            if cs.pending_resched || !cs.pending_timers.is_empty() {
+            if cs.pending.wakes_halt() {
                 return;
             }
-            if self.levels[cs.level.idx()].opts.vwfi_native {
-                // WFI is not trapped: the vCPU idles on its pCPU.
-                return;
+            match self.levels[cs.level.idx()].opts.exit.halt_window() {
+                HaltWindow::Now => {}
+                HaltWindow::Never => return,
+                HaltWindow::After(w) => {
+                    let cs = &mut self.cpus[c.idx()];
+                    if !std::mem::take(&mut cs.halt_due) {
+                        if !self.q.is_armed(cs.halt_slot) {
+                            self.q.arm(cs.halt_slot, self.now + w);
+                        }
+                        return;
+                    }
+                }
             }
+            if self.ents[b.idx()].state == RunState::Running {
+                self.block_entity(b);
+            }
+        }
+    }
+
+    /// CPU `c` picked an entity after being idle: a halt window in progress is cancelled.
+    #[inline]
+    fn end_halt_window(&mut self, c: GCpu) {
+        let cs = &mut self.cpus[c.idx()];
+        cs.halt_due = false;
+        self.q.cancel(cs.halt_slot);
+    }
+
+    /// The halt window of the idle vCPU behind `c` ends with nothing to run: it blocks.
+    #[cold]
+    fn halt_window_over(&mut self, c: GCpu) {
+        let cs = &self.cpus[c.idx()];
+        debug_assert!(
+            cs.executing,
+            "invariant: a halt window ends while the vCPU runs"
+        );
+        let idle = self.levels[cs.level.idx()].cpu_info[cs.local.idx()]
+            .curr
+            .is_none();
+        if let (Some(b), true, false) = (cs.backing, idle, cs.pending.wakes_halt()) {
             if self.ents[b.idx()].state == RunState::Running {
                 self.block_entity(b);
             }
@@ -797,7 +890,7 @@ impl Simulation {
         if self.cpus[c.idx()].executing {
             self.do_tick(c);
         } else {
-            self.cpus[c.idx()].pending_tick = true;
+            self.cpus[c.idx()].pending.raise(PendingIrqs::TICK);
             if self.levels[self.cpus[c.idx()].level.idx()]
                 .opts
                 .tick_periodic

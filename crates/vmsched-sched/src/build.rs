@@ -5,9 +5,10 @@
 //! one arm in `make_host`/`make_guest`, and its file.
 
 use serde::{Deserialize, Serialize};
+use vmsched_core::hv::ExitModel;
 use vmsched_core::report::Results;
 use vmsched_core::scenario::{
-    Arch, ConfigCheck, EventAction, Preempt, ScenarioError, SetValue, TickMode, Vwfi,
+    ConfigCheck, EventAction, GuestType, MachineConfig, Preempt, ScenarioError, SetValue, TickMode,
 };
 use vmsched_core::sim::{LevelOpts, SimBuilder, Simulation, TimelineAction};
 use vmsched_core::{
@@ -181,6 +182,24 @@ fn make_guest(cfg: &GuestSchedConfig, topo: &[CpuTopo]) -> Box<dyn vmsched_core:
     }
 }
 
+/// The exit model of a guest on this machine (crate::hv presets; validation has refused the
+/// guest types that do not exist on it).
+fn exit_model(m: &MachineConfig, guest_type: Option<GuestType>) -> ExitModel {
+    let guest = m
+        .guest_type(guest_type)
+        .expect("invariant: guest_type validated");
+    ExitModel::for_guest(
+        m.hypervisor,
+        m.arch,
+        m.vwfi,
+        guest,
+        m.wfe_trap_ns,
+        m.halt_poll_ns,
+        m.kick_ns,
+        m.hypercall_ns,
+    )
+}
+
 /// Builds the simulation of a validated scenario.
 pub fn build(s: &Scenario) -> Simulation {
     let mut b = SimBuilder::new(s.run.seed);
@@ -193,20 +212,12 @@ pub fn build(s: &Scenario) -> Simulation {
             preempt_full: true,
             ipi_latency: s.machine.ipi_latency_ns,
             ctxsw_cost: s.machine.ctxsw_cost_ns,
-            vwfi_native: false,
-            wfe_trap: 0,
+            exit: ExitModel::default(),
             tick_periodic: false,
             skew_tick: false,
             tick_phase: None,
         },
     );
-    let native = s.machine.vwfi == Vwfi::Native;
-    // WFE traps only on Arm (x86 PAUSE-loop exits are not modelled yet).
-    let wfe_trap = if s.machine.arch == Arch::Arm64 && !native {
-        s.machine.wfe_trap_ns
-    } else {
-        0
-    };
     b.add_pcpus(host, &ptopo);
     let placement = s.host.placement();
     let all_p = CpuSet::first_n(s.machine.pcpus as usize);
@@ -229,8 +240,7 @@ pub fn build(s: &Scenario) -> Simulation {
                 preempt_full: d.kernel.preempt == Preempt::Full,
                 ipi_latency: d.kernel.ipi_latency_ns,
                 ctxsw_cost: d.kernel.ctxsw_cost_ns,
-                vwfi_native: native,
-                wfe_trap,
+                exit: exit_model(&s.machine, d.guest_type),
                 tick_periodic: d.kernel.tick == TickMode::Periodic,
                 skew_tick: d.kernel.skew_tick,
                 tick_phase: d.kernel.tick_phase_ns,

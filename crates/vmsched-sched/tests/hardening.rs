@@ -579,17 +579,35 @@ fn random_scenario(seed: u64) -> String {
         _ if (pcpus / sockets) % 2 == 0 => 1 + pick(2),
         _ => 1,
     };
+    let arch = ["x86", "arm64"][pick(2) as usize];
     s += &format!(
-        "[machine]\npcpus = {pcpus}\narch = \"{}\"\nsockets = {}\nthreads_per_core = {}\n\
+        "[machine]\npcpus = {pcpus}\narch = \"{arch}\"\nsockets = {}\nthreads_per_core = {}\n\
          ipi_latency_ns = {}\nctxsw_cost_ns = {}\nvwfi = \"{}\"\nwfe_trap_ns = {}\n",
-        ["x86", "arm64"][pick(2) as usize],
         sockets,
         threads,
         [0, 0, 1, 1000, 50_000][pick(5) as usize],
         [0, 0, 1, 2000][pick(4) as usize],
-        ["trap", "native"][pick(2) as usize],
+        // "native" exists only on arm64; now and then on x86, to be refused.
+        match (arch, pick(8)) {
+            ("arm64", 0..=3) | ("x86", 0) => "native",
+            _ => "trap",
+        },
         [0, 1, 2000][pick(3) as usize],
     );
+    // The hypervisor seam: KVM with its halt-polling window, kick and hypercall costs.
+    let kvm = pick(2) == 1;
+    s += &format!(
+        "hypervisor = \"{}\"\nkick_ns = {}\nhypercall_ns = {}\n",
+        if kvm { "kvm" } else { "xen" },
+        [0, 0, 1, 20_000][pick(4) as usize],
+        [0, 0, 1, 5_000][pick(4) as usize],
+    );
+    if kvm && pick(2) == 0 {
+        s += &format!(
+            "halt_poll_ns = {}\n",
+            [0, 1, 50_000, 1_000_000][pick(4) as usize]
+        );
+    }
     let pinned = pick(4) == 0;
     if pinned {
         s += "[host]\nscheduler = \"pinned\"\n";
@@ -614,6 +632,10 @@ fn random_scenario(seed: u64) -> String {
         );
         if pick(3) == 0 {
             s += &format!("pcpus = [{}]\n", pick(pcpus));
+        }
+        if pick(3) == 0 {
+            // "pv" only exists with Xen on x86: elsewhere it is refused.
+            s += &format!("guest_type = \"{}\"\n", ["pv", "hvm"][pick(2) as usize]);
         }
         s += &format!(
             "[domain.kernel]\nparavirt_time_accounting = {}\npreempt = \"{}\"\n\

@@ -143,6 +143,8 @@ impl SimBuilder {
         let sched_slot = self.slot(SlotKind::SchedTimer(g));
         let resched_slot = self.slot(SlotKind::Resched(g));
         let tick_slot = self.slot(SlotKind::Tick(g));
+        let halt_slot = self.slot(SlotKind::Halt(g));
+        let kick_slot = self.slot(SlotKind::Kick(g));
         self.sim.cpus.push(CpuState {
             level,
             local,
@@ -151,10 +153,12 @@ impl SimBuilder {
             sched_slot,
             resched_slot,
             tick_slot,
-            pending_resched: false,
-            pending_tick: false,
+            halt_slot,
+            kick_slot,
+            kick_cause: WakeCause::Ipi,
+            halt_due: false,
+            pending: PendingIrqs::with_capacity(8),
             need_resched: false,
-            pending_timers: Vec::with_capacity(8),
             armed_timers: Vec::with_capacity(8),
         });
         g
@@ -234,7 +238,6 @@ impl SimBuilder {
                 overhead: 0,
                 kernel: false,
                 spinning: None,
-                spin_wfe: false,
                 run_since: None,
                 executed: 0,
                 executed_base: 0,

@@ -1,5 +1,5 @@
 //! Tasks: interpreting their step programs, their progress while their CPU executes, sleep
-//! timers with slack, channels, spinning and trapped WFE.
+//! timers with slack, channels, spinning and trapped spin-waits (WFE, PAUSE loops).
 
 use super::*;
 
@@ -62,7 +62,7 @@ impl Simulation {
 
     pub(super) fn compute_done(&mut self, t: usize) {
         if self.tasks[t].spinning.is_some() {
-            self.wfe_trap(t);
+            self.spin_trap(t);
             return;
         }
         let task = &mut self.tasks[t];
@@ -85,12 +85,18 @@ impl Simulation {
         self.advance(t);
     }
 
-    /// A WFE-spinning task's wait traps to the host: its vCPU yields, then spins on.
-    pub(super) fn wfe_trap(&mut self, t: usize) {
+    /// A trappable spin-wait (WFE, a PAUSE loop) traps to the host: its vCPU yields, then spins
+    /// on. A directed yield (KVM) is a plain yield for now (crate::hv::Spin::DirectedYield).
+    pub(super) fn spin_trap(&mut self, t: usize) {
         let c = self
             .task_cpu(t)
             .expect("invariant: a spinning task is on a CPU");
-        let chunk = self.levels[self.cpus[c.idx()].level.idx()].opts.wfe_trap;
+        let chunk = self.levels[self.cpus[c.idx()].level.idx()]
+            .opts
+            .exit
+            .spin
+            .trap_ns()
+            .expect("invariant: only a trapping spin ends its chunk");
         let task = &mut self.tasks[t];
         task.remaining = chunk;
         task.executed += self.now - task.run_since.expect("a spinning task was progressing");
@@ -209,11 +215,15 @@ impl Simulation {
                         continue;
                     }
                     ch.spinners.push(t);
-                    let trap = self.levels[self.cpus[c.idx()].level.idx()].opts.wfe_trap;
-                    let wfe = wfe && trap > 0 && self.cpus[c.idx()].backing.is_some();
+                    // The exit model says whether a trappable spin traps, and after how long.
+                    let trap = self.levels[self.cpus[c.idx()].level.idx()]
+                        .opts
+                        .exit
+                        .spin
+                        .trap_ns()
+                        .filter(|_| wfe && self.cpus[c.idx()].backing.is_some());
                     self.tasks[t].spinning = Some(chan);
-                    self.tasks[t].spin_wfe = wfe;
-                    self.begin_compute(t, if wfe { trap } else { NEVER }, false);
+                    self.begin_compute(t, trap.unwrap_or(NEVER), false);
                     return;
                 }
                 Step::Sleep { dur, slack } => {
@@ -319,9 +329,7 @@ impl Simulation {
         }
         emit!(self.trace_timer(t));
         if !self.cpus[c.idx()].executing {
-            if !self.cpus[c.idx()].pending_timers.contains(&t) {
-                self.cpus[c.idx()].pending_timers.push(t);
-            }
+            self.cpus[c.idx()].pending.raise_timer(t);
             self.kick_backing(c, WakeCause::Timer);
             return;
         }
@@ -339,7 +347,7 @@ impl Simulation {
                 continue;
             }
             self.cpus[c.idx()].armed_timers.remove(i);
-            self.cpus[c.idx()].pending_timers.retain(|x| *x != t);
+            self.cpus[c.idx()].pending.clear_timer(t);
             self.q.cancel(self.tasks[t].timer_slot);
             if self.tasks[t].phase != Phase::Sleeping {
                 continue;

@@ -59,8 +59,9 @@ pub enum Step {
         wake_cost: Nanos,
     },
     /// Burn the CPU until the channel has a token, then take it (a spinning lock or IPI wait:
-    /// unlike `Wait`, the vCPU stays busy). `wfe`: the loop waits with WFE (arm64 spinlocks),
-    /// which a hypervisor that traps WFE turns into a yield of the vCPU (ERRATA X4).
+    /// unlike `Wait`, the vCPU stays busy). `wfe`: the loop waits with a trappable instruction
+    /// (WFE in arm64 spinlocks, PAUSE on x86), which an exit model that traps it turns into a
+    /// yield of the vCPU (crate::hv::Spin; ERRATA X4).
     Spin { chan: Chan, wfe: bool },
     /// Sleep for a while (relative timer) with the given timer slack.
     Sleep { dur: Dist, slack: Nanos },

@@ -99,7 +99,8 @@ pub enum StepConfig {
     },
     Spin {
         chan: String,
-        /// Wait with WFE (arm64): a trapped WFE yields the vCPU to the host.
+        /// Wait with a trappable instruction (arm64 WFE, x86 PAUSE): where the hypervisor traps
+        /// it (crate::hv::Spin), the vCPU yields to the host.
         #[serde(default)]
         wfe: bool,
     },
