@@ -640,8 +640,9 @@ where
             }
         }
         for (i, e) in self.events.iter().enumerate() {
-            e.validate(i, end, &self.host, &self.domains)?;
+            e.validate(i, end, &self.host, self.machine.pcpus, &self.domains)?;
         }
+        events::check_hotplug(&self.events, self.machine.pcpus, &self.domains)?;
         // An event on a domain falls within its life.
         for (i, e) in self.events.iter().enumerate() {
             let Some(d) = self

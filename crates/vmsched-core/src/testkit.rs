@@ -153,6 +153,7 @@ impl<S: Scheduler> Harness<S> {
                 backing: RunState::Running,
                 steal_ns: 0,
                 topo: t,
+                online: true,
             })
             .collect();
         let n = cpus.len();
