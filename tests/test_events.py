@@ -82,3 +82,87 @@ def test_the_scenario_reference_events_run(tmp_path):
     # Paused for the last 500 ms, and parked by its 50 % cap before that.
     a = vcpu(r, "a.v0")
     assert a["offline_ns"] > 500_000_000 and a["final_state"] == "offline"
+
+
+def test_the_scenario_reference_cpu_events_run(tmp_path):
+    """docs/scenarios.md's CPU offline/online example, on a machine and domain it fits."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "scenarios.md").read_text()
+    block = next(b for b in re.findall(r"```toml\n(.*?)```", text, re.S)
+                 if '"cpu_offline"' in b)
+    src = SRC.replace("pcpus = 1", "pcpus = 4").replace("vcpus = 1", "vcpus = 2", 1).replace(
+        "duration_ms = 600", "duration_ms = 2000")
+    f = tmp_path / "cpu_events.toml"
+    f.write_text(src + block)
+    r = vmsched.run(f)
+    # a's vCPU 1 is down from 1500 ms to the end.
+    assert vcpu(r, "a.v1")["offline_ns"] == 500_000_000
+    assert vcpu(r, "a.v1")["final_state"] == "offline"
+
+
+HOTPLUG = """
+[run]
+duration_ms = 600
+warmup_ms = 0
+[machine]
+pcpus = 2
+[host]
+scheduler = "credit2"
+version = "4.20.2"
+[[domain]]
+name = "g"
+vcpus = 2
+[domain.sched]
+scheduler = "cfs"
+[[domain.workload]]
+kind = "cpu_loop"
+name = "loop"
+copies = 2
+pin_each = true
+"""
+
+
+def test_events_take_a_guest_cpu_offline_and_online(tmp_path):
+    f = tmp_path / "hotplug.toml"
+    f.write_text(HOTPLUG)
+    r = vmsched.run(f, events=[
+        {"at_ms": 100, "action": "cpu_offline", "domain": "g", "cpu": 1},
+        {"at_ms": 400, "action": "cpu_online", "domain": "g", "cpu": 1},
+    ])
+    # The vCPU is down (offline at the host) for the 300 ms its guest CPU is offline.
+    assert vcpu(r, "g.v1")["offline_ns"] == 300_000_000
+    # loop.1 was pinned to the offlined CPU: it falls back to CPU 0 and keeps running there,
+    # sharing it with loop.0.
+    t1 = vcpu(r, "loop.1")
+    assert t1["running_ns"] > 100_000_000 + 200_000_000 + 100_000_000
+    for name in ("g.v0", "g.v1", "loop.0", "loop.1"):
+        e = vcpu(r, name)
+        assert e["running_ns"] + e["runnable_ns"] + e["blocked_ns"] + e["offline_ns"] \
+            == r.duration_ns
+    assert vcpu(vmsched.run(f), "g.v1")["offline_ns"] == 0
+
+
+def test_events_take_a_host_pcpu_offline(tmp_path):
+    f = tmp_path / "hotplug.toml"
+    f.write_text(HOTPLUG)
+    r = vmsched.run(f, events=[{"at_ms": 100, "action": "cpu_offline", "cpu": 1}])
+    # One pCPU left for two busy vCPUs: 100 ms on two pCPUs, then 500 ms on one.
+    total = vcpu(r, "g.v0")["running_ns"] + vcpu(r, "g.v1")["running_ns"]
+    assert total == pytest.approx(2 * 100_000_000 + 500_000_000, rel=0.01)
+    # Neither vCPU is down: a pCPU going offline only moves them.
+    assert vcpu(r, "g.v0")["offline_ns"] == 0 == vcpu(r, "g.v1")["offline_ns"]
+
+
+def test_bad_cpu_events_name_the_field(tmp_path):
+    f = tmp_path / "hotplug.toml"
+    f.write_text(HOTPLUG)
+    for ev in ({"at_ms": 10, "action": "cpu_offline", "cpu": 0},
+               {"at_ms": 10, "action": "cpu_offline", "domain": "g", "cpu": 0},
+               {"at_ms": 10, "action": "cpu_offline", "cpu": 7},
+               {"at_ms": 10, "action": "cpu_online", "domain": "g", "cpu": 1},
+               {"at_ms": 10, "action": "cpu_offline"}):
+        with pytest.raises(vmsched.ScenarioError) as e:
+            vmsched.check(f, events=[ev])
+        assert e.value.args[3] == "event.0.cpu", ev
