@@ -92,9 +92,12 @@ impl Simulation {
     }
 
     /// Widens to every CPU of level `l` the hard affinity of each entity left with no online
-    /// CPU by the offline of `lc`, and logs it.
+    /// CPU by the offline of `lc`, and logs it for the entities that exist. A vCPU of a domain
+    /// not created yet is left alone (its creation fits it, [`Self::fit_affinity_to_online`]);
+    /// a task not started or forked yet, or gone, is widened without a word (upstream its
+    /// placement at fork would fall back).
     fn break_affinities(&mut self, l: LevelId, lc: CpuId) {
-        let lv = &mut self.levels[l.idx()];
+        let lv = &self.levels[l.idx()];
         let mut online = CpuSet::empty();
         for (c, ci) in lv.cpu_info.iter().enumerate() {
             if ci.online {
@@ -102,15 +105,54 @@ impl Simulation {
             }
         }
         let all = CpuSet::first_n(lv.cpu_info.len());
-        for e in lv.ent_info.iter_mut() {
-            let hard = &mut e.params.hard_affinity;
-            if hard.contains(lc) && !hard.intersects(&online) {
-                *hard = all;
+        for k in 0..lv.ent_info.len() {
+            let lv = &self.levels[l.idx()];
+            let hard = &lv.ent_info[k].params.hard_affinity;
+            if !hard.contains(lc) || hard.intersects(&online) {
+                continue;
+            }
+            let exists = match self.ents[lv.ent_g[k].idx()].kind {
+                EntKind::Vcpu(vc) => {
+                    if !self.levels[self.cpus[vc.idx()].level.idx()].alive {
+                        continue;
+                    }
+                    true
+                }
+                EntKind::Task(t) => {
+                    lv.alive && !matches!(self.tasks[t].phase, Phase::New | Phase::Exited)
+                }
+            };
+            let lv = &mut self.levels[l.idx()];
+            let e = &mut lv.ent_info[k];
+            e.params.hard_affinity = all;
+            if exists {
                 self.log.push(format!(
                     "t={} ns {}: CPU {} offline: breaking affinity of {} (now every CPU)",
                     self.now, lv.name, lc.0, e.params.name
                 ));
             }
+        }
+    }
+
+    /// At a domain's creation: the hard affinity of entity `k` of level `l`, if no CPU of it is
+    /// online, widened to every CPU and logged, as [`Self::break_affinities`] does at an
+    /// offline (Xen `sched_init_vcpu` gives a new vCPU every CPU; an affinity with no online
+    /// CPU of the pool is refused by `vcpu_set_hard_affinity`, so it keeps that).
+    pub(super) fn fit_affinity_to_online(&mut self, l: LevelId, k: usize) {
+        let lv = &mut self.levels[l.idx()];
+        let n = lv.cpu_info.len();
+        let e = &mut lv.ent_info[k];
+        let any = e
+            .params
+            .hard_affinity
+            .iter()
+            .any(|c| c.idx() < n && lv.cpu_info[c.idx()].online);
+        if !any {
+            e.params.hard_affinity = CpuSet::first_n(n);
+            self.log.push(format!(
+                "t={} ns {}: no CPU of the affinity of {} is online: it gets every CPU",
+                self.now, lv.name, e.params.name
+            ));
         }
     }
 

@@ -195,6 +195,8 @@ impl Simulation {
             }
             let g = self.levels[level.idx()].ent_g[k];
             self.set_runstate(g, RunState::Blocked);
+            // A vCPU whose pCPUs are all offline now runs anywhere (sim/hotplug.rs).
+            self.fit_affinity_to_online(level, k);
             self.with_sched(level, |s, ctx| s.insert(ctx, EntityId(k as u32)));
         }
         // The guest exists from now on; a periodic tick starts on each of its CPUs.
