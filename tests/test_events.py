@@ -166,3 +166,29 @@ def test_bad_cpu_events_name_the_field(tmp_path):
         with pytest.raises(vmsched.ScenarioError) as e:
             vmsched.check(f, events=[ev])
         assert e.value.args[3] == "event.0.cpu", ev
+
+
+def test_shipped_hotplug_rightsizing_cuts_the_latency(tmp_path):
+    """The shipped `hotplug_rightsizing` scenario: with its guest fitted to the two pCPUs left
+    (vCPUs 2 and 3 offline), cyclictest's typical latency is far below that of the same run
+    left overcommitted (four vCPUs on two pCPUs)."""
+    from vmsched.api import scenario_path
+
+    src = scenario_path("hotplug_rightsizing").read_text()
+    marker = "# The guest fits itself"
+    assert marker in src
+    over = tmp_path / "over.toml"
+    over.write_text(src.split(marker)[0])
+    right = vmsched.run("hotplug_rightsizing")
+    left = vmsched.run(over)
+    # Right-sized: vCPUs 2 and 3 are down for the whole measured phase; overcommitted they wait.
+    assert vcpu(right, "app.v2")["offline_ns"] == right.measured_ns
+    assert vcpu(left, "app.v2")["runnable_ns"] > left.measured_ns / 2
+
+    def ct(r):
+        return r.workloads.filter(pl.col("workload") == "ct").row(0, named=True)
+
+    a, b = ct(right), ct(left)
+    for t in range(4):
+        assert a[f"latency_t{t}_avg_us"] * 5 < b[f"latency_t{t}_avg_us"], (a, b)
+        assert a[f"latency_t{t}_p99_ns"] * 5 < b[f"latency_t{t}_p99_ns"], (a, b)
