@@ -81,11 +81,11 @@ fn ent<'a>(r: &'a Results, name: &str) -> &'a vmsched_core::report::EntityResult
         .unwrap_or_else(|| panic!("no entity {name}"))
 }
 
-/// Every entity's runstates add up to the elapsed time.
+/// Every entity's runstates add up to the elapsed (measured) time.
 fn assert_sums(r: &Results) {
     for e in &r.entities {
         let sum = e.running_ns + e.runnable_ns + e.blocked_ns + e.offline_ns;
-        assert_eq!(sum, r.duration_ns, "runstates of {} add up", e.name);
+        assert_eq!(sum, r.measured_ns, "runstates of {} add up", e.name);
     }
 }
 
@@ -437,4 +437,154 @@ name = "hog"
         serde_json::to_string(&r).unwrap(),
         serde_json::to_string(&again).unwrap()
     );
+}
+
+/// A random scenario with a valid hot-plug timeline at both levels (and pauses, caps, pinned
+/// domains, created and destroyed domains, periodic ticks, Arm's untrapped WFI, every kind of
+/// workload), drawn from the project's seeded stream so a failing case is a seed.
+fn random_hotplug_scenario(seed: u64) -> String {
+    let mut r = vmsched_core::rng::Stream::new(seed, "hotplug-fuzz");
+    let mut pick = |n: u64| r.range(0, n - 1);
+    let duration = 40 + pick(160);
+    let pcpus = 2 + pick(6);
+    let sockets = if pcpus % 2 == 0 { 1 + pick(2) } else { 1 };
+    let mut s = format!(
+        "[run]\nduration_ms = {duration}\nwarmup_ms = {}\nseed = {}\n\
+         [machine]\npcpus = {pcpus}\nsockets = {sockets}\narch = \"{}\"\nvwfi = \"{}\"\n\
+         ipi_latency_ns = {}\n\
+         [host]\nscheduler = \"credit2\"\nversion = \"{}\"\nratelimit_us = {}\nrunqueue = \"{}\"\n",
+        pick(duration / 2),
+        pick(1000),
+        ["x86", "arm64"][pick(2) as usize],
+        ["trap", "native"][pick(2) as usize],
+        [0, 1000][pick(2) as usize],
+        ["4.20.0", "4.20.2", "4.21"][pick(3) as usize],
+        [0, 1000][pick(2) as usize],
+        ["cpu", "core", "socket", "all"][pick(4) as usize],
+    );
+    let ndom = 1 + pick(3);
+    let mut vcpus = Vec::new();
+    let mut life = Vec::new();
+    for d in 0..ndom {
+        let v = 1 + pick(4);
+        vcpus.push(v);
+        s += &format!(
+            "[[domain]]\nname = \"d{d}\"\nvcpus = {v}\ncap = {}\n",
+            [0, 0, 50, 100 * v][pick(4) as usize]
+        );
+        if pick(3) == 0 {
+            s += &format!("pcpus = [{}]\n", pick(pcpus));
+        }
+        // The last domain may be created late and destroyed early.
+        let (mut born, mut dies) = (0, duration);
+        if d == ndom - 1 && pick(3) == 0 {
+            born = 1 + pick(duration / 2);
+            s += &format!("create_at_ms = {born}\n");
+            if pick(2) == 0 {
+                dies = born + 1 + pick(duration - born - 1);
+                s += &format!("destroy_at_ms = {dies}\n");
+            }
+        }
+        life.push((born, dies));
+        s += &format!(
+            "[domain.kernel]\ntick = \"{}\"\npreempt = \"{}\"\n[domain.sched]\nscheduler = \"cfs\"\n",
+            ["nohz_idle", "periodic"][pick(2) as usize],
+            ["none", "full"][pick(2) as usize],
+        );
+        for w in 0..1 + pick(3) {
+            let aff = if pick(3) == 0 {
+                format!("affinity = [{}]\n", pick(v))
+            } else {
+                String::new()
+            };
+            s += "[[domain.workload]]\n";
+            s += &match pick(4) {
+                0 => format!(
+                    "kind = \"cpu_loop\"\nname = \"w{w}\"\ncopies = {}\npin_each = {}\n{aff}",
+                    1 + pick(3),
+                    pick(2) == 1
+                ),
+                1 => format!("kind = \"context1\"\nname = \"w{w}\"\n{aff}"),
+                2 => format!(
+                    "kind = \"cyclictest\"\nname = \"w{w}\"\nthreads = {}\ninterval_us = {}\n{aff}",
+                    1 + pick(3),
+                    [100, 1000][pick(2) as usize]
+                ),
+                _ => format!(
+                    "kind = \"program\"\nname = \"w{w}\"\ncopies = {}\nchannels = [\"c\"]\n\
+                     steps = [{{ op = \"compute\", exp_us = 300 }}, {{ op = \"signal\", chan = \"c\" }}, \
+                     {{ op = \"sleep\", exp_us = 500 }}, {{ op = \"wait\", chan = \"c\" }}, \
+                     {{ op = \"loop\", to = 0 }}]\n{aff}",
+                    1 + pick(3)
+                ),
+            };
+        }
+    }
+    // The timeline: hot-plug at both levels and pauses, valid by construction.
+    let mut host_on = vec![true; pcpus as usize];
+    let mut guest_on: Vec<Vec<bool>> = vcpus.iter().map(|&v| vec![true; v as usize]).collect();
+    let mut paused = vec![false; ndom as usize];
+    let mut t = 0;
+    for _ in 0..pick(12) {
+        t += 1 + pick(duration / 6);
+        if t >= duration {
+            break;
+        }
+        let d = pick(ndom) as usize;
+        let alive = life[d].0 <= t && t < life[d].1;
+        match pick(3) {
+            0 => {
+                let c = 1 + pick(pcpus - 1) as usize;
+                let action = if host_on[c] {
+                    "cpu_offline"
+                } else {
+                    "cpu_online"
+                };
+                host_on[c] = !host_on[c];
+                s += &format!("[[event]]\nat_ms = {t}\naction = \"{action}\"\ncpu = {c}\n");
+            }
+            1 if alive && vcpus[d] > 1 => {
+                let c = 1 + pick(vcpus[d] - 1) as usize;
+                let on = &mut guest_on[d][c];
+                let action = if *on { "cpu_offline" } else { "cpu_online" };
+                *on = !*on;
+                s += &format!(
+                    "[[event]]\nat_ms = {t}\naction = \"{action}\"\ndomain = \"d{d}\"\ncpu = {c}\n"
+                );
+            }
+            2 if alive => {
+                let action = if paused[d] { "unpause" } else { "pause" };
+                paused[d] = !paused[d];
+                s += &format!("[[event]]\nat_ms = {t}\naction = \"{action}\"\ndomain = \"d{d}\"\n");
+            }
+            _ => {}
+        }
+    }
+    s
+}
+
+#[test]
+fn random_hotplug_timelines_keep_the_invariants() {
+    // VMSCHED_FUZZ_CASES raises the count.
+    let cases: u64 = std::env::var("VMSCHED_FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(150);
+    let (mut ran, mut hotplugged) = (0, 0);
+    for seed in 0..cases {
+        let src = random_hotplug_scenario(seed);
+        let s = vmsched_sched::load("fuzz.toml", &src, &[])
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{src}"));
+        let run = std::panic::catch_unwind(|| {
+            let mut sim = vmsched_sched::build(&s);
+            sim.set_debug_checks(true);
+            sim.run();
+            sim.results()
+        });
+        let r = run.unwrap_or_else(|_| panic!("seed {seed} panicked; scenario:\n{src}"));
+        assert_sums(&r);
+        ran += 1;
+        hotplugged += src.contains("cpu_offline") as u32;
+    }
+    assert!(ran == cases && hotplugged as u64 > cases / 2);
 }
