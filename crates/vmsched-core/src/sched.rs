@@ -23,6 +23,10 @@
 //!   different entity, `context_saved(prev)` for the entity switched out;
 //! * the periodic tick of a busy CPU, if the policy has one ([`Scheduler::tick_period`]): `tick(cpu)`;
 //! * a timer the scheduler armed with [`SchedCtx::set_timer`]: `on_timer(key)`.
+//! * run-time changes from the scenario's timeline, outside any CPU's code: `adjust`,
+//!   `adjust_global`, `prio_changed`, `set_paused`, `remove`, and CPU hot-plug: `cpu_offline`
+//!   (then `schedule` of that CPU if something still runs there), `cpu_online`, and `set_down`
+//!   for the vCPU behind a guest CPU that went offline or came back.
 //!
 //! Requests made by a hook are applied when the hook returns, in order, before the engine does
 //! anything else (in `schedule`, before the pick is applied): a reschedule (an IPI when it
