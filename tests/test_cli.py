@@ -17,6 +17,35 @@ def test_run_prints_summary(tmp_path):
     assert (tmp_path / "summary.json").exists()
 
 
+def test_run_prints_the_log(tmp_path):
+    """A CPU going offline that breaks an affinity is logged, and `run` prints the log."""
+    f = tmp_path / "pinned.toml"
+    f.write_text("""
+[run]
+duration_ms = 200
+[machine]
+pcpus = 2
+[host]
+scheduler = "credit2"
+[[domain]]
+name = "g"
+vcpus = 2
+vcpu_pcpus = [[0], [1]]
+[domain.sched]
+scheduler = "cfs"
+[[domain.workload]]
+kind = "cpu_loop"
+name = "loop"
+[[event]]
+at_ms = 100
+action = "cpu_offline"
+cpu = 1
+""")
+    p = vmsched("run", str(f))
+    assert p.returncode == 0, p.stderr
+    assert "breaking affinity of g.v1" in p.stdout, p.stdout
+
+
 def test_check_bad_file_exit_2(tmp_path):
     f = tmp_path / "bad.toml"
     f.write_text("[machine]\npcpus = 2\nfrobnicate = true\n")

@@ -149,6 +149,8 @@ class Result:
     events: int = 0
     #: If the run wrote a trace: its counts (see `trace`).
     trace_info: dict | None = None
+    #: What the run logged as Xen or Linux would (a CPU going offline breaking an affinity).
+    log: tuple[str, ...] = ()
 
     @classmethod
     def _from_core(cls, scenario: str, overrides: list[Override], out: dict) -> Result:
@@ -156,7 +158,7 @@ class Result:
         return cls(scenario=scenario, overrides=overrides, tables=tables,
                    duration_ns=out["duration_ns"], warmup_ns=out["warmup_ns"],
                    measured_ns=out["measured_ns"], events=out["events"],
-                   trace_info=out.get("trace"))
+                   trace_info=out.get("trace"), log=tuple(out.get("log", ())))
 
     @property
     def entities(self) -> pl.DataFrame:

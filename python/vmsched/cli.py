@@ -47,6 +47,8 @@ def print_result(r: Result) -> None:
         w.add_row(*map(escape, (wl["level"], wl["name"], f["name"], f"{f['value']:.1f}",
                                 f["unit"], counters)))
     console.print(w)
+    for line in r.log:
+        console.print(f"[dim]log:[/dim] {escape(line)}")
 
 
 def _split_grid(items: list[str], value=None) -> tuple[dict, list[str]]:

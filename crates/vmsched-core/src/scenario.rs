@@ -33,8 +33,9 @@ pub trait ConfigCheck {
 
     /// Whether the policy takes a run-time change of `field` to `value` from the `[[event]]`
     /// timeline (`weight`, `cap`, `ratelimit_us`, `tslice_ms`, `pause` at the host; `nice`,
-    /// `policy` (as its discriminant), `rt_priority` in a guest). Err(why not). The default
-    /// takes none.
+    /// `policy` (as its discriminant), `rt_priority` in a guest; `cpu_offline`/`cpu_online`
+    /// with the CPU as value at either level, and `vcpu_down` at the host for a guest's CPU
+    /// offline). Err(why not). The default takes none.
     fn check_adjust(&self, field: &str, _value: i64) -> Result<(), String> {
         Err(format!(
             "this scheduler takes no run-time change of `{field}`"
@@ -722,8 +723,9 @@ where
             }
         }
         for (i, e) in self.events.iter().enumerate() {
-            e.validate(i, end, &self.host, &self.domains)?;
+            e.validate(i, end, &self.host, self.machine.pcpus, &self.domains)?;
         }
+        events::check_hotplug(&self.events, self.machine.pcpus, &self.domains)?;
         // An event on a domain falls within its life.
         for (i, e) in self.events.iter().enumerate() {
             let Some(d) = self

@@ -23,6 +23,10 @@
 //!   different entity, `context_saved(prev)` for the entity switched out;
 //! * the periodic tick of a busy CPU, if the policy has one ([`Scheduler::tick_period`]): `tick(cpu)`;
 //! * a timer the scheduler armed with [`SchedCtx::set_timer`]: `on_timer(key)`.
+//! * run-time changes from the scenario's timeline, outside any CPU's code: `adjust`,
+//!   `adjust_global`, `prio_changed`, `set_paused`, `remove`, and CPU hot-plug: `cpu_offline`
+//!   (then `schedule` of that CPU if something still runs there), `cpu_online`, and `set_down`
+//!   for the vCPU behind a guest CPU that went offline or came back.
 //!
 //! Requests made by a hook are applied when the hook returns, in order, before the engine does
 //! anything else (in `schedule`, before the pick is applied): a reschedule (an IPI when it
@@ -157,6 +161,11 @@ pub struct CpuInfo {
     /// while the vCPU runs). Zero for a physical CPU.
     pub steal_ns: Nanos,
     pub topo: CpuTopo,
+    /// The CPU is online: false from a `cpu_offline` timeline event until its `cpu_online`
+    /// (Xen: the pCPU left its cpupool; Linux: the CPU is neither active nor online). The
+    /// engine writes it before calling [`Scheduler::cpu_offline`] / [`Scheduler::cpu_online`];
+    /// an offline CPU runs nothing (an invariant the engine checks).
+    pub online: bool,
 }
 
 impl CpuInfo {
@@ -458,6 +467,46 @@ pub trait Scheduler: Send {
     /// default refuses (only host levels take pauses; validation checks the target).
     fn set_paused(&mut self, _ctx: &mut SchedCtx, _e: EntityId, _paused: bool) {
         panic!("{}: pausing entities is not supported", self.name())
+    }
+
+    /// CPU `cpu` of this level goes offline (Xen `xen-hptool cpu-offline`: the pCPU leaves
+    /// its cpupool, `cpupool_unassign_cpu` → `cpu_disable_scheduler`, `schedule_cpu_rm`;
+    /// Linux `echo 0 > .../cpuN/online`: `sched_cpu_deactivate`, `sched_cpu_dying`,
+    /// `migrate_tasks`). Called by the engine from a `cpu_offline` timeline event, outside
+    /// any CPU's code, after it cleared `ctx.cpu(cpu).online` and widened to every CPU of the
+    /// level the hard affinity of each entity left with no online CPU in it (Xen "Breaking
+    /// affinity", Linux `select_fallback_rq`; the engine logs each, [`crate::sim::Simulation::log`]).
+    /// Validation guarantees another CPU stays online. The entity current on `cpu` (if any) is
+    /// still there and may be running, queued elsewhere or blocked entities may name `cpu` as
+    /// theirs. The scheduler must stop using `cpu` and move what it keeps there to online
+    /// CPUs; it asks for the current entity to leave with a reschedule of `cpu`, which the
+    /// engine delivers at once, and from then on `schedule(cpu)` must return no entity. May
+    /// request reschedules, timers and pauses. The default refuses (validation lets through
+    /// only levels whose scheduler takes CPU offlining).
+    fn cpu_offline(&mut self, _ctx: &mut SchedCtx, cpu: CpuId) {
+        panic!("{}: CPU {} offline is not supported", self.name(), cpu.0)
+    }
+
+    /// CPU `cpu` of this level comes back online (`xen-hptool cpu-online`: the pCPU rejoins
+    /// Pool-0, `cpupool_cpu_add` → `schedule_cpu_add`; Linux `sched_cpu_activate`). Called
+    /// by the engine from a `cpu_online` timeline event, outside any CPU's code, after it set
+    /// `ctx.cpu(cpu).online`; `cpu` is idle. Affinities widened at the offline stay wide (as
+    /// upstream: neither Xen nor Linux restores them). The scheduler takes `cpu` into use; it
+    /// may request reschedules (of `cpu`, to let it pick work) and timers. The default refuses.
+    fn cpu_online(&mut self, _ctx: &mut SchedCtx, cpu: CpuId) {
+        panic!("{}: CPU {} online is not supported", self.name(), cpu.0)
+    }
+
+    /// The vCPU `e` is taken down (`down`) or brought up by its own guest (Xen `VCPUOP_down`
+    /// / `VCPUOP_up`: the `_VPF_down` pause flag): its guest took the CPU it backs offline,
+    /// or online again. Called by the engine from a guest's `cpu_offline` event after the
+    /// guest moved its tasks away and its CPU idles, and from `cpu_online` before the guest
+    /// CPU runs; `e` may be running, queued or blocked. Like [`Self::set_paused`] the
+    /// scheduler must stop running `e` and tell the engine with [`SchedCtx::pause`] /
+    /// [`SchedCtx::unpause`]; the engine accounts `e` `offline` while it is down. The default
+    /// refuses (validation checks the host takes it).
+    fn set_down(&mut self, _ctx: &mut SchedCtx, _e: EntityId, _down: bool) {
+        panic!("{}: taking vCPUs down is not supported", self.name())
     }
 }
 

@@ -272,6 +272,9 @@ pub struct Simulation {
     watch: Watch,
     /// The `[[event]]` timeline's actions, indexed by their slots' `SlotKind::Timeline`.
     timeline: Vec<TimelineAction>,
+    /// What the run reports as a kernel or hypervisor would log it (affinities broken by a CPU
+    /// going offline: sim/hotplug.rs); [`Simulation::log`].
+    log: Vec<String>,
 }
 
 /// Events between two looks at the stop flag and at the progress of simulated time (a power of
@@ -293,6 +296,7 @@ struct Watch {
 
 mod builder;
 mod check;
+mod hotplug;
 mod lifecycle;
 mod tasks;
 mod trace_io;
@@ -605,7 +609,10 @@ impl Simulation {
 
     fn do_schedule(&mut self, c: GCpu) {
         let (l, lc) = (self.cpus[c.idx()].level, self.cpus[c.idx()].local);
-        debug_assert!(self.cpus[c.idx()].executing);
+        // An offline CPU is rescheduled once, at its offline, even if its vCPU is away.
+        debug_assert!(
+            self.cpus[c.idx()].executing || !self.levels[l.idx()].cpu_info[lc.idx()].online
+        );
         self.cpus[c.idx()].need_resched = false;
         self.cpus[c.idx()].pending.clear(PendingIrqs::RESCHED);
         let prev = self.levels[l.idx()].cpu_info[lc.idx()].curr;

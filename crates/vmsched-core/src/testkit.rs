@@ -153,6 +153,7 @@ impl<S: Scheduler> Harness<S> {
                 backing: RunState::Running,
                 steal_ns: 0,
                 topo: t,
+                online: true,
             })
             .collect();
         let n = cpus.len();
@@ -361,6 +362,52 @@ impl<S: Scheduler> Harness<S> {
 
     pub fn set_paused(&mut self, e: u32, paused: bool) {
         self.with_ctx(|s, ctx| s.set_paused(ctx, EntityId(e), paused));
+    }
+
+    /// CPU `cpu` goes offline as the engine takes it (sim/hotplug.rs): marked offline, the hard
+    /// affinity of every entity left with no online CPU widened to every CPU (returned, in id
+    /// order), `cpu_offline`, the reschedules it asked for, then `schedule(cpu)` if the CPU
+    /// still runs something. (The harness has no level below: a guest CPU's vCPU is not taken
+    /// down.)
+    pub fn cpu_offline(&mut self, cpu: u32) -> Vec<u32> {
+        let c = CpuId(cpu);
+        self.cpus[c.idx()].online = false;
+        let mut online = CpuSet::empty();
+        for (i, ci) in self.cpus.iter().enumerate() {
+            if ci.online {
+                online.insert(CpuId(i as u32));
+            }
+        }
+        let all = CpuSet::first_n(self.cpus.len());
+        let mut broken = Vec::new();
+        for (i, e) in self.ents.iter_mut().enumerate() {
+            let hard = &mut e.params.hard_affinity;
+            if hard.contains(c) && !hard.intersects(&online) {
+                *hard = all;
+                broken.push(i as u32);
+            }
+        }
+        self.with_ctx(|s, ctx| s.cpu_offline(ctx, c));
+        self.pump();
+        if self.cpus[c.idx()].curr.is_some() {
+            self.schedule(cpu);
+            self.pump();
+        }
+        assert_eq!(
+            self.curr(cpu),
+            None,
+            "offline CPU {cpu} still runs an entity"
+        );
+        self.timer[c.idx()] = None;
+        broken
+    }
+
+    /// CPU `cpu` comes back online: marked online, `cpu_online`, its requests applied.
+    pub fn cpu_online(&mut self, cpu: u32) {
+        let c = CpuId(cpu);
+        self.cpus[c.idx()].online = true;
+        self.with_ctx(|s, ctx| s.cpu_online(ctx, c));
+        self.pump();
     }
 
     pub fn fire_timer(&mut self, key: u32) {

@@ -275,6 +275,7 @@ fn run<'py>(
     out.set_item("warmup_ns", r.warmup_ns)?;
     out.set_item("measured_ns", r.measured_ns)?;
     out.set_item("events", r.events)?;
+    out.set_item("log", sim.log().to_vec())?;
     let tables = PyDict::new(py);
     for t in r.tables() {
         tables.set_item(t.name, to_arrow(t)?)?;

@@ -48,7 +48,8 @@ impl ConfigCheck for HostSchedConfig {
         match (self, field) {
             (
                 HostSchedConfig::Credit2(_),
-                "weight" | "cap" | "pause" | "create_at_ms" | "destroy_at_ms",
+                "weight" | "cap" | "pause" | "create_at_ms" | "destroy_at_ms" | "cpu_offline"
+                | "cpu_online" | "vcpu_down",
             ) => Ok(()),
             (HostSchedConfig::Credit2(p), "ratelimit_us") => {
                 let mut q = p.clone();
@@ -79,7 +80,10 @@ impl ConfigCheck for GuestSchedConfig {
     /// no RT class precedes it); `rt_priority` is stored and not read.
     fn check_adjust(&self, field: &str, _value: i64) -> Result<(), String> {
         match (self, field) {
-            (GuestSchedConfig::Cfs(_), "nice" | "policy" | "rt_priority") => Ok(()),
+            (
+                GuestSchedConfig::Cfs(_),
+                "nice" | "policy" | "rt_priority" | "cpu_offline" | "cpu_online",
+            ) => Ok(()),
             (GuestSchedConfig::Cfs(_), _) => {
                 Err(format!("cfs takes no run-time change of `{field}`"))
             }
@@ -402,6 +406,18 @@ fn add_events(b: &mut SimBuilder, s: &Scenario, host: LevelId) {
                 level: host,
                 group: dom(&e.domain) as u32,
                 paused: e.action == EventAction::Pause,
+            },
+            EventAction::CpuOffline | EventAction::CpuOnline => TimelineAction::CpuHotplug {
+                // No domain: a pCPU of the host; else a vCPU of the domain's guest.
+                level: match e.domain {
+                    None => host,
+                    Some(_) => LevelId(dom(&e.domain) as u32 + 1),
+                },
+                cpu: CpuId(
+                    e.cpu
+                        .expect("invariant: a validated cpu event names its CPU"),
+                ),
+                online: e.action == EventAction::CpuOnline,
             },
         };
         b.add_event(at, action);

@@ -6,7 +6,8 @@
 //! `nr_timers()` and a deadline not in the past.
 //!
 //! Common cases: a lone entity, progress, idle CPUs taking wake-ups, affinity, work conservation,
-//! block and wake, a wake-up rescheduling a CPU in the entity's affinity, yield. Per level:
+//! block and wake, a wake-up rescheduling a CPU in the entity's affinity, yield, CPU offline
+//! and online (and their determinism). Per level:
 //! parameter change (weight at a host level, nice at a guest level), removal, timers and
 //! determinism over a scripted run of every hook (with the level's own parameter change), and at
 //! a host level pause.
@@ -213,6 +214,55 @@ fn removed_entity_never_runs<S: Scheduler>(s: S, host: bool) {
             assert!(*g > NS_PER_S / 4, "entity {i} starved: {got:?}");
         }
     }
+}
+
+/// CPU offline and online (both levels): four CPU-bound entities on three CPUs, entity 3 pinned
+/// to CPU 2. CPU 2 goes offline: it runs nothing from then on (sampled every 100 µs), entity 3
+/// has its affinity broken (widened) and still runs, the two CPUs left stay busy. CPU 2 comes
+/// back: it is soon in use again (busy most of the last half second). Returns what every CPU
+/// ran at every sample, for the determinism check.
+fn cpu_offline_and_online<S: Scheduler>(s: S) -> Vec<Option<u32>> {
+    let mut ents: Vec<_> = (0..3).map(|i| params(i, 3)).collect();
+    ents.push(pinned(3, 3, 2));
+    let mut h = Harness::new(s, 3, ents);
+    for e in 0..4 {
+        h.wake(e, WakeInfo::of(WakeCause::Fork));
+        h.pump();
+    }
+    let mut seen = Vec::new();
+    let sample = |h: &mut Harness<S>, seen: &mut Vec<Option<u32>>, ms: u64| {
+        for _ in 0..ms * 10 {
+            h.run_for(100_000, 100_000);
+            seen.extend((0..3).map(|c| h.curr(c)));
+        }
+    };
+    sample(&mut h, &mut seen, 100);
+    assert_eq!(h.cpu_offline(2), vec![3], "entity 3's affinity is broken");
+    let before = h.run_ns.clone();
+    let from = seen.len();
+    sample(&mut h, &mut seen, 500);
+    assert!(
+        seen[from..].chunks(3).all(|c| c[2].is_none()),
+        "offline CPU 2 ran an entity"
+    );
+    let got: Vec<u64> = (0..4).map(|i| h.run_ns[i] - before[i]).collect();
+    assert_eq!(
+        got.iter().sum::<u64>(),
+        1000 * NS_PER_MS,
+        "the two online CPUs stay busy: {got:?}"
+    );
+    assert!(got[3] > 50 * NS_PER_MS, "entity 3 still runs: {got:?}");
+    h.cpu_online(2);
+    sample(&mut h, &mut seen, 500);
+    let busy = seen[seen.len() - 3 * 2500..]
+        .chunks(3)
+        .filter(|c| c[2].is_some())
+        .count();
+    assert!(
+        busy > 2000,
+        "CPU 2 back in use: busy in {busy} of 2500 samples"
+    );
+    seen
 }
 
 /// Block and wake: a blocked entity is never picked (the harness also asserts it on every pick)
@@ -447,6 +497,11 @@ fn deterministic<S: Scheduler>(a: S, b: S, host: bool) {
     }
 }
 
+/// The CPU offline/online run twice gives the same picks.
+fn cpu_hotplug_deterministic<S: Scheduler>(a: S, b: S) {
+    assert_eq!(cpu_offline_and_online(a), cpu_offline_and_online(b));
+}
+
 macro_rules! common_conformance {
     ($name:ident, $ctor:expr, { $($extra:item)* }) => {
         mod $name {
@@ -479,6 +534,14 @@ macro_rules! common_conformance {
             #[test]
             fn wake_reschedules_cpu_in_affinity() {
                 super::wake_reschedules_cpu_in_affinity($ctor(3));
+            }
+            #[test]
+            fn cpu_offline_and_online() {
+                super::cpu_offline_and_online($ctor(3));
+            }
+            #[test]
+            fn cpu_hotplug_deterministic() {
+                super::cpu_hotplug_deterministic($ctor(3), $ctor(3));
             }
             #[test]
             fn yield_keeps_cpu_busy() {

@@ -1,6 +1,7 @@
 //! The `[[event]]` timeline of a scenario: run-time changes delivered at given times (Xen `xl
-//! sched-credit2 -d/-s`, `xl pause`/`xl unpause`; Linux nice and `sched_setattr`), and their
-//! validation. The engine side is `sim::TimelineAction`; docs/scenarios.md lists the actions.
+//! sched-credit2 -d/-s`, `xl pause`/`xl unpause`, `xen-hptool cpu-offline/cpu-online`; Linux
+//! nice, `sched_setattr` and CPU hot-plug through `/sys/devices/system/cpu/cpuN/online`), and
+//! their validation. The engine side is `sim::TimelineAction`; docs/scenarios.md lists the actions.
 
 use serde::{Deserialize, Serialize};
 
@@ -22,6 +23,12 @@ pub enum EventAction {
     Pause,
     /// `xl unpause NAME`.
     Unpause,
+    /// `xen-hptool cpu-offline N` (no `domain`: pCPU `cpu` of the host) or `echo 0 >
+    /// /sys/devices/system/cpu/cpuN/online` in `domain` (its vCPU `cpu`, which then goes down
+    /// at the host, `VCPUOP_down`).
+    CpuOffline,
+    /// `xen-hptool cpu-online N`, or `echo 1 > .../cpuN/online` in `domain` (`VCPUOP_up`).
+    CpuOnline,
 }
 
 impl EventAction {
@@ -32,6 +39,8 @@ impl EventAction {
             EventAction::SchedTask => "sched_task",
             EventAction::Pause => "pause",
             EventAction::Unpause => "unpause",
+            EventAction::CpuOffline => "cpu_offline",
+            EventAction::CpuOnline => "cpu_online",
         }
     }
 
@@ -50,6 +59,7 @@ impl EventAction {
                 "rt_priority",
             ],
             EventAction::Pause | EventAction::Unpause => &["domain"],
+            EventAction::CpuOffline | EventAction::CpuOnline => &["cpu", "domain"],
         }
     }
 }
@@ -91,6 +101,9 @@ pub struct EventConfig {
     /// New `sched_priority` (1..=99 for fifo/rr).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rt_priority: Option<u32>,
+    /// The CPU of `cpu_offline`/`cpu_online`: a pCPU of the host, or a vCPU of `domain`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<u32>,
 }
 
 impl EventConfig {
@@ -100,7 +113,7 @@ impl EventConfig {
     }
 
     /// The optional fields given, by name.
-    fn given(&self) -> [(&'static str, bool); 10] {
+    fn given(&self) -> [(&'static str, bool); 11] {
         [
             ("domain", self.domain.is_some()),
             ("workload", self.workload.is_some()),
@@ -112,6 +125,7 @@ impl EventConfig {
             ("nice", self.nice.is_some()),
             ("policy", self.policy.is_some()),
             ("rt_priority", self.rt_priority.is_some()),
+            ("cpu", self.cpu.is_some()),
         ]
     }
 
@@ -121,6 +135,7 @@ impl EventConfig {
         i: usize,
         end: Nanos,
         host: &H,
+        pcpus: u32,
         domains: &[DomainConfig<G>],
     ) -> Result<(), (String, String)> {
         let at = |f: &str| format!("event.{i}.{f}");
@@ -270,7 +285,128 @@ impl EventConfig {
                 domain()?;
                 host_takes("pause", 0)?;
             }
+            EventAction::CpuOffline | EventAction::CpuOnline => {
+                need("cpu", self.cpu.is_some())?;
+                let c = self.cpu.unwrap_or_default();
+                let field = a.name();
+                match &self.domain {
+                    None => {
+                        if c >= pcpus {
+                            return Err((
+                                at("cpu"),
+                                format!("the machine has pCPUs 0..{pcpus}, got {c}"),
+                            ));
+                        }
+                        if c == 0 {
+                            // Xen cpu_down: CPU 0 never goes down (-EINVAL), and
+                            // cpupool_unassign_cpu keeps it in Pool-0.
+                            return Err((
+                                at("cpu"),
+                                "pCPU 0 cannot go offline (Xen's cpu_down refuses CPU 0)".into(),
+                            ));
+                        }
+                        host_takes(field, c.into())?;
+                    }
+                    Some(_) => {
+                        let (_, d) = domain()?;
+                        if c >= d.vcpus {
+                            return Err((
+                                at("cpu"),
+                                format!("domain '{}' has vCPUs 0..{}, got {c}", d.name, d.vcpus),
+                            ));
+                        }
+                        if c == 0 {
+                            // Linux 5.10 x86: CPU 0 has no `online` file unless the kernel is
+                            // built with BOOTPARAM_HOTPLUG_CPU0 or booted with cpu0_hotplug.
+                            return Err((
+                                at("cpu"),
+                                format!(
+                                    "vCPU 0 of domain '{}' cannot go offline (Linux 5.10 x86 \
+                                     does not hot-unplug CPU 0 by default)",
+                                    d.name
+                                ),
+                            ));
+                        }
+                        d.sched
+                            .check_adjust(field, c.into())
+                            .map_err(|m| (at("cpu"), m))?;
+                        host_takes("vcpu_down", c.into())?;
+                    }
+                }
+            }
         }
         Ok(())
     }
+}
+
+/// Checks the CPU offline/online events in time order (declaration order at one instant):
+/// a CPU goes offline only when it is online and comes online only when it is offline, and
+/// the host keeps an online pCPU (Xen: `cpupool_unassign_cpu_start` refuses the pool's last
+/// CPU while it has domains, -EBUSY). Err((dotted field path, message)).
+pub(crate) fn check_hotplug<G>(
+    events: &[EventConfig],
+    pcpus: u32,
+    domains: &[DomainConfig<G>],
+) -> Result<(), (String, String)> {
+    let mut order: Vec<usize> = (0..events.len()).collect();
+    order.sort_by_key(|&i| events[i].at_ms);
+    let mut host = vec![true; pcpus as usize];
+    let mut guests: Vec<Vec<bool>> = domains
+        .iter()
+        .map(|d| vec![true; d.vcpus as usize])
+        .collect();
+    for i in order {
+        let e = &events[i];
+        let on = match e.action {
+            EventAction::CpuOffline => false,
+            EventAction::CpuOnline => true,
+            _ => continue,
+        };
+        let (Some(c), set, what) = (
+            e.cpu,
+            match &e.domain {
+                None => Some(&mut host),
+                Some(n) => domains
+                    .iter()
+                    .position(|d| &d.name == n)
+                    .map(|d| &mut guests[d]),
+            },
+            match &e.domain {
+                None => "pCPU".to_string(),
+                Some(n) => format!("vCPU of domain '{n}'"),
+            },
+        ) else {
+            continue;
+        };
+        let Some(set) = set else { continue };
+        let Some(state) = set.get(c as usize).copied() else {
+            continue;
+        };
+        if state == on {
+            return Err((
+                format!("event.{i}.cpu"),
+                format!(
+                    "{what} {c} is already {} at {} ms",
+                    if on { "online" } else { "offline" },
+                    e.at_ms
+                ),
+            ));
+        }
+        if !on && set.iter().filter(|x| **x).count() == 1 {
+            return Err((
+                format!("event.{i}.cpu"),
+                format!(
+                    "{what} {c} is the last one online at {} ms{}",
+                    e.at_ms,
+                    if e.domain.is_none() {
+                        " (Xen refuses with EBUSY)"
+                    } else {
+                        ""
+                    }
+                ),
+            ));
+        }
+        set[c as usize] = on;
+    }
+    Ok(())
 }

@@ -87,6 +87,7 @@ impl SimBuilder {
                 trace: None,
                 watch: Default::default(),
                 timeline: Vec::new(),
+                log: Vec::new(),
             },
             seed,
         }
@@ -138,6 +139,7 @@ impl SimBuilder {
             },
             steal_ns: 0,
             topo,
+            online: true,
         });
         lv.cpu_g.push(g);
         let sched_slot = self.slot(SlotKind::SchedTimer(g));

@@ -58,6 +58,7 @@ impl Simulation {
     pub fn check_invariants(&self) -> Result<(), String> {
         for (l, lv) in self.levels.iter().enumerate() {
             for (c, ci) in lv.cpu_info.iter().enumerate() {
+                self.check_offline_cpu(l, c, ci)?;
                 if let Some(e) = ci.curr {
                     let ei = &lv.ent_info[e.idx()];
                     if ei.on_cpu != Some(CpuId(c as u32)) {
@@ -118,6 +119,30 @@ impl Simulation {
                 return Err(format!(
                     "CPU {i}: executing={} but should be {want}",
                     cs.executing
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// CPU hot-plug (sim/hotplug.rs): an offline CPU runs nothing, and the vCPU behind an
+    /// offline guest CPU is down, `offline` at its host.
+    fn check_offline_cpu(&self, l: usize, c: usize, ci: &CpuInfo) -> Result<(), String> {
+        if ci.online {
+            return Ok(());
+        }
+        if let Some(e) = ci.curr {
+            return Err(format!(
+                "level {l}: offline CPU {c} runs {}",
+                self.levels[l].ent_info[e.idx()].params.name
+            ));
+        }
+        let g = self.levels[l].cpu_g[c];
+        if let Some(b) = self.cpus[g.idx()].backing {
+            if self.ents[b.idx()].state != RunState::Offline || self.cpus[g.idx()].executing {
+                return Err(format!(
+                    "level {l}: the vCPU behind offline CPU {c} is {:?}, not offline",
+                    self.ents[b.idx()].state
                 ));
             }
         }

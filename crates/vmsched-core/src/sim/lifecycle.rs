@@ -11,8 +11,8 @@
 //! **Timeline.** Run-time changes as the engine delivers them: each
 //! event has its own queue slot, armed at build; when it fires the engine writes the new
 //! attributes into the entities' parameters and calls the level's documented hook
-//! (`Scheduler::adjust`, `adjust_global`, `prio_changed`, `set_paused`; contracts in
-//! docs/design.md, Lifecycle). Nothing here runs on the per-event hot path.
+//! (`Scheduler::adjust`, `adjust_global`, `prio_changed`, `set_paused`, `cpu_offline`,
+//! `cpu_online`; contracts in docs/design.md, Lifecycle). CPU hot-plug is in sim/hotplug.rs. Nothing here runs on the per-event hot path.
 
 use super::*;
 use crate::sched::GlobalParam;
@@ -60,6 +60,14 @@ pub enum TimelineAction {
         level: LevelId,
         group: u32,
         guest: LevelId,
+    },
+    /// CPU `cpu` of `level` goes offline (`online` false) or comes back: `xen-hptool
+    /// cpu-offline/cpu-online` for a pCPU of the host, `/sys/devices/system/cpu/cpuN/online`
+    /// for a vCPU of a guest, whose vCPU then goes down or up at the host (sim/hotplug.rs).
+    CpuHotplug {
+        level: LevelId,
+        cpu: CpuId,
+        online: bool,
     },
 }
 
@@ -146,6 +154,13 @@ impl Simulation {
                 group,
                 guest,
             } => self.destroy_domain(level, group, guest),
+            TimelineAction::CpuHotplug { level, cpu, online } => {
+                if online {
+                    self.cpu_online(level, cpu);
+                } else {
+                    self.cpu_offline(level, cpu);
+                }
+            }
             TimelineAction::Pause {
                 level,
                 group,
@@ -180,6 +195,8 @@ impl Simulation {
             }
             let g = self.levels[level.idx()].ent_g[k];
             self.set_runstate(g, RunState::Blocked);
+            // A vCPU whose pCPUs are all offline now runs anywhere (sim/hotplug.rs).
+            self.fit_affinity_to_online(level, k);
             self.with_sched(level, |s, ctx| s.insert(ctx, EntityId(k as u32)));
         }
         // The guest exists from now on; a periodic tick starts on each of its CPUs.

@@ -86,6 +86,7 @@
 //!   as TIF_NEED_RESCHED is; a pull by newidle needs none (the running `schedule` serves it).
 
 mod balance; // load balancing: newidle, periodic, NOHZ idle (§1.17)
+mod hotplug; // CPU offline and online in the guest
 mod lifecycle; // run-time nice and policy changes
 mod select; // CPU selection at wake-up and fork (§1.16)
 mod weights; // weight tables, struct load_weight, calc_delta
@@ -941,6 +942,22 @@ impl SchedClass for Cfs {
     /// The task's vruntime as of its last accounting (absolute; the raw u64 read as i64).
     fn probe(&self, e: EntityId) -> Option<i64> {
         self.ses.get(e.idx()).map(|se| se.vruntime as i64)
+    }
+
+    /// Linux v5.10: rq_offline_fair / rq_online_fair with the sched domains rebuilt: every
+    /// task's `allowed` becomes its affinity within the online CPUs (cfs/hotplug.rs).
+    fn rq_hotplug(&mut self, ctx: &mut LinuxCtx, _cpu: CpuId) {
+        self.refresh_allowed(ctx);
+    }
+
+    /// The leftmost queued task (what pick_next_entity takes with no buddy set).
+    fn next_queued(&self, cpu: CpuId) -> Option<EntityId> {
+        self.first(cpu.idx()).map(|e| EntityId(e as u32))
+    }
+
+    /// Linux v5.10: move_queued_task (cfs/hotplug.rs).
+    fn move_queued_task(&mut self, ctx: &mut LinuxCtx, e: EntityId, src: CpuId, dst: CpuId) {
+        self.move_queued(ctx, e.idx(), src.idx(), dst.idx());
     }
 }
 

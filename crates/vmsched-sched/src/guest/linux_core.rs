@@ -274,6 +274,33 @@ pub trait SchedClass: Send {
     fn probe(&self, _e: EntityId) -> Option<i64> {
         None
     }
+
+    // --- CPU hot-plug (Linux v5.10 `sched_cpu_deactivate`, `sched_cpu_dying`,
+    // `sched_cpu_activate`) ---
+
+    /// `cpu` went offline (`ctx.cpu(cpu).online` is false) or came back online (Linux
+    /// `rq_offline` / `rq_online` of every class, from `set_rq_offline` / `set_rq_online`).
+    /// Called by the core from the engine's [`Scheduler::cpu_offline`] /
+    /// [`Scheduler::cpu_online`], for every class, before any task moves. From an offline on,
+    /// the class must place no task on `cpu` (its placement and balancing see only online
+    /// CPUs: Linux rebuilds the sched domains without it); the engine already widened the hard
+    /// affinity of every task left with no online CPU. Requests nothing.
+    fn rq_hotplug(&mut self, _ctx: &mut LinuxCtx, _cpu: CpuId) {}
+
+    /// The next task of this class queued on `cpu`, in the order `pick_next_task` would take
+    /// them, without taking it (Linux `migrate_tasks` picks them that way); not the current
+    /// task. Called by the core on an offline CPU, after `put_prev_task`, to empty it.
+    fn next_queued(&self, _cpu: CpuId) -> Option<EntityId> {
+        None
+    }
+
+    /// Moves `e`, queued (not running) on `src`, to `dst` (Linux `move_queued_task`:
+    /// `deactivate_task`, `set_task_cpu`, `activate_task`; both queues' clocks are up to date).
+    /// The core then checks whether `e` preempts `dst`'s current task. Called by the core for
+    /// the tasks [`SchedClass::next_queued`] names when `src` goes offline.
+    fn move_queued_task(&mut self, _ctx: &mut LinuxCtx, e: EntityId, _src: CpuId, _dst: CpuId) {
+        unreachable!("a class with queued task {} moves it", e.0)
+    }
 }
 
 /// A class with no tasks: the stop and idle classes of the model, and the RT and deadline
@@ -499,6 +526,7 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> Classes<Fair, Rt, Dl> {
             c.task_fork(lx, e, parent_cpu);
             c.select_task_rq_fork(lx, e, parent_cpu)
         });
+        let cpu = self.is_cpu_allowed_or_fallback(lx, e, cpu);
         lx.update_rq_clock(cpu.idx());
         with_class!(self, e, |c| c.enqueue_task(
             lx,
@@ -511,6 +539,54 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> Classes<Fair, Rt, Dl> {
             sync: false,
         };
         self.check_preempt_curr(lx, cpu, e, f);
+    }
+
+    /// Linux v5.10: select_fallback_rq: the first online CPU of `e`'s affinity on the node of
+    /// `cpu`, else anywhere in its affinity. (An affinity with no online CPU left was widened
+    /// by the engine at the offline: `cpuset_cpus_allowed_fallback`.)
+    fn select_fallback_rq(lx: &LinuxCtx, e: EntityId, cpu: CpuId) -> CpuId {
+        let hard = &lx.ent(e).params.hard_affinity;
+        let node = lx.cpu(cpu).topo.node;
+        let ok = |c: &CpuId| lx.cpu(*c).online;
+        hard.iter()
+            .filter(ok)
+            .find(|c| lx.cpu(*c).topo.node == node)
+            .or_else(|| hard.iter().find(ok))
+            .unwrap_or_else(|| {
+                panic!(
+                    "invariant: task {} has an online CPU in its affinity",
+                    lx.ent(e).params.name
+                )
+            })
+    }
+
+    /// Linux v5.10: the check of `select_task_rq`: a CPU that is not online (active) or not in
+    /// the task's affinity is replaced by `select_fallback_rq` from the task's CPU.
+    #[inline]
+    fn is_cpu_allowed_or_fallback(&mut self, lx: &LinuxCtx, e: EntityId, cpu: CpuId) -> CpuId {
+        if lx.cpu(cpu).online {
+            return cpu;
+        }
+        let from = self.task_cpu(e);
+        Self::select_fallback_rq(lx, e, from)
+    }
+
+    /// Linux v5.10: migrate_tasks (from sched_cpu_dying): every task queued on `dead`, in
+    /// pick order, moves to `select_fallback_rq` (`__migrate_task` → `move_queued_task`,
+    /// then `check_preempt_curr` on its new CPU).
+    fn migrate_tasks(&mut self, lx: &mut LinuxCtx, dead: CpuId) {
+        loop {
+            let next = self
+                .dl
+                .next_queued(dead)
+                .or_else(|| self.rt.next_queued(dead))
+                .or_else(|| self.fair.next_queued(dead));
+            let Some(p) = next else { break };
+            let dest = Self::select_fallback_rq(lx, p, dead);
+            lx.update_rq_clock(dest.idx());
+            with_class!(self, p, |c| c.move_queued_task(lx, p, dead, dest));
+            self.check_preempt_curr(lx, dest, p, WakeFlags::default());
+        }
     }
 }
 
@@ -581,6 +657,11 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> Scheduler for LinuxCore<F
         let (cpu, migrated) = with_class!(s, e, |c| {
             let prev = c.task_cpu(e);
             let cpu = c.select_task_rq(lx, e, info);
+            let cpu = if lx.cpu(cpu).online {
+                cpu
+            } else {
+                Classes::<Fair, Rt, Dl>::select_fallback_rq(lx, e, prev)
+            };
             if cpu != prev {
                 c.migrate_task_rq(lx, e, cpu);
             }
@@ -633,6 +714,14 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> Scheduler for LinuxCore<F
         lx.rq_mut(cpu.idx()).need_resched = false;
         if let Some(p) = prev {
             with_class!(s, p, |c| c.put_prev_task(lx, cpu, p));
+        }
+        if !lx.cpu(cpu).online {
+            // The offline's reschedule (sched_cpu_dying): empty the CPU, run nothing.
+            s.migrate_tasks(lx, cpu);
+            return Pick {
+                next: None,
+                slice: None,
+            };
         }
         let next = s
             .stop
@@ -688,6 +777,33 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> Scheduler for LinuxCore<F
         if with_class!(s, e, |c| c.prio_changed(lx, e)) {
             s.check_preempt_curr(lx, cpu, e, WakeFlags::default());
         }
+    }
+
+    /// Linux v5.10: sched_cpu_deactivate (the CPU is no longer active: no wake-up or balancer
+    /// places a task there) and `set_rq_offline` (every class's `rq_offline`). The tasks queued
+    /// there move at the `schedule` of the CPU that the engine runs right after
+    /// (`sched_cpu_dying` → `migrate_tasks`), with the current one put back first.
+    fn cpu_offline(&mut self, ctx: &mut SchedCtx, cpu: CpuId) {
+        let (s, mut lx) = self.split(ctx);
+        let lx = &mut lx;
+        lx.update_rq_clock(cpu.idx());
+        s.dl.rq_hotplug(lx, cpu);
+        s.rt.rq_hotplug(lx, cpu);
+        s.fair.rq_hotplug(lx, cpu);
+        if lx.cpu(cpu).curr.is_none() {
+            s.migrate_tasks(lx, cpu);
+        }
+    }
+
+    /// Linux v5.10: sched_cpu_activate (`set_rq_online`: every class's `rq_online`). Tasks
+    /// come to the CPU through wake-ups and balancing.
+    fn cpu_online(&mut self, ctx: &mut SchedCtx, cpu: CpuId) {
+        let (s, mut lx) = self.split(ctx);
+        let lx = &mut lx;
+        lx.update_rq_clock(cpu.idx());
+        s.dl.rq_hotplug(lx, cpu);
+        s.rt.rq_hotplug(lx, cpu);
+        s.fair.rq_hotplug(lx, cpu);
     }
 
     fn probe(&self, e: EntityId) -> Option<i64> {

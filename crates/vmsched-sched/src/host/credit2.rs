@@ -59,8 +59,9 @@
 //!
 //! # Simplifications (deliberate)
 //!
-//! * One cpupool holding every CPU; no tasklets (the idle vCPU is chosen only when nothing else
-//!   is runnable); no CPU hot-plug; affinities are fixed after build. Weight, cap and
+//! * One cpupool holding every online CPU; no tasklets (the idle vCPU is chosen only when
+//!   nothing else is runnable); affinities change only when a CPU going offline breaks them.
+//!   CPU hot-plug (`remove_cpu`, `add_cpu`: credit2/hotplug.rs) keeps the runqueue masks. Weight, cap and
 //!   ratelimit change at run time (`adjust`, `adjust_global`: credit2/lifecycle.rs), and
 //!   domain pause goes through `sleep`; vCPUs of a destroyed domain leave through `remove_unit`.
 //! * Every try-lock succeeds (single-threaded simulation): `csched2_res_pick` never uses its
@@ -109,6 +110,7 @@ use crate::host::xen_core::{
 
 mod balance;
 mod caps;
+mod hotplug;
 mod lifecycle;
 mod runqueue;
 
@@ -990,6 +992,21 @@ impl XenOps for Credit2 {
     /// The vCPU's credit.
     fn probe(&self, e: EntityId) -> Option<i64> {
         self.units.get(e.idx()).map(|u| u.credit)
+    }
+
+    /// Xen `processor(v)`.
+    fn processor(&self, e: EntityId) -> CpuId {
+        self.units[e.idx()].processor
+    }
+
+    /// Xen: csched2_deinit_pdata + csched2_free_pdata (the pCPU left the pool).
+    fn remove_cpu(&mut self, ctx: &mut XenCtx, cpu: CpuId) {
+        self.cpu_remove(ctx, cpu);
+    }
+
+    /// Xen: csched2_alloc_pdata + csched2_switch_sched (the pCPU joined the pool).
+    fn add_cpu(&mut self, ctx: &mut XenCtx, cpu: CpuId) {
+        self.cpu_add(ctx, cpu);
     }
 }
 

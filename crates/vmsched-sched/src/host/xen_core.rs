@@ -74,6 +74,10 @@ const VPF_PARKED: u8 = 1;
 const VPF_MIGRATING: u8 = 2;
 /// The domain is paused (Xen's `pause_count` of the domain, > 0): `xl pause`.
 const VPF_DOMPAUSED: u8 = 4;
+/// `_VPF_down`: the guest took the vCPU down (`VCPUOP_down`).
+const VPF_DOWN: u8 = 8;
+/// Not a Xen flag: the vCPU was removed (`remove_unit`); the core skips it from then on.
+const GONE: u8 = 16;
 
 /// What a policy hook sees: the engine's context of the level plus the core's pause flags.
 pub struct XenCtx<'c, 'a> {
@@ -258,6 +262,38 @@ pub trait XenOps: Send {
     fn probe(&self, _e: EntityId) -> Option<i64> {
         None
     }
+
+    // --- CPU hot-plug (a policy that does not implement these refuses CPU offlining; its
+    // configuration must then refuse `cpu_offline` at validation) ---
+
+    /// Xen `sched_unit_master(unit)` (`unit->res`): the CPU `e` runs on, is queued for or last
+    /// ran on (`processor(v)`). Read by the core when a CPU goes offline, to send away the
+    /// vCPUs that are there.
+    fn processor(&self, e: EntityId) -> CpuId {
+        panic!("{}: no processor({})", self.name(), e.0)
+    }
+
+    /// Xen `schedule_cpu_rm` → `deinit_pdata` and `free_pdata`: the policy lets go of `cpu`,
+    /// which left the pool (`x.cpu(cpu).online` is false). Called by the core from
+    /// [`Scheduler::cpu_offline`] after it marked every vCPU whose `processor` is `cpu`
+    /// migrating and called `sleep` on it (so none is queued for `cpu`), and before it moves
+    /// them (`pick_resource`, `migrate`, `wake`, which must then choose online CPUs only). The
+    /// vCPU running on `cpu`, if any, is still there: it is switched out right after (the
+    /// core's `schedule` of an offline CPU picks idle) and its migration completes after its
+    /// `context_saved`, as the core's protocol has it. The engine already widened the hard
+    /// affinity of every vCPU left with no online CPU (`params.hard_affinity`): a policy that
+    /// keeps affinities re-reads them. May tickle online CPUs.
+    fn remove_cpu(&mut self, _x: &mut XenCtx, cpu: CpuId) {
+        panic!("{}: CPU {} offline is not supported", self.name(), cpu.0)
+    }
+
+    /// Xen `schedule_cpu_add` → `alloc_pdata`, `switch_sched` (`init_pdata`): `cpu` joined
+    /// the pool again (`x.cpu(cpu).online` is true) and idles. Called by the core from
+    /// [`Scheduler::cpu_online`]; the core then raises the CPU's reschedule, as upstream
+    /// raises SCHEDULE_SOFTIRQ on it. May tickle.
+    fn add_cpu(&mut self, _x: &mut XenCtx, cpu: CpuId) {
+        panic!("{}: CPU {} online is not supported", self.name(), cpu.0)
+    }
 }
 
 /// The Xen core of one cpupool (every CPU of the level) around policy `P`.
@@ -367,8 +403,15 @@ impl<P: XenOps> Scheduler for XenCore<P> {
     }
 
     /// Xen: schedule() → do_schedule; `s_timer` is armed no earlier than the timer slop, and
-    /// the next `schedule()` runs the timer entry latency after it expires.
+    /// the next `schedule()` runs the timer entry latency after it expires. A CPU that left
+    /// the pool runs its idle vCPU (Xen's idle scheduler of a free CPU), without the policy.
     fn schedule(&mut self, ctx: &mut SchedCtx, cpu: CpuId) -> Pick {
+        if !ctx.cpu(cpu).online {
+            return Pick {
+                next: None,
+                slice: None,
+            };
+        }
         let (slop, entry) = (self.slop, self.entry);
         let mut pick = self.with_ops(ctx, |ops, x| ops.do_schedule(x, cpu));
         pick.slice = pick.slice.map(|s| s.max(slop) + entry);
@@ -405,7 +448,8 @@ impl<P: XenOps> Scheduler for XenCore<P> {
     fn remove(&mut self, ctx: &mut SchedCtx, e: EntityId) {
         self.with_ops(ctx, |ops, x| {
             debug_assert!(!x.unit_runnable(e), "remove_unit of a runnable vCPU");
-            ops.remove_unit(x, e)
+            ops.remove_unit(x, e);
+            x.set_flag(e, GONE);
         });
     }
 
@@ -417,6 +461,64 @@ impl<P: XenOps> Scheduler for XenCore<P> {
     /// Xen: the sysctl `putinfo` → the policy's `adjust_global`.
     fn adjust_global(&mut self, ctx: &mut SchedCtx, p: GlobalParam) {
         self.with_ops(ctx, |ops, x| ops.adjust_global(x, p));
+    }
+
+    /// Xen: cpupool_unassign_cpu → cpu_disable_scheduler, then schedule_cpu_rm. Every vCPU
+    /// whose `processor` is `cpu` is sent away, in id order (`sched_unit_migrate_start`: the
+    /// `migrating` flag and `vcpu_sleep_nosync`, so the policy's `sleep` dequeues it or
+    /// tickles `cpu`); the policy lets go of the CPU (`remove_cpu`); then each of them that is
+    /// not running on `cpu` completes its migration at once (`sched_unit_migrate_finish`:
+    /// `pick_resource`, `migrate`, the flag cleared, `vcpu_wake`). The one running there
+    /// completes it after the engine switched it out (`context_saved`). Upstream the whole
+    /// removal runs in stop_machine with every pCPU idle; here the running vCPU's credit is
+    /// burnt by the policy's `remove_cpu` and it leaves its CPU at the same instant.
+    fn cpu_offline(&mut self, ctx: &mut SchedCtx, cpu: CpuId) {
+        let n = self.pause.len();
+        self.with_ops(ctx, |ops, x| {
+            let here = |ops: &P, x: &XenCtx, e: EntityId| {
+                x.pause[e.idx()] & GONE == 0 && ops.processor(e) == cpu
+            };
+            for i in 0..n {
+                let e = EntityId(i as u32);
+                if here(ops, x, e) {
+                    x.set_flag(e, VPF_MIGRATING);
+                    ops.sleep(x, e);
+                }
+            }
+            ops.remove_cpu(x, cpu);
+            for i in 0..n {
+                let e = EntityId(i as u32);
+                if here(ops, x, e) && x.is_migrating(e) && x.cpu(cpu).curr != Some(e) {
+                    let to = ops.pick_resource(x, e);
+                    ops.migrate(x, e, to);
+                    x.clear_flag(e, VPF_MIGRATING, true);
+                    Self::vcpu_wake(ops, x, e, WakeInfo::default());
+                }
+            }
+        });
+    }
+
+    /// Xen: cpupool_cpu_add → schedule_cpu_add (the policy's `add_cpu`), then
+    /// SCHEDULE_SOFTIRQ on the CPU.
+    fn cpu_online(&mut self, ctx: &mut SchedCtx, cpu: CpuId) {
+        self.with_ops(ctx, |ops, x| {
+            ops.add_cpu(x, cpu);
+            x.resched(cpu);
+        });
+    }
+
+    /// Xen: VCPUOP_down (`_VPF_down`, then `vcpu_sleep_nosync` → the policy's `sleep`) and
+    /// VCPUOP_up (the flag cleared, then `vcpu_wake`).
+    fn set_down(&mut self, ctx: &mut SchedCtx, e: EntityId, down: bool) {
+        self.with_ops(ctx, |ops, x| {
+            if down {
+                x.set_flag(e, VPF_DOWN);
+                ops.sleep(x, e);
+            } else {
+                x.clear_flag(e, VPF_DOWN, true);
+                Self::vcpu_wake(ops, x, e, WakeInfo::default());
+            }
+        });
     }
 
     /// Xen: `domain_pause` (per vCPU: the pause count goes up, then `vcpu_sleep_nosync` calls

@@ -7,6 +7,7 @@ use vmsched_core::testkit::{flat, params, pinned, placed_on, Harness};
 use vmsched_core::time::ms;
 
 mod balance;
+mod hotplug;
 mod params;
 mod select;
 

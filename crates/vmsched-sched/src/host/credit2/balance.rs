@@ -165,7 +165,7 @@ impl Credit2 {
         self.update_runq_load(l, 0, now);
         let (mut load_delta, mut max_delta_rq) = (0i64, None);
         for o in 0..self.rqs.len() {
-            if o == l {
+            if o == l || !self.rq_live(o) {
                 continue;
             }
             self.update_runq_load(o, 0, now);
@@ -177,7 +177,10 @@ impl Credit2 {
         }
         let Some(o) = max_delta_rq else { return };
         // As upstream: the overload test looks at the last runqueue of the list (ERRATA X12).
-        let x = self.rqs.len() - 1;
+        let x = (0..self.rqs.len())
+            .rev()
+            .find(|&r| self.rq_live(r))
+            .expect("a runqueue is live");
         let load_max = self.rqs[l].b_avgload.max(self.rqs[x].b_avgload);
         let cpus_max = self.rqs[l].nr_cpus.max(self.rqs[x].nr_cpus) as i64;
         let p = self.load_precision as i32;

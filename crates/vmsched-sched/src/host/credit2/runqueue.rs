@@ -35,6 +35,9 @@ impl Credit2 {
         let (t, sibs) = (cpus[cpu], Self::topo_siblings(cpus, cpu));
         let mut valid: Option<usize> = None;
         for (i, rq) in self.rqs.iter().enumerate() {
+            if rq.refcnt == 0 {
+                continue; // freed when its last CPU went offline (credit2/hotplug.rs)
+            }
             let peer = cpus[rq.pick_bias.idx()];
             let matches = match self.params.runqueue {
                 RunqueueArrangement::Cpu => false,
@@ -69,7 +72,9 @@ impl Credit2 {
                 valid = Some(i);
             }
         }
-        let r = valid.unwrap_or_else(|| {
+        // A new runqueue takes the first free index (upstream: the first unused id).
+        let free = self.rqs.iter().position(|rq| rq.refcnt == 0);
+        let r = valid.or(free).unwrap_or_else(|| {
             self.rqs.push(Runqueue {
                 runq: Vec::new(),
                 svc: Vec::new(),
@@ -106,6 +111,18 @@ impl Credit2 {
             }
         }
         let rq = &mut self.rqs[r];
+        if rq.nr_cpus == 0 {
+            // Xen: the first CPU activates the runqueue (a freed one is empty again).
+            debug_assert!(rq.runq.is_empty() && rq.svc.is_empty() && rq.active.is_empty());
+            rq.max_weight = 1;
+            rq.load = 0;
+            rq.load_last_update = 0;
+            rq.avgload = 0;
+            rq.b_avgload = 0;
+            rq.idle = CpuSet::empty();
+            rq.tickled = CpuSet::empty();
+            rq.smt_idle = CpuSet::empty();
+        }
         rq.idle.insert(c);
         rq.active.insert(c);
         rq.smt_idle.insert(c);

@@ -15,6 +15,7 @@ mod balance;
 mod candidate;
 mod caps;
 mod credit_accounting;
+mod hotplug;
 mod long_run;
 mod parameters;
 mod runqueue;
