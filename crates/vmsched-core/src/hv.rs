@@ -299,6 +299,13 @@ impl PendingIrqs {
         std::mem::take(&mut self.bits)
     }
 
+    /// Every pending timer, taken away with its kind (the CPU goes offline: they are delivered
+    /// on another CPU). Keeps the list's capacity.
+    pub fn take_timers(&mut self) -> Vec<usize> {
+        self.bits &= !Self::TIMER;
+        self.timers.drain(..).collect()
+    }
+
     /// The pending timers, emptied (after [`Self::take`] returned [`Self::TIMER`]).
     #[inline]
     pub fn drain_timers(&mut self) -> std::vec::Drain<'_, usize> {

@@ -63,7 +63,7 @@ impl Simulation {
         let (sched_slot, tick_slot) = (self.cpus[g.idx()].sched_slot, self.cpus[g.idx()].tick_slot);
         self.q.cancel(sched_slot);
         self.q.cancel(tick_slot);
-        self.cpus[g.idx()].pending_tick = false;
+        self.cpus[g.idx()].pending.clear(PendingIrqs::TICK);
         self.cpus[g.idx()].need_resched = false;
         self.move_timers(l, g);
         if let Some(b) = self.cpus[g.idx()].backing {
@@ -83,7 +83,7 @@ impl Simulation {
             self.levels[l.idx()].name
         );
         self.levels[l.idx()].cpu_info[lc.idx()].online = true;
-        self.cpus[g.idx()].pending_resched = false;
+        self.cpus[g.idx()].pending.clear(PendingIrqs::RESCHED);
         self.with_sched(l, |s, ctx| s.cpu_online(ctx, lc));
         if let Some(b) = self.cpus[g.idx()].backing {
             self.vcpu_up(b);
@@ -169,7 +169,7 @@ impl Simulation {
             self.tasks[t].timer_cpu = to;
             self.cpus[to.idx()].armed_timers.push(t);
         }
-        let held = std::mem::take(&mut self.cpus[g.idx()].pending_timers);
+        let held = self.cpus[g.idx()].pending.take_timers();
         for &t in &held {
             // Delivered on the new CPU (held again there if it is away).
             self.actions.push_back(Action::TaskTimer(t));
