@@ -145,6 +145,15 @@ impl<'c, 'a> XenCtx<'c, 'a> {
         self.clear_flag(e, VPF_PARKED, false);
     }
 
+    /// Clears `_VPF_parked` and lifts the pause through `vcpu_wake` (Credit1's `vcpu_unpause`
+    /// of a parked vCPU): an `offline` vCPU that wants a CPU becomes `runnable` now. The core
+    /// calls no hook here: the policy queues the vCPU itself (its wake path) if
+    /// [`XenCtx::unit_runnable`] now holds.
+    #[inline]
+    pub fn unpark_wake(&mut self, e: EntityId) {
+        self.clear_flag(e, VPF_PARKED, true);
+    }
+
     /// Sets `_VPF_migrating`: the vCPU's CPU must switch it out, then the core completes the
     /// migration (`sched_unit_migrate_finish`).
     #[inline]

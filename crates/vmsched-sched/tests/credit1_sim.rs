@@ -1,0 +1,146 @@
+//! Credit1 on the full simulator (guest CFS levels, the Xen core's timer slop and entry latency),
+//! in both eras: two busy vCPUs on one pCPU share it in 30 ms slices; weights 512:256 give 2:1;
+//! a cap of 50 holds a hog to half a CPU; a vCPU that wakes from UNDER is BOOSTed and preempts
+//! a hog at once. The unit-level rules are in `host/credit1/tests/`.
+
+use vmsched_core::report::Results;
+use vmsched_core::trace::Record;
+
+const MS: u64 = 1_000_000;
+
+/// A domain of one vCPU on pCPU 0 running `workload` (a TOML `[[domain.workload]]` body).
+fn dom(name: &str, extra: &str, workload: &str) -> String {
+    format!(
+        "[[domain]]\nname = \"{name}\"\nvcpus = 1\nvcpu_pcpus = [[0]]\n{extra}\n[domain.sched]\n\
+         scheduler = \"cfs\"\n[[domain.workload]]\n{workload}\n"
+    )
+}
+
+const HOG: &str = "kind = \"cpu_loop\"\nname = \"hog\"";
+
+fn scenario(version: &str, duration_ms: u64, doms: &[String]) -> String {
+    format!(
+        "name = \"c1\"\n[run]\nduration_ms = {duration_ms}\nwarmup_ms = 300\nseed = 1\n\
+         [machine]\npcpus = 1\n[host]\nscheduler = \"credit\"\nversion = \"{version}\"\n{}",
+        doms.concat()
+    )
+}
+
+fn run(src: &str) -> Results {
+    vmsched_sched::run("c1.toml", src, &[]).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Run lengths (vCPU index, ns) of every host run on pCPU 0 starting after 300 ms.
+fn host_runs(src: &str) -> Vec<(u32, u64)> {
+    let s = vmsched_sched::load("c1.toml", src, &[]).unwrap_or_else(|e| panic!("{e}"));
+    let mut sim = vmsched_sched::build(&s);
+    sim.enable_trace(10_000_000);
+    sim.run();
+    let tr = sim.take_trace().unwrap();
+    assert_eq!(tr.dropped, 0);
+    let host = tr.meta.cpus[0].level;
+    let mut out = Vec::new();
+    let mut cur: Option<(u32, u64)> = None;
+    for r in &tr.records {
+        if let Record::Switch { t, level, next, .. } = *r {
+            if level != host {
+                continue;
+            }
+            if let Some((e, since)) = cur {
+                if since >= 300 * MS {
+                    out.push((e, t - since));
+                }
+            }
+            cur = next.map(|n| (n.0, t));
+        }
+    }
+    out
+}
+
+/// The host share of each vCPU (its `running_ns` over the measured time), in declaration order.
+fn shares(r: &Results) -> Vec<f64> {
+    r.entities
+        .iter()
+        .filter(|e| e.level == "host")
+        .map(|e| e.running_ns as f64 / r.measured_ns as f64)
+        .collect()
+}
+
+const VERSIONS: [&str; 2] = ["3.3", "4.20"];
+
+#[test]
+fn two_busy_vcpus_on_one_pcpu_share_it_half_and_half_in_30_ms_slices() {
+    for v in VERSIONS {
+        let src = scenario(v, 3000, &[dom("a", "", HOG), dom("b", "", HOG)]);
+        let runs = host_runs(&src);
+        assert!(runs.len() >= 20, "{v}: {runs:?}");
+        for w in runs.windows(2) {
+            assert_ne!(w[0].0, w[1].0, "{v}: the two vCPUs alternate");
+        }
+        // Every switch is at the end of a slice: a run lasts a whole number of 30 ms slices
+        // (plus the timer entry latency), never less than one.
+        for &(_, d) in &runs {
+            let slices = (d + MS / 2) / (30 * MS);
+            assert!(
+                slices >= 1 && d.abs_diff(slices * 30 * MS) < 100_000,
+                "{v}: a run of {d} ns: {runs:?}"
+            );
+        }
+        let sh = shares(&run(&src));
+        for s in &sh {
+            assert!((s - 0.5).abs() < 0.03, "{v}: shares {sh:?}");
+        }
+    }
+}
+
+#[test]
+fn weights_512_and_256_share_two_to_one() {
+    for v in VERSIONS {
+        let src = scenario(v, 3000, &[dom("a", "weight = 512", HOG), dom("b", "", HOG)]);
+        let sh = shares(&run(&src));
+        let ratio = sh[0] / sh[1];
+        assert!((1.85..2.15).contains(&ratio), "{v}: shares {sh:?}");
+    }
+}
+
+#[test]
+fn a_cap_of_50_holds_a_hog_to_half_a_cpu() {
+    for v in VERSIONS {
+        let src = scenario(v, 3000, &[dom("a", "cap = 50", HOG)]);
+        let r = run(&src);
+        let sh = shares(&r);
+        assert!((sh[0] - 0.5).abs() < 0.03, "{v}: share {sh:?}");
+        let host = r.entities.iter().find(|e| e.level == "host").unwrap();
+        assert!(
+            host.offline_ns as f64 > 0.4 * r.measured_ns as f64,
+            "{v}: parked time is offline: {}",
+            host.offline_ns
+        );
+    }
+}
+
+/// A vCPU that wakes every 10 ms for a short burst (cyclictest, no main thread) beside a hog.
+const TICKER: &str = "kind = \"cyclictest\"\nname = \"ct\"\ninterval_us = 10000\nmain_thread = false";
+
+#[test]
+fn a_vcpu_waking_from_under_is_boosted_and_preempts_a_hog_at_once() {
+    for v in VERSIONS {
+        let src = scenario(v, 3000, &[dom("io", "", TICKER), dom("hog", "", HOG)]);
+        let r = run(&src);
+        let io = r
+            .entities
+            .iter()
+            .find(|e| e.level == "host" && e.name.starts_with("io"))
+            .unwrap();
+        assert!(io.wait_count > 250, "{v}: {} wake-ups", io.wait_count);
+        // BOOST preempts the hog at the wake (the hog has run past the 4.20 ratelimit): the
+        // wait is the timer slop and entry latency, not a 30 ms slice.
+        assert!(io.wait_max_ns < 100_000, "{v}: worst wait {} ns", io.wait_max_ns);
+        let hog = r
+            .entities
+            .iter()
+            .find(|e| e.level == "host" && e.name.starts_with("hog"))
+            .unwrap();
+        assert!(hog.cpu_share > 0.95, "{v}: the hog keeps the rest: {}", hog.cpu_share);
+    }
+}
