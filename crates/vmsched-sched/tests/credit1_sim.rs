@@ -184,3 +184,59 @@ fn the_shipped_scenario_shows_boost_and_the_3_3_domctl_reboost() {
     let (without, _) = worst(&src.replace("at_ms = 1000", "at_ms = 2999"));
     assert!(without < 100_000, "BOOST alone: no wait, got {without}");
 }
+
+/// Xen 4.18 and 4.19 have 4.20's `credit.c` but for trace records: the same scenario gives the
+/// same results under the three names.
+#[test]
+fn versions_4_18_and_4_19_schedule_as_4_20() {
+    let src = |v: &str| {
+        let doms = [
+            dom("a", "weight = 512", HOG),
+            dom("b", "", HOG),
+            dom("c", "cap = 30", TICKER),
+        ];
+        scenario(v, 1500, &doms)
+    };
+    let base = format!("{:?}", run(&src("4.20")).entities);
+    for v in ["4.18", "4.19"] {
+        assert_eq!(format!("{:?}", run(&src(v)).entities), base, "{v}");
+    }
+    assert_ne!(
+        format!("{:?}", run(&src("3.3")).entities),
+        base,
+        "3.3 differs"
+    );
+}
+
+/// Bad input names its field: a release that is not modelled, an option the release lacks, a
+/// run-time change the release does not take, a value out of Xen's range.
+#[test]
+fn bad_credit1_parameters_are_refused_by_name() {
+    let base = scenario("3.3", 1000, &[dom("a", "", HOG)]);
+    let err = |src: String| {
+        vmsched_sched::load("c1.toml", &src, &[])
+            .err()
+            .unwrap_or_else(|| panic!("accepted:\n{src}"))
+    };
+    let e = err(base.replace("\"3.3\"", "\"4.17\""));
+    assert!(
+        e.field.contains("version") || e.message.contains("4.17"),
+        "{e}"
+    );
+    let e = err(base.replace("version = \"3.3\"", "version = \"3.3\"\ntslice_ms = 10"));
+    assert_eq!(e.field, "host.tslice_ms", "{e}");
+    let e = err(base.replace("version = \"3.3\"", "version = \"3.3\"\nratelimit_us = 500"));
+    assert_eq!(e.field, "host.ratelimit_us", "{e}");
+    let e = err(base.replace("version = \"3.3\"", "version = \"4.20\"\nratelimit_us = 50"));
+    assert_eq!(e.field, "host.ratelimit_us", "{e}");
+    let e = err(base.replace("version = \"3.3\"", "version = \"4.20\"\ntslice_ms = 0"));
+    assert_eq!(e.field, "host.tslice_ms", "{e}");
+    let ev = "[[event]]\nat_ms = 100\naction = \"sched_host\"\ntslice_ms = 10\n";
+    let e = err(format!("{base}{ev}"));
+    assert!(e.message.contains("3.3"), "{e}");
+    let ok = base.replace("\"3.3\"", "\"4.20\"");
+    vmsched_sched::load("c1.toml", &format!("{ok}{ev}"), &[]).unwrap();
+    let ev = "[[event]]\nat_ms = 100\naction = \"sched_host\"\nratelimit_us = 40000\n";
+    let e = err(format!("{ok}{ev}"));
+    assert!(e.message.contains("slice"), "{e}");
+}

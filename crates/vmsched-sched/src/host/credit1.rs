@@ -1,5 +1,5 @@
 //! Xen Credit (Credit1), the default host scheduler of Xen 3.x and 4.0–4.11, in two eras: as in
-//! Xen 3.3 (`xen/common/sched_credit.c`, tag 3.3.0-rc7) and as in Xen 4.20
+//! Xen 3.3 (`xen/common/sched_credit.c`, tag 3.3.0-rc7) and as in Xen 4.18–4.20
 //! (`xen/common/sched/credit.c`, tag RELEASE-4.20.0), after xen-schedulers.md §2 and ERRATA X7,
 //! X8, X10, X11 (facts read from the sources; the code is our own).
 //!
@@ -50,9 +50,10 @@
 //!
 //! # Simplifications (deliberate)
 //!
-//! * Two eras, `3.3` and `4.20`; the rules that changed between them are methods of
-//!   [`Credit1Version`] named after the rule, with the release that introduced each, so an
-//!   intermediate release is one more variant. One cpupool holding every CPU; no tasklets; no CPU
+//! * Two eras: `3.3`, and `4.18`/`4.19`/`4.20` (one `credit.c` but for trace records); the rules
+//!   that changed between them are methods of [`Credit1Version`] named after the rule, with the
+//!   release that introduced each, so an intermediate release is one more variant whose
+//!   thresholds the methods name. One cpupool holding every CPU; no tasklets; no CPU
 //!   hot-plug; affinities fixed after build.
 //! * Every try-lock succeeds (single-threaded simulation).
 //! * The ticker's reschedule requests (the tick-time migration) go through the engine like any
@@ -106,7 +107,9 @@ const V33_TSLICE_MS: u64 = 30;
 const ACCT_TIMER: u32 = 0;
 
 /// Which Xen release to reproduce. Ordered by release, so a rule introduced in release X holds
-/// for every `v >= X`.
+/// for every `v >= X`. Xen 4.18, 4.19 and 4.20 have the same `credit.c` but for trace records
+/// (`git diff RELEASE-4.18.0 RELEASE-4.20.0 -- xen/common/sched/credit.c`); 4.17 lacks the
+/// load-balance ratelimit and the yield rules of 4.18, and is not modelled.
 #[derive(
     Clone,
     Copy,
@@ -122,36 +125,44 @@ const ACCT_TIMER: u32 = 0;
 pub enum Credit1Version {
     #[serde(rename = "3.3")]
     V3_3,
+    #[serde(rename = "4.18")]
+    V4_18,
+    #[serde(rename = "4.19")]
+    V4_19,
     #[default]
     #[serde(rename = "4.20")]
     V4_20,
 }
 
 impl Credit1Version {
+    /// The 4.x releases modelled (4.18–4.20): every rule of a 4.x release up to 4.18 holds.
+    fn is_4x(self) -> bool {
+        self >= Credit1Version::V4_18
+    }
     /// [4.0+] credit is burnt from measured run time (10 credits per ms), not sampled at ticks.
     pub fn burns_exact_time(self) -> bool {
-        self >= Credit1Version::V4_20
+        self.is_4x()
     }
     /// [3.4+] the accounting pass has its own master timer (every tslice); before, the master
     /// CPU ran it at every third tick; and the idle vCPU gets no slice timer.
     pub fn has_master_timer(self) -> bool {
-        self >= Credit1Version::V4_20
+        self.is_4x()
     }
     /// [4.1+] weight is per vCPU: a domain weighs `weight × active vCPUs`.
     pub fn per_vcpu_weight(self) -> bool {
-        self >= Credit1Version::V4_20
+        self.is_4x()
     }
     /// [4.1+] a vCPU leaving the active set keeps half its credit (before: 0).
     pub fn halves_on_deactivate(self) -> bool {
-        self >= Credit1Version::V4_20
+        self.is_4x()
     }
     /// [4.1+] `SCHEDOP_yield` sets the YIELD flag (before: no hook).
     pub fn has_yield_flag(self) -> bool {
-        self >= Credit1Version::V4_20
+        self.is_4x()
     }
     /// [4.1+] a cross-socket move in the CPU pick needs twice the idlers; `idle_bias`.
     pub fn cross_socket_factor(self) -> usize {
-        if self >= Credit1Version::V4_20 {
+        if self.is_4x() {
             2
         } else {
             1
@@ -159,32 +170,32 @@ impl Credit1Version {
     }
     /// [4.2+] tslice and ratelimit exist (`sched_credit_tslice_ms`, `sched_ratelimit_us`).
     pub fn has_tslice_and_ratelimit(self) -> bool {
-        self >= Credit1Version::V4_20
+        self.is_4x()
     }
     /// [4.5+] soft affinity; [4.20] the tickle rules of ERRATA X10 (one idler, the woken vCPU's
     /// CPU preempted only when no idler fits).
     pub fn tickles_one_idler(self) -> bool {
-        self >= Credit1Version::V4_20
+        self.is_4x()
     }
     /// [4.7+] the wake that ends a migration does not boost (ERRATA X9).
     pub fn migration_wake_unboosted(self) -> bool {
-        self >= Credit1Version::V4_20
+        self.is_4x()
     }
     /// [4.9+] per-CPU `nr_runnable`; stealers skip peers with at most one.
     pub fn skips_lone_peers(self) -> bool {
-        self >= Credit1Version::V4_20
+        self.is_4x()
     }
     /// [4.13+] the ticker stops while a CPU idles and restarts on the tick grid.
     pub fn ticker_stops_when_idle(self) -> bool {
-        self >= Credit1Version::V4_20
+        self.is_4x()
     }
     /// [4.18+] `load-balance-ratelimit`; yielded vCPUs are not stolen (ERRATA X11).
     pub fn has_load_balance_ratelimit(self) -> bool {
-        self >= Credit1Version::V4_20
+        self.is_4x()
     }
     /// [3.3] a domctl pauses and unpauses the domain's vCPUs (ERRATA X11).
     pub fn adjust_pauses_domain(self) -> bool {
-        self < Credit1Version::V4_20
+        !self.is_4x()
     }
 }
 
