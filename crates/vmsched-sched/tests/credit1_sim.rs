@@ -240,3 +240,165 @@ fn bad_credit1_parameters_are_refused_by_name() {
     let e = err(format!("{ok}{ev}"));
     assert!(e.message.contains("slice"), "{e}");
 }
+
+/// A random Credit1 scenario: topology, both eras and their options, domains with weights, caps,
+/// affinities, creation and destruction times, workloads that block and wake, and a timeline of
+/// `xl sched-credit -d/-s`, pause and unpause. Drawn from the project's seeded stream, so a
+/// failing case is a seed.
+fn random_credit1_scenario(seed: u64) -> String {
+    let mut r = vmsched_core::rng::Stream::new(seed, "credit1-fuzz");
+    let mut pick = |n: u64| r.range(0, n - 1);
+    let duration = 100 + pick(900);
+    let mut s = format!(
+        "name = \"r\"\n[run]\nduration_ms = {duration}\nwarmup_ms = {}\nseed = {}\n",
+        pick(50),
+        pick(1000)
+    );
+    let (pcpus, sockets, threads) = [
+        (1, 1, 1),
+        (2, 1, 1),
+        (2, 2, 1),
+        (4, 2, 2),
+        (4, 1, 2),
+        (6, 2, 1),
+        (3, 1, 1),
+    ][pick(7) as usize];
+    s += &format!(
+        "[machine]\npcpus = {pcpus}\nsockets = {sockets}\nthreads_per_core = {threads}\n\
+         ipi_latency_ns = {}\n",
+        [0, 0, 1000][pick(3) as usize]
+    );
+    let v33 = pick(2) == 0;
+    if v33 {
+        s += "[host]\nscheduler = \"credit\"\nversion = \"3.3\"\n";
+    } else {
+        s += &format!(
+            "[host]\nscheduler = \"credit\"\nversion = \"4.20\"\ntslice_ms = {}\nratelimit_us = {}\n\
+             tickle_one_idle_cpu = {}\nvcpu_migration_delay_us = {}\n\
+             load_balance_ratelimit_us = {}\nsmt_power_savings = {}\n",
+            [1, 2, 10, 30, 100][pick(5) as usize],
+            [0, 100, 1000][pick(3) as usize],
+            pick(2) == 1,
+            [0, 0, 2000][pick(3) as usize],
+            [0, 1000, 100_000][pick(3) as usize],
+            pick(2) == 1,
+        );
+    }
+    let ndoms = 1 + pick(4);
+    // Domains created during the run come last, in creation order; events name only domains
+    // that live through the whole run.
+    let first_created = if ndoms > 1 && pick(3) == 0 {
+        ndoms - 1
+    } else {
+        ndoms
+    };
+    let mut steady = Vec::new();
+    for d in 0..ndoms {
+        let vcpus = 1 + pick(4);
+        s += &format!(
+            "[[domain]]\nname = \"d{d}\"\nvcpus = {vcpus}\nweight = {}\ncap = {}\n",
+            [1, 256, 512, 65535][pick(4) as usize],
+            [0, 0, 10, 50, 100 * vcpus][pick(5) as usize],
+        );
+        match pick(5) {
+            0 => s += &format!("pcpus = [{}]\n", pick(pcpus)),
+            1 => s += &format!("soft_pcpus = [{}]\n", pick(pcpus)),
+            _ => {}
+        }
+        let mut lives = true;
+        if d >= first_created {
+            s += &format!("create_at_ms = {}\n", 1 + pick(duration / 2));
+            lives = false;
+        }
+        if pick(5) == 0 {
+            s += &format!("destroy_at_ms = {}\n", duration / 2 + pick(duration / 2));
+            lives = false;
+        }
+        if lives {
+            steady.push(d);
+        }
+        s += "[domain.sched]\nscheduler = \"cfs\"\n";
+        for w in 0..1 + pick(2) {
+            s += "[[domain.workload]]\n";
+            s += &match pick(3) {
+                0 => format!(
+                    "kind = \"cpu_loop\"\nname = \"w{w}\"\ncopies = {}\n",
+                    1 + pick(3)
+                ),
+                1 => format!("kind = \"context1\"\nname = \"w{w}\"\n"),
+                _ => format!(
+                    "kind = \"cyclictest\"\nname = \"w{w}\"\nthreads = {}\ninterval_us = {}\n",
+                    1 + pick(2),
+                    [100, 1000, 10_000][pick(3) as usize],
+                ),
+            };
+        }
+    }
+    let mut paused = vec![false; ndoms as usize];
+    let mut at = 0;
+    for _ in 0..pick(6) {
+        at += 1 + pick(duration / 6);
+        if at >= duration || steady.is_empty() {
+            break;
+        }
+        let d = steady[pick(steady.len() as u64) as usize];
+        s += &format!("[[event]]\nat_ms = {at}\n");
+        s += &match pick(3) {
+            0 => format!(
+                "action = \"sched_domain\"\ndomain = \"d{d}\"\nweight = {}\ncap = {}\n",
+                [1, 128, 1024][pick(3) as usize],
+                [0, 20][pick(2) as usize]
+            ),
+            1 if !v33 => format!(
+                "action = \"sched_host\"\ntslice_ms = {}\nratelimit_us = {}\n",
+                [5, 30, 1000][pick(3) as usize],
+                [0, 100, 1000][pick(3) as usize]
+            ),
+            _ => {
+                let p = &mut paused[d as usize];
+                *p = !*p;
+                let a = if *p { "pause" } else { "unpause" };
+                format!("action = \"{a}\"\ndomain = \"d{d}\"\n")
+            }
+        };
+    }
+    s
+}
+
+/// Every random Credit1 scenario either fails validation naming a field, or runs to its end with
+/// the engine's invariants checked after every event. VMSCHED_FUZZ_CASES raises the count.
+#[test]
+fn random_credit1_scenarios_validate_or_run() {
+    let cases: u64 = std::env::var("VMSCHED_FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(40);
+    let (mut ran, mut refused) = (0, 0);
+    for seed in 0..cases {
+        let src = random_credit1_scenario(seed);
+        match vmsched_sched::load("r.toml", &src, &[]) {
+            Err(e) => {
+                assert!(!e.field.is_empty(), "seed {seed}: {e}\n{src}");
+                refused += 1;
+            }
+            Ok(s) => {
+                let run = std::panic::catch_unwind(|| {
+                    let mut sim = vmsched_sched::build(&s);
+                    sim.set_debug_checks(true);
+                    sim.run();
+                    sim.results().duration_ns
+                });
+                match run {
+                    Ok(d) => assert_eq!(d, s.run.duration_ms * MS),
+                    Err(_) => panic!("seed {seed} panicked; scenario:\n{src}"),
+                }
+                ran += 1;
+            }
+        }
+    }
+    eprintln!("random credit1 scenarios: {ran} ran, {refused} refused");
+    assert!(
+        ran > cases / 2,
+        "only {ran} of {cases} ran ({refused} refused)"
+    );
+}
