@@ -217,6 +217,17 @@ impl Credit1 {
         }
         self.scratch_doms = doms;
         self.scratch_units = units;
+        debug_assert!(
+            self.active_doms.iter().all(|&d| {
+                let dom = &self.doms[d];
+                !dom.active.is_empty()
+                    && dom.active.iter().all(|e| {
+                        let c = self.units[e.idx()].credit;
+                        self.units[e.idx()].active && (-cpt..=cpt).contains(&c)
+                    })
+            }),
+            "invariant: after a pass every active vCPU's credit is within ±credits_per_tslice"
+        );
         self.credit_balance = credit_balance;
         self.runq_sort = self.runq_sort.wrapping_add(1);
     }
