@@ -396,6 +396,8 @@ pub struct Credit1 {
     /// Scratch lists for the accounting pass (no allocation in hooks).
     scratch_doms: Vec<usize>,
     scratch_units: Vec<EntityId>,
+    /// Scratch vCPU counts per CPU for the 3.3 initial placement.
+    scratch_cnt: Vec<u32>,
     started: bool,
 }
 
@@ -475,6 +477,7 @@ impl Credit1 {
                 .collect(),
             scratch_doms: Vec::with_capacity(nr_domains as usize),
             scratch_units: Vec::new(),
+            scratch_cnt: Vec::with_capacity(n),
             started: false,
             params,
         };
@@ -509,6 +512,50 @@ impl Credit1 {
     /// The vCPU's priority: 0 BOOST, −1 UNDER, −2 OVER.
     pub fn priority(&self, e: EntityId) -> i32 {
         self.units[e.idx()].pri
+    }
+
+    /// [3.3] Where `XEN_DOMCTL_max_vcpus` puts a new vCPU (`default_vcpu0_location` in
+    /// `xen/common/domctl.c`; the scheduler keeps it there): vCPU 0 of a domain on the online CPU
+    /// with the fewest vCPUs, never on CPU 0's core, only on second threads of multi-thread
+    /// cores, the higher-numbered CPU on a tie; vCPU k on the CPU after vCPU k−1's. A CPU outside
+    /// the vCPU's hard affinity gives way to the next one inside it (the pinning that follows).
+    fn v33_initial_cpu(&mut self, e: EntityId) -> CpuId {
+        let mut cnt = std::mem::take(&mut self.scratch_cnt);
+        cnt.clear();
+        cnt.resize(self.pcpus.len(), 0);
+        let u = &self.units[e.idx()];
+        let n = self.pcpus.len() as u32;
+        let dom = &self.doms[u.dom];
+        let cpu = match dom.units.iter().rev().find(|o| **o != e) {
+            Some(prev) => CpuId((self.units[prev.idx()].processor.0 + 1) % n),
+            None => {
+                for o in self.units.iter().filter(|o| !o.removed) {
+                    cnt[o.processor.idx()] += 1;
+                }
+                // The unit being placed is not counted.
+                cnt[u.processor.idx()] -= 1;
+                let sib0 = &self.sibling[0];
+                let mut cpu = sib0.first().expect("CPU 0");
+                if sib0.len() > 1 {
+                    cpu = sib0.next_after(cpu).expect("a second thread");
+                }
+                let mut exclude = *sib0;
+                for i in self.online.iter() {
+                    let sib = &self.sibling[i.idx()];
+                    if exclude.contains(i) || (sib.first() == Some(i) && sib.len() > 1) {
+                        continue;
+                    }
+                    exclude.or_with(sib);
+                    if cnt[i.idx()] <= cnt[cpu.idx()] {
+                        cpu = i;
+                    }
+                }
+                cpu
+            }
+        };
+        let cpu = u.hard.test_or_cycle(cpu).expect("non-empty hard affinity");
+        self.scratch_cnt = cnt;
+        cpu
     }
 
     /// Xen: __csched_set_tslice [4.4+]: slice, tick period, credits per tslice, pool credit.
@@ -855,10 +902,12 @@ impl XenOps for Credit1 {
             dom.cap = cap;
         }
         dom.units.push(e);
-        if self.v.tickles_one_idler() {
-            let cpu = self.res_pick(ctx, e);
-            self.units[e.idx()].processor = cpu;
-        }
+        let cpu = if self.v.tickles_one_idler() {
+            self.res_pick(ctx, e)
+        } else {
+            self.v33_initial_cpu(e)
+        };
+        self.units[e.idx()].processor = cpu;
         let n = self.units.len();
         for pc in &mut self.pcpus {
             pc.runq.reserve(n.saturating_sub(pc.runq.len()));

@@ -7,7 +7,7 @@
 
 use super::*;
 use vmsched_core::sched::{EntityParams, SchedCtx};
-use vmsched_core::testkit::{flat, params, pinned, placed_on, sockets, Harness};
+use vmsched_core::testkit::{flat, params, pinned, placed_on, smt_pairs, sockets, Harness};
 use vmsched_core::time::{ms, us, SimTime};
 
 mod accounting;

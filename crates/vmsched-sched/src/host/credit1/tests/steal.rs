@@ -17,6 +17,8 @@ fn setup(v: Credit1Version, free0: bool, p1: Pri, own: Option<Pri>) -> H {
         flat(2),
         vec![e0, placed_on(1, 2, 0), pinned(2, 2, 1)],
     );
+    // Wherever 3.3's domctl put it, it runs on CPU 0.
+    ops_mut(&mut h).units[0].processor = CpuId(0);
     wake(&mut h, 0);
     h.pump();
     assert_eq!(h.curr(0), Some(0));
@@ -197,4 +199,28 @@ fn the_cpu_pick_needs_twice_the_idlers_across_sockets_from_4_1() {
         let cpu = with_ctx(&mut h, |ops, x| ops.cpu_pick(x, EntityId(1), false));
         assert_eq!(cpu, CpuId(want), "{v:?}");
     }
+}
+
+#[test]
+fn v3_3_a_new_domain_starts_on_the_least_populated_cpu_off_cpu_0s_core() {
+    // Flat: ties go to the higher CPU and CPU 0 only wins when strictly emptier.
+    let mut ents: Vec<EntityParams> = (0..3).map(|i| params(i, 4)).collect();
+    for i in 0..2 {
+        let mut p = params(3 + i, 4);
+        p.group = 3;
+        ents.push(p);
+    }
+    let h = harness(exact(V33), flat(4), ents);
+    let cpus: Vec<u32> = (0..5).map(|e| ops(&h).processor(EntityId(e)).0).collect();
+    assert_eq!(
+        cpus,
+        vec![3, 2, 1, 0, 1],
+        "vCPU 1 of the last domain follows its vCPU 0"
+    );
+    // SMT pairs: only second threads, never CPU 0's core.
+    let h = harness(exact(V33), smt_pairs(4), vec![params(0, 4)]);
+    assert_eq!(ops(&h).processor(EntityId(0)), CpuId(3));
+    // Pinned elsewhere: the next CPU of its hard affinity.
+    let h = harness(exact(V33), flat(4), vec![pinned(0, 4, 1)]);
+    assert_eq!(ops(&h).processor(EntityId(0)), CpuId(1));
 }
