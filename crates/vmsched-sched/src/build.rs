@@ -16,13 +16,17 @@ use vmsched_core::{
 };
 
 use crate::guest::cfs::{Cfs, CfsParams};
+use crate::host::credit1::{Credit1, Credit1Params};
 use crate::host::credit2::{Credit2, Credit2Params};
 use crate::host::pinned::{Pinned, PinnedParams};
+use crate::host::{DomainSchedParams, HostConfig};
 
 /// `[host] scheduler = "..."`
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(tag = "scheduler", rename_all = "lowercase")]
 pub enum HostSchedConfig {
+    /// Xen Credit1 (`sched=credit`), 3.3 or 4.20.
+    Credit(Credit1Params),
     Credit2(Credit2Params),
     Pinned(PinnedParams),
 }
@@ -37,15 +41,46 @@ pub enum GuestSchedConfig {
 impl ConfigCheck for HostSchedConfig {
     fn check(&self) -> Result<(), (String, String)> {
         match self {
+            HostSchedConfig::Credit(p) => p.validate().map_err(split_field),
             HostSchedConfig::Credit2(p) => p.validate().map_err(split_field),
             HostSchedConfig::Pinned(_) => Ok(()),
         }
     }
 
-    /// Credit2 takes `xl sched-credit2 -d -w/-c`, `-s -r` and domain pauses; the pinned host
-    /// takes no run-time change.
+    /// Credit2 takes `xl sched-credit2 -d -w/-c`, `-s -r` and domain pauses; Credit1 takes
+    /// `xl sched-credit -d -w/-c` and pauses, and in 4.x `-s -t/-r`; the pinned host takes no
+    /// run-time change.
     fn check_adjust(&self, field: &str, value: i64) -> Result<(), String> {
         match (self, field) {
+            (
+                HostSchedConfig::Credit(_),
+                "weight" | "cap" | "pause" | "create_at_ms" | "destroy_at_ms",
+            ) => Ok(()),
+            (HostSchedConfig::Credit(p), "ratelimit_us" | "tslice_ms") => {
+                if !p.version.has_tslice_and_ratelimit() {
+                    return Err(format!(
+                        "Xen 3.3's credit scheduler takes no run-time `{field}` (no xm sched-credit -s)"
+                    ));
+                }
+                let mut q = p.clone();
+                if field == "tslice_ms" {
+                    q.tslice_ms = Some(value as u64);
+                } else {
+                    q.ratelimit_us = Some(value as u64);
+                }
+                q.validate().map_err(|m| split_field(m).1)?;
+                if q.ratelimit_us() < q.ratelimit_us.unwrap_or(1000) {
+                    return Err(format!(
+                        "ratelimit {} µs above the slice of {} ms (xl sched-credit -s refuses it)",
+                        q.ratelimit_us.unwrap_or(1000),
+                        q.tslice_ms()
+                    ));
+                }
+                Ok(())
+            }
+            (HostSchedConfig::Credit(_), _) => {
+                Err(format!("credit takes no run-time change of `{field}`"))
+            }
             (
                 HostSchedConfig::Credit2(_),
                 "weight" | "cap" | "pause" | "create_at_ms" | "destroy_at_ms" | "cpu_offline"
@@ -133,7 +168,7 @@ pub fn load_with(
 /// Checks that need the host policy and the whole machine together.
 fn check_layout(s: &Scenario) -> Result<(), (String, String)> {
     match &s.host {
-        HostSchedConfig::Credit2(_) => Ok(()),
+        HostSchedConfig::Credit(_) | HostSchedConfig::Credit2(_) => Ok(()),
         HostSchedConfig::Pinned(_) => crate::host::pinned::check_layout(s),
     }
 }
@@ -150,22 +185,28 @@ enum VcpuPlacement {
 impl HostSchedConfig {
     fn placement(&self) -> VcpuPlacement {
         match self {
-            HostSchedConfig::Credit2(_) => VcpuPlacement::Affinity,
+            HostSchedConfig::Credit(_) | HostSchedConfig::Credit2(_) => VcpuPlacement::Affinity,
             HostSchedConfig::Pinned(_) => VcpuPlacement::OwnPcpu,
         }
     }
 
-    /// The per-vCPU attributes this host takes from a domain's scheduling parameters
-    /// (`[[domain]]` `weight`, `cap`): the host configuration owns what they mean.
-    fn vcpu_attr(&self, d: &vmsched_core::scenario::DomainConfig<GuestSchedConfig>) -> XenAttr {
+    /// The host policy's configuration, for what it owns ([`HostConfig`]).
+    fn config(&self) -> &dyn HostConfig {
         match self {
-            HostSchedConfig::Credit2(_) => XenAttr {
-                weight: d.weight,
-                cap_pct: d.cap,
-                ..Default::default()
-            },
-            HostSchedConfig::Pinned(_) => XenAttr::default(),
+            HostSchedConfig::Credit(p) => p,
+            HostSchedConfig::Credit2(p) => p,
+            HostSchedConfig::Pinned(p) => p,
         }
+    }
+
+    /// The per-vCPU attributes this host takes from a domain's scheduling parameters
+    /// (`[[domain]]` `weight`, `cap`): the host policy's configuration owns what they mean.
+    fn vcpu_attr(&self, d: &vmsched_core::scenario::DomainConfig<GuestSchedConfig>) -> XenAttr {
+        let p = DomainSchedParams {
+            weight: d.weight,
+            cap: d.cap,
+        };
+        self.config().vcpu_attr(&p)
     }
 }
 
@@ -175,6 +216,7 @@ fn make_host(
     nr_domains: u32,
 ) -> Box<dyn vmsched_core::Scheduler> {
     match cfg {
+        HostSchedConfig::Credit(p) => Box::new(Credit1::sched(p.clone(), topo, nr_domains)),
         HostSchedConfig::Credit2(p) => Box::new(Credit2::sched(p.clone(), topo, nr_domains)),
         HostSchedConfig::Pinned(_) => Box::new(Pinned::new(topo.len())),
     }

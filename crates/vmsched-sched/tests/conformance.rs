@@ -606,11 +606,33 @@ fn credit2(n: usize) -> vmsched_sched::host::credit2::Credit2Sched {
     vmsched_sched::host::credit2::Credit2::sched(Default::default(), &topo, 4)
 }
 
+fn credit1(
+    version: vmsched_sched::host::credit1::Credit1Version,
+    n: usize,
+) -> vmsched_sched::host::credit1::Credit1Sched {
+    let topo = vec![Default::default(); n];
+    let p = vmsched_sched::host::credit1::Credit1Params {
+        version,
+        ..Default::default()
+    };
+    vmsched_sched::host::credit1::Credit1::sched(p, &topo, 4)
+}
+
+fn credit1_v3_3(n: usize) -> vmsched_sched::host::credit1::Credit1Sched {
+    credit1(vmsched_sched::host::credit1::Credit1Version::V3_3, n)
+}
+
+fn credit1_v4_20(n: usize) -> vmsched_sched::host::credit1::Credit1Sched {
+    credit1(vmsched_sched::host::credit1::Credit1Version::V4_20, n)
+}
+
 fn cfs(n: usize) -> vmsched_sched::guest::cfs::CfsSched {
     vmsched_sched::guest::cfs::Cfs::sched(Default::default(), &flat(n))
 }
 
 host_conformance!(credit2_host, credit2);
+host_conformance!(credit1_3_3_host, credit1_v3_3);
+host_conformance!(credit1_4_20_host, credit1_v4_20);
 guest_conformance!(cfs_guest, cfs);
 
 mod pinned_host {

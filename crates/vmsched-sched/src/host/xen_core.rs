@@ -5,14 +5,14 @@
 //!
 //! # Policy and core
 //!
-//! A Xen policy (Credit2 today; Credit1, RTDS, null, ARINC653 later) implements [`XenOps`],
+//! A Xen policy (Credit2 and Credit1 today; RTDS, null, ARINC653 later) implements [`XenOps`],
 //! the hooks of Xen's `struct scheduler`. [`XenCore`] implements the engine's `Scheduler` by
 //! doing what `core.c` does around them, and is generic over the policy, so the calls are static
 //! (`Box<XenCore<Credit2>>` is the only indirection of the level).
 //!
 //! * **Pause flags** (§1.2). The core keeps each vCPU's pause flags that a policy or the core
-//!   sets: `parked` (Credit2 caps, set and cleared by the policy through [`XenCtx::park`] and
-//!   [`XenCtx::unpark`]) and `migrating` (set by a policy's balancer with
+//!   sets: `parked` (caps, set and cleared by the policy through [`XenCtx::park`] and
+//!   [`XenCtx::unpark`], or for Credit1's `vcpu_unpause` [`XenCtx::unpark_wake`]) and `migrating` (set by a policy's balancer with
 //!   [`XenCtx::set_migrating`], cleared by the core when the migration completes). The
 //!   `blocked` flag is the engine's: an entity that does not want a CPU. A vCPU is runnable
 //!   (`unit_runnable`) when it wants a CPU and no flag is set.
@@ -147,6 +147,15 @@ impl<'c, 'a> XenCtx<'c, 'a> {
     #[inline]
     pub fn unpark(&mut self, e: EntityId) {
         self.clear_flag(e, VPF_PARKED, false);
+    }
+
+    /// Clears `_VPF_parked` and lifts the pause through `vcpu_wake` (Credit1's `vcpu_unpause`
+    /// of a parked vCPU): an `offline` vCPU that wants a CPU becomes `runnable` now. The core
+    /// calls no hook here: the policy queues the vCPU itself (its wake path) if
+    /// [`XenCtx::unit_runnable`] now holds.
+    #[inline]
+    pub fn unpark_wake(&mut self, e: EntityId) {
+        self.clear_flag(e, VPF_PARKED, true);
     }
 
     /// Sets `_VPF_migrating`: the vCPU's CPU must switch it out, then the core completes the
