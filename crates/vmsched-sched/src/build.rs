@@ -48,13 +48,15 @@ impl ConfigCheck for HostSchedConfig {
     }
 
     /// Credit2 takes `xl sched-credit2 -d -w/-c`, `-s -r` and domain pauses; Credit1 takes
-    /// `xl sched-credit -d -w/-c` and pauses, and in 4.x `-s -t/-r`; the pinned host takes no
-    /// run-time change.
+    /// `xl sched-credit -d -w/-c` and pauses, and in 4.x `-s -t/-r`; both take domains created
+    /// and destroyed during the run, pCPU offline/online and a guest's `VCPUOP_down`; the pinned
+    /// host takes no run-time change.
     fn check_adjust(&self, field: &str, value: i64) -> Result<(), String> {
         match (self, field) {
             (
                 HostSchedConfig::Credit(_),
-                "weight" | "cap" | "pause" | "create_at_ms" | "destroy_at_ms",
+                "weight" | "cap" | "pause" | "create_at_ms" | "destroy_at_ms" | "cpu_offline"
+                | "cpu_online" | "vcpu_down",
             ) => Ok(()),
             (HostSchedConfig::Credit(p), "ratelimit_us" | "tslice_ms") => {
                 if !p.version.has_tslice_and_ratelimit() {

@@ -46,15 +46,20 @@
 //! accounting timer; key 1 + c: CPU c's ticker), armed at the first insertion as Xen arms them at
 //! CPU bring-up. Parking uses the core's pause flags (`XenCtx::park`, and
 //! `XenCtx::unpark_wake`, which is `vcpu_unpause`); a tick-time migration uses
-//! `XenCtx::set_migrating`, and the core completes it after `context_saved`.
+//! `XenCtx::set_migrating`, and the core completes it after `context_saved`. CPU hot-plug:
+//! `processor`, `remove_cpu` (`csched_deinit_pdata` + `csched_free_pdata`) and `add_cpu`
+//! (`csched_alloc_pdata` + `csched_switch_sched`), in `credit1/hotplug.rs`; the core moves the
+//! vCPUs.
 //!
 //! # Simplifications (deliberate)
 //!
 //! * Two eras: `3.3`, and `4.18`/`4.19`/`4.20` (one `credit.c` but for trace records); the rules
 //!   that changed between them are methods of [`Credit1Version`] named after the rule, with the
 //!   release that introduced each, so an intermediate release is one more variant whose
-//!   thresholds the methods name. One cpupool holding every CPU; no tasklets; no CPU
-//!   hot-plug; affinities fixed after build.
+//!   thresholds the methods name. One cpupool holding every CPU; no tasklets; affinities
+//!   fixed after build but for the engine's widening at a CPU offline.
+//! * [3.3] CPU hot-plug did not exist at run time (S3 suspend only): 4.20's removal with 3.3's
+//!   fixed pool credit (credit1/hotplug.rs).
 //! * Every try-lock succeeds (single-threaded simulation).
 //! * The ticker's reschedule requests (the tick-time migration) go through the engine like any
 //!   tickle (the engine's IPI latency, 0 by default, applies).
@@ -68,8 +73,8 @@
 //!
 //! This file: parameters, state, runqueue, tickling, `do_schedule` and the hooks. Beside it in
 //! `credit1/`: `acct.rs` (burning, the tick, the accounting pass, active sets, parking),
-//! `steal.rs` (CPU pick and load balancing by stealing) and `lifecycle.rs` (sleep, remove,
-//! `xl sched-credit -d` and `-s`). Unit tests: `credit1/tests.rs` and `credit1/tests/`.
+//! `steal.rs` (CPU pick and load balancing by stealing), `lifecycle.rs` (sleep, remove,
+//! `xl sched-credit -d` and `-s`) and `hotplug.rs` (CPU offline and online). Unit tests: `credit1/tests.rs` and `credit1/tests/`.
 
 use vmsched_core::cpuset::{CpuSet, MAX_CPUS};
 use vmsched_core::ids::{CpuId, EntityId};
@@ -81,6 +86,7 @@ use crate::host::xen_core::{
 };
 
 mod acct;
+mod hotplug;
 mod lifecycle;
 mod steal;
 
@@ -568,7 +574,7 @@ impl Credit1 {
         };
         self.tick_period = (tslice_ms * 1000 / ticks) as i64 * 1000;
         self.credits_per_tslice = CREDITS_PER_MSEC * tslice_ms as i64;
-        self.credit = self.credits_per_tslice * self.pcpus.len() as i64;
+        self.credit = self.credits_per_tslice * self.online.len() as i64;
     }
 
     #[inline]
@@ -918,8 +924,8 @@ impl XenOps for Credit1 {
         if !self.started {
             self.started = true;
             let now = ctx.now();
-            for c in 0..self.pcpus.len() as u32 {
-                ctx.set_timer(1 + c, Some(now + self.tick_period as u64));
+            for c in self.online.iter() {
+                ctx.set_timer(1 + c.0, Some(now + self.tick_period as u64));
             }
             if self.v.has_master_timer() {
                 ctx.set_timer(ACCT_TIMER, Some(now + self.tslice as u64));
@@ -999,6 +1005,21 @@ impl XenOps for Credit1 {
     /// The vCPU's credit.
     fn probe(&self, e: EntityId) -> Option<i64> {
         self.units.get(e.idx()).map(|u| u.credit)
+    }
+
+    /// Xen `processor(v)`.
+    fn processor(&self, e: EntityId) -> CpuId {
+        self.units[e.idx()].processor
+    }
+
+    /// Xen: csched_deinit_pdata + csched_free_pdata (credit1/hotplug.rs).
+    fn remove_cpu(&mut self, ctx: &mut XenCtx, cpu: CpuId) {
+        self.cpu_remove(ctx, cpu);
+    }
+
+    /// Xen: csched_alloc_pdata + csched_switch_sched (init_pdata) (credit1/hotplug.rs).
+    fn add_cpu(&mut self, ctx: &mut XenCtx, cpu: CpuId) {
+        self.cpu_add(ctx, cpu);
     }
 }
 

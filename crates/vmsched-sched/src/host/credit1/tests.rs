@@ -12,6 +12,7 @@ use vmsched_core::time::{ms, us, SimTime};
 
 mod accounting;
 mod boost;
+mod hotplug;
 mod lifecycle;
 mod runqueue;
 mod schedule;
