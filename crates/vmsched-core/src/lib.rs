@@ -7,6 +7,7 @@
 
 pub mod cpuset;
 pub mod ids;
+pub mod import;
 pub mod queue;
 pub mod sched;
 pub mod testkit;
