@@ -511,7 +511,12 @@ pub fn import(file: &str, src: &str) -> Result<Fragment, ScenarioError> {
             match k.as_str() {
                 "default_policy" => default_policy = policy_of(&ctx, v, "global.default_policy")?,
                 "duration" => {
-                    let d = ctx.int(v, "global.duration", -1, 1 << 30)?;
+                    let d = ctx.int(
+                        v,
+                        "global.duration",
+                        -1,
+                        (crate::time::MAX_TIME_NS / crate::time::NS_PER_S) as i64,
+                    )?;
                     if d > 0 {
                         run.insert("duration_ms".into(), (d * 1000).into());
                     } else {

@@ -70,12 +70,20 @@ pub fn import(file: &str, dump: &Dump) -> Result<Fragment, ScenarioError> {
                 field: e.key.clone(),
                 message: format!("expected a non-negative integer, got '{}'", e.value),
             })?;
-            let v = i64::try_from(v).map_err(|_| ScenarioError {
-                file: file.into(),
-                line: Some(e.line),
-                field: e.key.clone(),
-                message: format!("{v} is out of range"),
-            })?;
+            let max = if *field == "sched_tunable_scaling" {
+                u32::MAX.into()
+            } else {
+                i64::MAX as u64
+            };
+            let v = i64::try_from(v)
+                .ok()
+                .filter(|_| v <= max)
+                .ok_or_else(|| ScenarioError {
+                    file: file.into(),
+                    line: Some(e.line),
+                    field: e.key.clone(),
+                    message: format!("{v} is out of range"),
+                })?;
             sched.insert((*field).into(), v.into());
             lines.push((field, e.line));
         } else {
@@ -140,7 +148,7 @@ pub fn import(file: &str, dump: &Dump) -> Result<Fragment, ScenarioError> {
             .map_err(|e: toml::de::Error| ScenarioError {
                 file: file.into(),
                 line: None,
-                field: String::new(),
+                field: "sched".into(),
                 message: e.message().to_string(),
             })?;
     params.validate().map_err(|m| {
