@@ -61,15 +61,35 @@ pub fn import_file(
 /// by the loader: an error here names the skeleton's field (a workload's affinity past the
 /// guest's vCPUs, say).
 pub fn skeleton(host: &str, pcpus: u32, fragments: &[Fragment]) -> Result<String, ScenarioError> {
-    let text =
-        toml::to_string(&import::skeleton(host, pcpus, fragments)).map_err(|e| ScenarioError {
-            file: "<import>".into(),
-            line: None,
-            field: String::new(),
-            message: e.to_string(),
-        })?;
+    let text = import::write_toml(&import::skeleton(host, pcpus, fragments));
     crate::load("<import>", &text, &[])?;
     Ok(text)
+}
+
+/// [`skeleton`] of fragments given as TOML text (as [`Fragment::to_toml`] writes them).
+pub fn skeleton_from_toml(
+    host: &str,
+    pcpus: u32,
+    fragments: &[String],
+) -> Result<String, ScenarioError> {
+    let parts = fragments
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            toml::from_str(t)
+                .map(|table| Fragment {
+                    table,
+                    notes: vec![],
+                })
+                .map_err(|e: toml::de::Error| ScenarioError {
+                    file: format!("<fragment {i}>"),
+                    line: None,
+                    field: String::new(),
+                    message: format!("not TOML: {}", e.message()),
+                })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    skeleton(host, pcpus, &parts)
 }
 
 #[cfg(test)]

@@ -61,9 +61,9 @@ pub struct Fragment {
 }
 
 impl Fragment {
-    /// The fragment as TOML text (`[[domain]]` tables).
+    /// The fragment as TOML text (`[[domain]]` tables; see [`write_toml`]).
     pub fn to_toml(&self) -> String {
-        toml::to_string(&self.table).unwrap_or_default()
+        write_toml(&self.table)
     }
 }
 
@@ -260,9 +260,141 @@ pub fn skeleton(host: &str, pcpus: u32, fragments: &[Fragment]) -> toml::Table {
     out
 }
 
+/// Keys written first, in this order, wherever they appear; the others follow alphabetically.
+const FIRST_KEYS: [&str; 11] = [
+    "name",
+    "description",
+    "kind",
+    "scheduler",
+    "op",
+    "vcpus",
+    "pcpus",
+    "copies",
+    "run",
+    "machine",
+    "host",
+];
+
+/// Arrays of tables written inline, one element a line (`steps = [ { op = ... }, ... ]`).
+const INLINE_ARRAYS: [&str; 1] = ["steps"];
+
+fn toml_key(k: &str) -> String {
+    if !k.is_empty()
+        && k.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    {
+        k.to_string()
+    } else {
+        toml::Value::String(k.to_string()).to_string()
+    }
+}
+
+fn ordered(t: &toml::Table) -> Vec<(&String, &toml::Value)> {
+    let mut v: Vec<_> = t.iter().collect();
+    v.sort_by_key(|(k, _)| {
+        (
+            FIRST_KEYS
+                .iter()
+                .position(|f| f == k)
+                .unwrap_or(FIRST_KEYS.len()),
+            k.to_string(),
+        )
+    });
+    v
+}
+
+fn is_table_array(v: &toml::Value) -> bool {
+    matches!(v, toml::Value::Array(a) if !a.is_empty() && a.iter().all(|x| x.is_table()))
+}
+
+fn write_table(out: &mut String, path: &str, t: &toml::Table) {
+    let items = ordered(t);
+    for (k, v) in &items {
+        if INLINE_ARRAYS.contains(&k.as_str()) && is_table_array(v) {
+            out.push_str(&format!("{} = [\n", toml_key(k)));
+            for x in v.as_array().into_iter().flatten() {
+                let inline: Vec<String> = x
+                    .as_table()
+                    .map(ordered)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(k, v)| format!("{} = {v}", toml_key(k)))
+                    .collect();
+                out.push_str(&format!("  {{ {} }},\n", inline.join(", ")));
+            }
+            out.push_str("]\n");
+        } else if !v.is_table() && !is_table_array(v) {
+            out.push_str(&format!("{} = {v}\n", toml_key(k)));
+        }
+    }
+    let sub = |k: &str| {
+        if path.is_empty() {
+            toml_key(k)
+        } else {
+            format!("{path}.{}", toml_key(k))
+        }
+    };
+    for (k, v) in &items {
+        if let toml::Value::Table(st) = v {
+            out.push_str(&format!("\n[{}]\n", sub(k)));
+            write_table(out, &sub(k), st);
+        }
+    }
+    for (k, v) in &items {
+        if is_table_array(v) && !INLINE_ARRAYS.contains(&k.as_str()) {
+            for x in v.as_array().into_iter().flatten() {
+                out.push_str(&format!("\n[[{}]]\n", sub(k)));
+                write_table(out, &sub(k), x.as_table().expect("an array of tables"));
+            }
+        }
+    }
+}
+
+/// A table as TOML text laid out for reading: scalars first (`name`, `kind`, `scheduler`, `op`
+/// leading), then sub-tables, then arrays of tables; program steps inline, one a line.
+pub fn write_toml(t: &toml::Table) -> String {
+    let mut out = String::new();
+    write_table(&mut out, "", t);
+    out.trim_start_matches('\n').to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn written_toml_reads_back_and_is_laid_out_for_reading() {
+        let src = r#"
+name = "s"
+[machine]
+pcpus = 2
+[[domain]]
+name = "d \"q\" [/x]"
+vcpus = 1
+[domain.sched]
+scheduler = "cfs"
+[[domain.workload]]
+kind = "program"
+name = "w"
+steps = [{ op = "compute", us = 5 }, { op = "loop", to = 0 }]
+"#;
+        let t: toml::Table = toml::from_str(src).unwrap();
+        let text = write_toml(&t);
+        let back: toml::Table = toml::from_str(&text).unwrap();
+        assert_eq!(back, t);
+        assert!(text.starts_with("name = \"s\"\n\n[machine]"), "{text}");
+        assert!(
+            text.contains(
+                "steps = [\n  { op = \"compute\", us = 5 },\n  { op = \"loop\", to = 0 },\n]"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("[[domain]]\nname = "), "{text}");
+        assert!(
+            text.contains("[domain.sched]\nscheduler = \"cfs\""),
+            "{text}"
+        );
+    }
 
     #[test]
     fn decode_accepts_utf8_with_or_without_bom() {

@@ -589,7 +589,14 @@ pub fn import(file: &str, src: &str) -> Result<Fragment, ScenarioError> {
     }
     let ws: Vec<toml::Value> = workloads
         .into_iter()
-        .map(|w| toml::Value::try_from(WorkloadConfig::Program(w)).expect("a program serialises"))
+        .map(|w| {
+            let mut v =
+                toml::Value::try_from(WorkloadConfig::Program(w)).expect("a program serialises");
+            if let Some(t) = v.as_table_mut() {
+                prune_defaults(t);
+            }
+            v
+        })
         .collect();
     let mut d = toml::Table::new();
     d.insert("workload".into(), toml::Value::Array(ws));
@@ -599,6 +606,34 @@ pub fn import(file: &str, src: &str) -> Result<Fragment, ScenarioError> {
     }
     table.insert("domain".into(), toml::Value::Array(vec![d.into()]));
     Ok(Fragment { table, notes })
+}
+
+/// Leaves out of a serialised program the fields at their defaults (empty channel lists, nice 0,
+/// `kernel = false`, the default sleep slack), so the TOML reads like a hand-written one.
+fn prune_defaults(t: &mut toml::Table) {
+    let default = |k: &str, v: &toml::Value| match (k, v) {
+        ("channels" | "tokens", toml::Value::Array(a)) => a.is_empty(),
+        ("nice" | "rt_priority" | "start_us", toml::Value::Integer(0)) => true,
+        ("copies", toml::Value::Integer(1)) => true,
+        ("policy", toml::Value::String(p)) => p == "normal",
+        _ => false,
+    };
+    t.retain(|k, v| !default(k, v));
+    for step in t
+        .get_mut("steps")
+        .and_then(|s| s.as_array_mut())
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s.as_table_mut())
+    {
+        step.retain(|k, v| {
+            !matches!(
+                (k, &*v),
+                ("kernel", toml::Value::Boolean(false))
+                    | ("slack_ns", toml::Value::Integer(50_000))
+            )
+        });
+    }
 }
 
 fn has_run(n: &Node) -> bool {

@@ -535,18 +535,18 @@ pub fn import(file: &str, src: &str, opts: &Options) -> Result<Fragment, Scenari
                     .into(),
             ));
         }
-        let Some(n) = opts.pcpus else {
-            return Err(err(
-                "vCPUs left unpinned by the list need the host's pCPU count (--pcpus N)".into(),
-            ));
-        };
         let lists = per_vcpu
             .into_iter()
-            .map(|a| match a {
-                Affinity::All => list_of((0..n).collect()),
-                Affinity::Set(s) => list_of(s),
+            .map(|a| match (a, opts.pcpus) {
+                (Affinity::All, Some(n)) => Ok(list_of((0..n).collect())),
+                (Affinity::All, None) => Err(err(
+                    "a vCPU on every pCPU (\"all\", or past the list's end) beside pinned ones \
+                     needs the host's pCPU count (--pcpus N)"
+                        .into(),
+                )),
+                (Affinity::Set(s), _) => Ok(list_of(s)),
             })
-            .collect();
+            .collect::<Result<_, _>>()?;
         d.insert("vcpu_pcpus".into(), toml::Value::Array(lists));
     }
     let mut sched = toml::Table::new();
@@ -637,6 +637,14 @@ kernel = "/boot/vmlinuz"
         let opts = Options { pcpus: Some(10) };
         let f = import("a.cfg", src, &opts).unwrap();
         let d = domain(&f);
+        // Pinned lists alone need no host size.
+        let f2 = import(
+            "b.cfg",
+            "name='b'\nvcpus=2\ncpus=['0', '1-3,^2']\n",
+            &Options::default(),
+        )
+        .unwrap();
+        assert_eq!(domain(&f2)["vcpu_pcpus"].as_array().unwrap().len(), 2);
         let per: Vec<Vec<i64>> = d["vcpu_pcpus"]
             .as_array()
             .unwrap()
