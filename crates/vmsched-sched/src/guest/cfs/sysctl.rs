@@ -62,7 +62,24 @@ pub fn import(file: &str, dump: &Dump) -> Result<Fragment, ScenarioError> {
     sched.insert("scheduler".into(), "cfs".into());
     // The line each field came from, for errors of the whole table.
     let mut lines: Vec<(&str, usize)> = Vec::new();
-    for e in &dump.entries {
+    // `kernel.sched_domain.cpuN.domainM.*` (CONFIG_SCHED_DEBUG): hundreds of per-CPU lines, one
+    // note for all of them.
+    let (domains, entries): (Vec<_>, Vec<_>) = dump
+        .entries
+        .iter()
+        .partition(|e| e.knob.starts_with("sched_domain."));
+    if let Some(first) = domains.first() {
+        notes.push(Note {
+            line: Some(first.line),
+            key: first.key.clone(),
+            message: format!(
+                "{} sched_domain entries (per-CPU balancing parameters) not modelled: the guest \
+                 model has one balancing domain (docs/cfs.md)",
+                domains.len()
+            ),
+        });
+    }
+    for e in entries {
         if let Some(field) = KNOBS.iter().find(|k| **k == e.knob) {
             let v: u64 = e.value.parse().map_err(|_| ScenarioError {
                 file: file.into(),
@@ -194,6 +211,8 @@ kernel.sched_migration_cost_ns = 500000
 kernel.sched_tunable_scaling = 1
 kernel.sched_child_runs_first = 1
 kernel.sched_rr_timeslice_ms = 100
+kernel.sched_domain.cpu0.domain0.busy_factor = 32
+kernel.sched_domain.cpu0.domain0.name = MC
 vm.swappiness = 60
 GENTLE_FAIR_SLEEPERS NO_START_DEBIT NEXT_BUDDY LAST_BUDDY NO_WAKEUP_PREEMPTION NO_HRTICK NO_WA_IDLE SIS_PROP FROB
 ";
@@ -218,7 +237,8 @@ GENTLE_FAIR_SLEEPERS NO_START_DEBIT NEXT_BUDDY LAST_BUDDY NO_WAKEUP_PREEMPTION N
             assert_eq!(s[field].as_bool(), Some(on), "{field}");
         }
         let notes: Vec<String> = f.notes.iter().map(|n| n.to_string()).collect();
-        assert_eq!(notes.len(), 7, "{notes:#?}");
+        assert_eq!(notes.len(), 8, "{notes:#?}");
+        assert!(notes[2].contains("2 sched_domain entries"), "{notes:#?}");
         assert!(notes[0].contains("sched_child_runs_first: not modelled: the model's children"));
         assert!(notes[1].contains("sched_rr_timeslice_ms: not modelled (value 100)"));
         assert!(notes
