@@ -1,8 +1,9 @@
 //! A small JSON reader that keeps what rt-app files need and serde_json's `Value` drops: the
 //! order of an object's keys, keys that repeat (rt-app's `workgen` accepts a repeated event key
 //! and numbers it; here the copies are kept in order) and the line of every key and value, so
-//! that errors name their line. Also accepted, as json-c (which rt-app links) accepts them:
-//! `//` and `/* */` comments. Nesting is bounded ([`MAX_DEPTH`]) so that no input overflows the
+//! that errors name their line. Also accepted, as json-c (which rt-app links) and rt-app's
+//! `workgen` accept them: `//` and `/* */` comments, a trailing comma in an object or array, and
+//! a key without a value (`"suspend",`: read as null). Nesting is bounded ([`MAX_DEPTH`]) so that no input overflows the
 //! stack.
 
 use super::error;
@@ -131,22 +132,37 @@ impl Reader<'_> {
                 } else {
                     loop {
                         self.skip()?;
+                        // A trailing comma (json-c takes it).
+                        if self.s.get(self.i) == Some(&b'}') && !members.is_empty() {
+                            self.i += 1;
+                            break;
+                        }
                         if self.s.get(self.i) != Some(&b'"') {
                             return Err(self.err(format!(
                                 "expected a \"key\" in the object, found {}",
                                 self.found()
                             )));
                         }
+                        let key_line = self.line;
                         let key = self.string()?;
                         self.skip()?;
-                        if self.s.get(self.i) != Some(&b':') {
-                            return Err(self.err(format!(
-                                "expected ':' after \"{key}\", found {}",
-                                self.found()
-                            )));
-                        }
-                        self.i += 1;
-                        let v = self.value(depth + 1)?;
+                        let v = match self.s.get(self.i) {
+                            Some(b':') => {
+                                self.i += 1;
+                                self.value(depth + 1)?
+                            }
+                            // A key without a value (rt-app's workgen fills one in): null.
+                            Some(b',' | b'}') => Node {
+                                line: key_line,
+                                value: Json::Null,
+                            },
+                            _ => {
+                                return Err(self.err(format!(
+                                    "expected ':' after \"{key}\", found {}",
+                                    self.found()
+                                )))
+                            }
+                        };
                         members.push((key, v));
                         self.skip()?;
                         match self.s.get(self.i) {
@@ -174,6 +190,12 @@ impl Reader<'_> {
                     self.i += 1;
                 } else {
                     loop {
+                        // A trailing comma (json-c takes it).
+                        self.skip()?;
+                        if self.s.get(self.i) == Some(&b']') && !items.is_empty() {
+                            self.i += 1;
+                            break;
+                        }
                         items.push(self.value(depth + 1)?);
                         self.skip()?;
                         match self.s.get(self.i) {
@@ -313,6 +335,13 @@ mod tests {
         assert_eq!(m[2].1.value, Json::Float(-25.0));
         assert_eq!(m[3].1.value, Json::Str("aé\n".into()));
         assert_eq!(v.get("run").unwrap().line, 4);
+        // Trailing commas and a key without a value, as in rt-app's own examples.
+        let v = parse("t.json", "{\"a\": [1, 2,],\n \"suspend\",\n \"b\": {},}").unwrap();
+        assert_eq!(v.get("suspend").unwrap().value, Json::Null);
+        assert_eq!(v.get("suspend").unwrap().line, 2);
+        assert!(matches!(&v.get("a").unwrap().value, Json::Array(x) if x.len() == 2));
+        assert!(parse("t.json", "[,]").is_err());
+        assert!(parse("t.json", "{,}").is_err());
     }
 
     #[test]

@@ -262,11 +262,11 @@ pub fn skeleton(host: &str, pcpus: u32, fragments: &[Fragment]) -> toml::Table {
 
 /// Keys written first, in this order, wherever they appear; the others follow alphabetically.
 const FIRST_KEYS: [&str; 11] = [
-    "name",
-    "description",
     "kind",
     "scheduler",
     "op",
+    "name",
+    "description",
     "vcpus",
     "pcpus",
     "copies",
