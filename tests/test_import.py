@@ -153,7 +153,7 @@ BAD = {
                      ":2: kernel.sched_tunable_scaling: 5 is outside 0..=2"),
     "rtapp-lock": ("rtapp", '{"tasks": {"t": {"run": 1,\n"lock": "m"}}}',
                    ":2: tasks.t.lock: rt-app `lock` events synchronise"),
-    "rtapp-json": ("rtapp", '{"tasks": {\n"t": {"run": 1,}}}', ":2: expected a \"key\""),
+    "rtapp-json": ("rtapp", '{"tasks": {\n"t": {"run": 1 "sleep": 2}}}', ":2: expected ',' or '}'"),
 }
 
 
