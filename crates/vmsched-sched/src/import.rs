@@ -62,7 +62,12 @@ pub fn import_file(
 /// guest's vCPUs, say).
 pub fn skeleton(host: &str, pcpus: u32, fragments: &[Fragment]) -> Result<String, ScenarioError> {
     let text = import::write_toml(&import::skeleton(host, pcpus, fragments));
-    crate::load("<import>", &text, &[])?;
+    // The text is not shown to the user yet: the field names the problem, a line would not.
+    crate::load("<import>", &text, &[]).map_err(|e| ScenarioError {
+        file: "the imported scenario".into(),
+        line: None,
+        ..e
+    })?;
     Ok(text)
 }
 
@@ -148,5 +153,9 @@ mod tests {
         .unwrap();
         let e = skeleton("credit2", 2, &[rtapp]).unwrap_err();
         assert_eq!(e.field, "domain.0.workload.0.affinity");
+        assert_eq!((e.file.as_str(), e.line), ("the imported scenario", None));
+        let e = skeleton("nosuch", 2, &[]).unwrap_err();
+        assert_eq!(e.field, "host.scheduler");
+        assert!(e.message.contains("credit2"), "{e}");
     }
 }
