@@ -416,6 +416,9 @@ fn task(
                 if steps.len() > u16::MAX as usize {
                     return Err(ctx.err(ph, pname, "the program has too many steps"));
                 }
+                if matches!(steps.last(), Some(StepConfig::Loop { times: None, .. })) {
+                    ctx.note(ph, pname, "never runs: the phase before it loops forever");
+                }
                 phase(ctx, pname, ph, sched, &affinity, &mut steps)?;
             }
             for k in [
@@ -742,6 +745,19 @@ mod tests {
             .collect();
         assert_eq!(timers.len(), 2);
         assert!(f.notes.iter().any(|n| n.key == "global.calibration"));
+        let g = import(
+            "g.json",
+            r#"{"tasks": {"t": {"phases": {"a": {"loop": -1, "run": 1, "sleep": 1},
+                                          "b": {"run": 2}}}}}"#,
+        )
+        .unwrap();
+        assert!(
+            g.notes
+                .iter()
+                .any(|n| n.key == "b" && n.message.contains("never runs")),
+            "{:?}",
+            g.notes
+        );
         // The fragment's TOML is what a scenario takes.
         let text = f.to_toml();
         assert!(text.contains("[[domain.workload]]"), "{text}");
