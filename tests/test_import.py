@@ -9,6 +9,8 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import vmsched
 
@@ -231,3 +233,34 @@ def test_import_errors_pickle_and_print_as_text(tmp_path):
 def test_sysctl_and_rtapp_options_need_host(files):
     p = cli("import", "xl", str(files["web.cfg"]), "--rtapp", str(files["app.json"]))
     assert p.returncode == 2 and "give --host" in p.stdout
+
+
+# Random files through the whole Python front (binding and importers.py): only ScenarioError.
+# The readers themselves are fuzzed by fuzz/fuzz_targets/{xlcfg,sysctl,rtapp}.rs.
+_pieces = st.sampled_from([
+    XL, SYSCTL, RTAPP, "name = ", "cpus = ", '"0-3,^1"', "[", "]", "{", "}", '"tasks"', ":", ",",
+    '"run"', "kernel.sched_latency_ns = ", "NO_START_DEBIT", "\n", "#", "'", '"', "\\", "0x",
+    "-1", "99999999999999999999", "\ufeff", "é",
+])
+_texts = st.one_of(st.lists(_pieces, max_size=12).map("".join), st.text(max_size=200))
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(fmt=st.sampled_from(["xl", "sysctl", "rtapp"]),
+       data=st.one_of(_texts.map(lambda t: t.encode("utf-8", "surrogatepass")),
+                      st.binary(max_size=200)),
+       pcpus=st.sampled_from([None, 1, 8]))
+def test_any_file_gives_a_fragment_or_a_scenario_error(tmp_path, fmt, data, pcpus):
+    f = tmp_path / "in.cfg"
+    f.write_bytes(data)
+    try:
+        d = {"xl": lambda: vmsched.import_xl(f, pcpus=pcpus), "sysctl": lambda: vmsched.import_sysctl(f),
+             "rtapp": lambda: vmsched.import_rtapp(f)}[fmt]()
+    except vmsched.ScenarioError as e:
+        assert e.file == str(f) and (e.line is not None or e.field), e
+        return
+    try:
+        vmsched.import_skeleton([d], pcpus=pcpus)
+    except vmsched.ScenarioError as e:
+        assert e.field, e
