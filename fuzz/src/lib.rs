@@ -489,7 +489,10 @@ pub fn import_case(format: vmsched_sched::import::Format, data: &[u8]) {
                     !e.field.is_empty() || e.line.is_some(),
                     "an import error names neither key nor line: {e:?}"
                 );
-                assert!(!e.to_string().contains('\n') || e.message.contains('\n'));
+                assert!(
+                    !e.to_string().contains('\n'),
+                    "an import error of more than one line: {e:?}"
+                );
             }
             Ok(f) => {
                 let _ = f.to_toml();

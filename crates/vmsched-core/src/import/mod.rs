@@ -84,9 +84,26 @@ pub(crate) fn error(
     ScenarioError {
         file: file.to_string(),
         line,
-        field: field.to_string(),
-        message: message.into(),
+        field: printable(field),
+        message: printable(&message.into()),
     }
+}
+
+/// Text from the input as it may appear in a one-line error: control characters (a newline
+/// inside a JSON key or an xl string) escaped.
+pub(crate) fn printable(key: &str) -> String {
+    if !key.chars().any(char::is_control) {
+        return key.to_string();
+    }
+    key.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 fn line_at(data: &[u8], offset: usize) -> usize {

@@ -563,7 +563,7 @@ pub fn import(file: &str, src: &str) -> Result<Fragment, ScenarioError> {
                 "a task of this name is defined twice",
             ));
         }
-        let key = format!("tasks.{name}");
+        let key = format!("tasks.{}", super::printable(name));
         if let Some(w) = task(&mut ctx, name, t, default_policy).map_err(|mut e| {
             if !e.field.starts_with("tasks.") {
                 e.field = if e.field.is_empty() || e.field == *name {
@@ -850,6 +850,13 @@ mod tests {
                 "twice",
             ),
             ("[1]", 1, "", "expected an object"),
+            // A key holding a newline stays on one line (found by the rtapp fuzz target).
+            (
+                "{\"tasks\": {\"a\\nb\": {\"run\\n\": -1}}}",
+                1,
+                "tasks.a\\nb.run\\n",
+                "0..=",
+            ),
         ] {
             let e = err(src);
             assert_eq!(

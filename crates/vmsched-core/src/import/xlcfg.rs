@@ -757,6 +757,13 @@ kernel = "/boot/vmlinuz"
                 "vcpus",
                 "'+='",
             ),
+            // Input text in a message stays on one line.
+            (
+                "name = 'x'\ncpus = \"0\\n1\"\n",
+                Some(2),
+                "cpus",
+                "'0\\n1' is not",
+            ),
         ] {
             let e = err(src);
             assert_eq!((e.line, e.field.as_str()), (line, key), "{src:?}: {e}");
