@@ -89,8 +89,8 @@ impl Ctx<'_> {
         }
     }
 
-    /// A duration in µs (rt-app's unit), at most an hour... of simulated time, far more than
-    /// any run; the scenario's own limit is checked again when it loads.
+    /// A duration in µs (rt-app's unit), at most 2^40 µs (about 12.7 days), below the scenario's
+    /// time limit (2^56 ns) so that its conversion cannot fail; the loader checks it again.
     fn us(&self, node: &Node, key: &str) -> Result<u64, ScenarioError> {
         self.int(node, key, 0, 1 << 40).map(|v| v as u64)
     }

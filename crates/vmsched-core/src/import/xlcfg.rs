@@ -36,7 +36,7 @@ use crate::scenario::ScenarioError;
 /// Lists nest at most this deep (xl's own configs nest two levels).
 const MAX_DEPTH: usize = 32;
 
-/// A parsed value and the line it starts on.
+/// A parsed value.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
     Str(String),
