@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs vmsched's cargo-fuzz targets (fuzz/, docs/fuzzing.md) for a fixed number of executions
-# each, one at a time on one core: `scenario` and `overrides` (the loader) and `run` (the core on
-# scenarios that validate). Installs cargo-fuzz and the nightly toolchain if they are missing and
+# each, one at a time on one core: `scenario` and `overrides` (the loader), `run` (the core on
+# scenarios that validate) and `xlcfg`, `sysctl`, `rtapp` (the readers of `vmsched import`). Installs cargo-fuzz and the nightly toolchain if they are missing and
 # seeds the corpora from the shipped scenarios. A crash fails the script and leaves its input in
 # fuzz/artifacts/<target>/.
 #
@@ -11,10 +11,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
 
-PARSER_RUNS="${FUZZ_RUNS:-20000}"      # scenario and overrides
+PARSER_RUNS="${FUZZ_RUNS:-20000}"      # scenario, overrides and the import readers
 RUN_RUNS="${FUZZ_RUN_RUNS:-3000}"      # run (-1: until FUZZ_RUN_SECONDS)
 RUN_SECONDS="${FUZZ_RUN_SECONDS:-0}"   # 0: no time limit
-targets=("${@:-scenario overrides run}")
+targets=("${@:-scenario overrides run xlcfg sysctl rtapp}")
 read -r -a targets <<<"${targets[*]}"
 
 if ! rustup toolchain list | grep -q '^nightly'; then
@@ -29,12 +29,17 @@ fi
 BUILD=(cargo +nightly fuzz build -s none -a)
 "${BUILD[@]}"  # every target
 
-# Seed corpora (generated, not committed): the shipped scenarios as they are for `scenario`,
+# Seed corpora (generated, not committed): for the import targets, the files of fuzz/seeds/<target>;
+# the shipped scenarios as they are for `scenario`,
 # behind a 0 byte for `run` (its text form, with generator inputs beside them), and behind each selector byte with a few overrides
 # for `overrides`.
 seed() {
     local t="$1" i=0
     mkdir -p "corpus/$t"
+    if [ -d "seeds/$t" ]; then
+        cp seeds/"$t"/* "corpus/$t/"
+        return
+    fi
     for f in ../python/vmsched/scenarios/*.toml; do
         case "$t" in
             scenario) cp "$f" "corpus/scenario/$(basename "$f")" ;;
@@ -70,9 +75,10 @@ for t in "${targets[@]}"; do
     if [ "$t" = run ] && [ "$RUN_SECONDS" != 0 ]; then
         args+=(-max_total_time="$RUN_SECONDS")
     fi
-    if [ "$t" = overrides ]; then
-        args+=(-dict=overrides.dict)
-    fi
+    case "$t" in
+        overrides) args+=(-dict=overrides.dict) ;;
+        xlcfg | sysctl | rtapp) args+=(-dict=import.dict) ;;
+    esac
     echo "== fuzz $t: ${args[*]} =="
     cargo +nightly fuzz run -s none -a "$t" -- "${args[@]}" 2>&1 |
         grep -E '^#[0-9]+ *DONE|Done [0-9]+ runs|stat::number_of_executed_units|ERROR|panicked|SUMMARY|Test unit written|^(thread|==)' || true

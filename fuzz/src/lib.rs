@@ -472,3 +472,68 @@ mod tests {
         );
     }
 }
+
+/// The import targets (`xlcfg`, `sysctl`, `rtapp`): any bytes as a file of `format`. The reader
+/// returns a fragment or an error that has a message and names a line or a key (issue 18 item
+/// 1, always on here: the readers are new); a fragment made into a whole scenario either loads
+/// or fails with an error naming its field (budgets may refuse a large one), never panics.
+pub fn import_case(format: vmsched_sched::import::Format, data: &[u8]) {
+    use vmsched_core::import::Options;
+    use vmsched_sched::import::{import_bytes, skeleton};
+    for pcpus in [None, Some(64)] {
+        let opts = Options { pcpus };
+        match import_bytes(format, "fuzz.in", data, &opts) {
+            Err(e) => {
+                assert!(!e.message.is_empty(), "an error without a message: {e:?}");
+                assert!(
+                    !e.field.is_empty() || e.line.is_some(),
+                    "an import error names neither key nor line: {e:?}"
+                );
+                assert!(
+                    !e.to_string().contains('\n'),
+                    "an import error of more than one line: {e:?}"
+                );
+            }
+            Ok(f) => {
+                let _ = f.to_toml();
+                for n in &f.notes {
+                    let _ = n.to_string();
+                }
+                // The host is large enough for every pCPU and vCPU the fragment names.
+                let n = pcpus.unwrap_or_else(|| max_cpu(&toml::Value::Table(f.table.clone())) + 1);
+                if let Err(e) = skeleton("credit2", n, &[f]) {
+                    assert!(
+                        !e.field.is_empty() && !e.message.is_empty(),
+                        "a skeleton error names no field: {e:?}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// The largest CPU number in a fragment's affinities (`pcpus`, `vcpu_pcpus`, `soft_pcpus`,
+/// `affinity`), and its vCPU count less one, at least 0.
+fn max_cpu(v: &toml::Value) -> u32 {
+    match v {
+        toml::Value::Table(t) => t
+            .iter()
+            .map(|(k, v)| match (k.as_str(), v) {
+                ("pcpus" | "vcpu_pcpus" | "soft_pcpus" | "affinity", v) => max_int(v),
+                ("vcpus", toml::Value::Integer(n)) => (*n as u32).saturating_sub(1),
+                (_, v) => max_cpu(v),
+            })
+            .max()
+            .unwrap_or(0),
+        toml::Value::Array(a) => a.iter().map(max_cpu).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+fn max_int(v: &toml::Value) -> u32 {
+    match v {
+        toml::Value::Integer(n) => *n as u32,
+        toml::Value::Array(a) => a.iter().map(max_int).max().unwrap_or(0),
+        _ => 0,
+    }
+}

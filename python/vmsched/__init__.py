@@ -12,6 +12,8 @@ reproduce the source documents' experiments.
 
 from vmsched.api import Result, check, run, scenario_path, sweep
 from vmsched.errors import CoreError, ScenarioError
+from vmsched.importers import import_rtapp, import_skeleton, import_sysctl, import_xl
 
-__all__ = ["CoreError", "Result", "ScenarioError", "check", "run", "scenario_path", "sweep"]
+__all__ = ["CoreError", "Result", "ScenarioError", "check", "import_rtapp", "import_skeleton",
+           "import_sysctl", "import_xl", "run", "scenario_path", "sweep"]
 __version__ = "0.1.0"

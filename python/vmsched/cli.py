@@ -1,4 +1,4 @@
-"""The `vmsched` command: run, sweep, reproduce, check, list."""
+"""The `vmsched` command: run, sweep, reproduce, check, list, import."""
 
 from __future__ import annotations
 
@@ -193,6 +193,42 @@ def cmd_list(a) -> int:
     return 0
 
 
+def cmd_import(a) -> int:
+    """Prints (or writes with -o) the TOML of imported files; the notes as comments."""
+    from vmsched import importers
+
+    if (a.sysctl or a.rtapp) and not a.host:
+        raise ValueError("vmsched import: --sysctl and --rtapp combine files into a whole "
+                         "scenario; give --host too")
+    read = {"xl": lambda p: importers.import_xl(p, a.pcpus), "sysctl": importers.import_sysctl,
+            "rtapp": importers.import_rtapp}
+    parts = [read[a.format](f) for f in a.files]
+    parts += [importers.import_sysctl(f) for f in a.sysctl]
+    parts += [importers.import_rtapp(f) for f in a.rtapp]
+    lines = []
+    for p in parts:
+        lines.append(f"# {p.format}: {' '.join(p.path.splitlines())}")
+        lines += [f"#   note: {' '.join(str(n).splitlines())}" for n in p.notes]
+    if a.host:
+        body = importers.import_skeleton(parts, host=a.host, pcpus=a.pcpus)
+    else:
+        body = "\n".join(p.toml for p in parts)
+    text = "\n".join(lines) + "\n\n" + body
+    if a.output:
+        out = Path(a.output)
+        if out.is_dir():
+            raise ValueError(f"-o {a.output}: is a directory")
+        if out.exists() and not a.force:
+            raise ValueError(f"-o {a.output}: exists (--force replaces it)")
+        tmp = out.with_name(f".{out.name}.tmp")
+        tmp.write_text(text)
+        tmp.replace(out)
+        print(f"written to {a.output}", flush=True)
+    else:
+        print(text, end="", flush=True)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="vmsched", description=vmsched.__doc__.splitlines()[0])
     ap.add_argument("--version", action="version", version=f"vmsched {vmsched.__version__}")
@@ -239,6 +275,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("scenario")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     p.set_defaults(fn=cmd_check)
+
+    p = sub.add_parser("import", help="read xl.cfg, sysctl or rt-app files into scenario TOML",
+                       description="Read real configuration files into scenario TOML: xl.cfg "
+                       "domains, Linux sysctl/sched_features dumps (the guest's CFS parameters), "
+                       "rt-app JSON (program workloads). Notes (what was left out) are printed "
+                       "as comments. docs/import.md has the mapping.")
+    p.add_argument("format", choices=("xl", "sysctl", "rtapp"))
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("--host", metavar="SCHEDULER",
+                   help="print a whole scenario with this host scheduler (e.g. credit2), checked")
+    p.add_argument("--pcpus", type=_positive_int, metavar="N",
+                   help="the host's pCPU count (xl's \"all,^N\"; the whole scenario's machine)")
+    p.add_argument("--sysctl", action="append", default=[], metavar="FILE",
+                   help="with --host: the guest's sysctl dump too")
+    p.add_argument("--rtapp", action="append", default=[], metavar="FILE",
+                   help="with --host: an rt-app workload of the guest too")
+    p.add_argument("-o", "--output", metavar="FILE", help="write the TOML to FILE")
+    p.add_argument("--force", action="store_true", help="replace an existing -o FILE")
+    p.set_defaults(fn=cmd_import)
 
     p = sub.add_parser("list", help="list the shipped scenarios")
     p.set_defaults(fn=cmd_list)

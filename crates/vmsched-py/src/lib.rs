@@ -326,6 +326,40 @@ fn write_trace<'py>(
     Ok(d)
 }
 
+/// An import note as Python gets it: (line, key, message).
+type NoteTuple = (Option<usize>, String, String);
+
+/// Reads a configuration file: `format` is "xl", "sysctl" or "rtapp"; `pcpus` the host's pCPU
+/// count (xl's "all" with exclusions needs it). Returns (the scenario fragment as JSON, as TOML,
+/// the notes as (line, key, message)). Raises ScenarioError naming the file, line and key.
+#[pyfunction]
+#[pyo3(signature = (format, path, pcpus=None))]
+fn import_file(
+    format: &str,
+    path: std::path::PathBuf,
+    pcpus: Option<u32>,
+) -> PyResult<(String, String, Vec<NoteTuple>)> {
+    let format: vmsched_sched::import::Format = format.parse().map_err(PyValueError::new_err)?;
+    let opts = vmsched_core::import::Options { pcpus };
+    let f = quiet(|| vmsched_sched::import::import_file(format, &path, &opts))?
+        .map_err(scenario_err)?;
+    let json = serde_json::to_string(&f.table).map_err(|e| core_error(e.to_string()))?;
+    let notes = f
+        .notes
+        .iter()
+        .map(|n| (n.line, n.key.clone(), n.message.clone()))
+        .collect();
+    Ok((json, f.to_toml(), notes))
+}
+
+/// A whole scenario (TOML text, checked by the loader) from fragments given as TOML text (what
+/// `import_file` returns): `[machine] pcpus`, `[host] scheduler = host`, the domains.
+#[pyfunction]
+fn import_skeleton(host: &str, pcpus: u32, fragments: Vec<String>) -> PyResult<String> {
+    quiet(|| vmsched_sched::import::skeleton_from_toml(host, pcpus, &fragments))?
+        .map_err(scenario_err)
+}
+
 /// Raises what a broken invariant in the core raises (for testing the error mapping).
 #[pyfunction]
 fn _panic_for_tests(msg: String) -> PyResult<()> {
@@ -336,6 +370,8 @@ fn _panic_for_tests(msg: String) -> PyResult<()> {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(import_file, m)?)?;
+    m.add_function(wrap_pyfunction!(import_skeleton, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     m.add_class::<ArrowTable>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -3,5 +3,6 @@
 pub mod build;
 pub mod guest;
 pub mod host;
+pub mod import;
 
 pub use build::{build, load, load_with, run, GuestSchedConfig, HostSchedConfig, Scenario};

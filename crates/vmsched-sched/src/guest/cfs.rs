@@ -89,7 +89,8 @@ mod balance; // load balancing: newidle, periodic, NOHZ idle (§1.17)
 mod hotplug; // CPU offline and online in the guest
 mod lifecycle; // run-time nice and policy changes
 mod select; // CPU selection at wake-up and fork (§1.16)
-mod weights; // weight tables, struct load_weight, calc_delta
+pub mod sysctl;
+mod weights; // weight tables, struct load_weight, calc_delta // a sysctl / sched_features dump as CfsParams
 
 use vmsched_core::cpuset::CpuSet;
 use vmsched_core::ids::{CpuId, EntityId};
