@@ -10,8 +10,9 @@ reproduce the source documents' experiments.
     'lps'
 """
 
-from vmsched.api import Result, check, run, scenario_path, sweep
-from vmsched.errors import CoreError, ScenarioError
+from vmsched.api import Estimate, Result, check, estimate, run, scenario_path, sweep
+from vmsched.errors import BudgetWarning, CoreError, ScenarioError
 
-__all__ = ["CoreError", "Result", "ScenarioError", "check", "run", "scenario_path", "sweep"]
+__all__ = ["BudgetWarning", "CoreError", "Estimate", "Result", "ScenarioError", "check",
+           "estimate", "run", "scenario_path", "sweep"]
 __version__ = "0.1.0"

@@ -53,6 +53,12 @@ class CoreError(Exception):
         return str(self.args[0]) if self.args else ""
 
 
+class BudgetWarning(UserWarning):
+    """A run that is allowed but large: it will write more than `api.OUTPUT_NOTICE_BYTES` of
+    results, or its events per simulated second may be so many that every simulated second
+    takes minutes (docs/limits.md)."""
+
+
 def _position(data: bytes, offset: int) -> str:
     line = data.count(b"\n", 0, offset) + 1
     return f"byte offset {offset} (line {line})"

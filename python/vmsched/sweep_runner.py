@@ -64,6 +64,8 @@ def point_key(scenario: str, text: str, base: Overrides, point: Mapping[str, Any
     overrides, the point's values, defaults filled in) and of the vmsched version. Raises
     `ScenarioError` if the point's scenario does not validate."""
     resolved = json.loads(_core.check(scenario, text, _point_overrides(base, point)))
+    # The memory limit decides whether a run starts, not what it computes.
+    resolved.get("run", {}).pop("memory_limit_mb", None)
     doc = {"format": KEY_FORMAT, "vmsched": vmsched.__version__, "scenario": resolved}
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:32]
 
