@@ -13,6 +13,7 @@ from rich.table import Table
 
 import vmsched
 from vmsched.api import SCENARIO_DIR, Result, check_output_dir, field_value
+from vmsched.errors import SweepError, point_label
 
 console = Console(width=None if sys.stdout.isatty() else 160)
 
@@ -271,14 +272,23 @@ def _error(msg: object, what: str = "error") -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The command line. Exit status: 0 done; 2 bad input (the scenario, an override, a path);
-    3 an internal error in the core; 130 interrupted (Ctrl-C), leaving no partial output."""
+    """The command line. Exit status: 0 done; 1 a sweep finished with some points failed
+    (each printed on its own line; the others are kept); 2 bad input (the scenario, an
+    override, a path, a sweep directory in use); 3 an internal error in the core; 130
+    interrupted (Ctrl-C), leaving no partial output (a sweep keeps its finished points)."""
     a = build_parser().parse_args(argv)
     try:
         return a.fn(a)
     except vmsched.ScenarioError as e:
         _error(e)
         return 2
+    except SweepError as e:
+        # The other points finished and are kept: one line per failed point, then a summary.
+        for point, msg in e.failures:
+            _error(f"{point_label(point)}: {msg}", "failed point")
+        _error(f"{len(e.failures)} of {e.total} points failed; the others are in "
+               f"{a.output}/points (run the sweep again to retry the failed ones)")
+        return 1
     except OSError as e:
         # An output path that names a file, an output directory that exists, a --trace file
         # that cannot be written: one line, the path as plain text.
@@ -292,7 +302,11 @@ def main(argv: list[str] | None = None) -> int:
         _error(e, "internal error in the simulation core")
         return 3
     except KeyboardInterrupt:
-        _error("the run was stopped; no results were written", "interrupted")
+        if a.cmd == "sweep":
+            _error(f"the sweep was stopped; its finished points are kept in {a.output}/points "
+                   "(run it again to resume)", "interrupted")
+        else:
+            _error("the run was stopped; no results were written", "interrupted")
         return 130
 
 
