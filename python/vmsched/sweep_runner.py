@@ -5,9 +5,11 @@ Every point of the grid (× seeds) is one run. Each finished run is written atom
 finished points. The table and the plot are made from all point files at the end.
 
 A point's key is a hash of the scenario as the core resolves it (every field, after the fixed
-overrides and the point's own values are applied) and of the vmsched version, so a point file is
-reused only for the very same run: changing the scenario file, a fixed `--set` value or the
-program version makes new points. A point file that is unreadable, truncated or holds another
+overrides and the point's own values are applied), of the vmsched version and of the core's
+build (`_core.__build__`: a hash of the Rust sources it was built from), so a point file is
+reused only for the very same run by the very same code: changing the scenario file, a fixed
+`--set` value or the simulation's code makes new points. (The memory limit is left out: it
+decides whether a run starts, not what it computes.) A point file that is unreadable, truncated or holds another
 key is run again.
 
 Faults (docs/python.md, Sweeps under faults): a point that fails (its run raises, or its worker
@@ -68,12 +70,14 @@ def _point_overrides(base: Overrides, point: Mapping[str, Any]) -> Overrides:
 
 def point_key(scenario: str, text: str, base: Overrides, point: Mapping[str, Any]) -> str:
     """The key of one point: a hash of the fully resolved scenario (file content, fixed
-    overrides, the point's values, defaults filled in) and of the vmsched version. Raises
+    overrides, the point's values, defaults filled in), of the vmsched version and of the
+    core's source hash. Raises
     `ScenarioError` if the point's scenario does not validate."""
     resolved = json.loads(_core.check(scenario, text, _point_overrides(base, point)))
     # The memory limit decides whether a run starts, not what it computes.
     resolved.get("run", {}).pop("memory_limit_mb", None)
-    doc = {"format": KEY_FORMAT, "vmsched": vmsched.__version__, "scenario": resolved}
+    doc = {"format": KEY_FORMAT, "vmsched": vmsched.__version__, "core": _core.__build__,
+           "scenario": resolved}
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:32]
 
 

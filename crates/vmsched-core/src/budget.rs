@@ -497,7 +497,10 @@ mod tests {
         let l = Limit::resolve(Some(10), Some(20));
         assert_eq!((l.bytes, l.source.clone()), (10 << 20, LimitSource::Option));
         let l = Limit::resolve(None, Some(20));
-        assert_eq!((l.bytes, l.source.clone()), (20 << 20, LimitSource::Scenario));
+        assert_eq!(
+            (l.bytes, l.source.clone()),
+            (20 << 20, LimitSource::Scenario)
+        );
         assert!(l.describe().contains("20 MB (run.memory_limit_mb)"));
         let l = Limit::resolve(None, None);
         assert!(matches!(

@@ -406,5 +406,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     m.add_class::<ArrowTable>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // A hash of the simulation's source code (build.rs): sweep point keys include it.
+    m.add("__build__", env!("VMSCHED_SOURCE_HASH"))?;
     Ok(())
 }
