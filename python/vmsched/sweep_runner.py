@@ -119,7 +119,14 @@ def _lock(outdir: Path):
         import fcntl
     except ImportError:
         return None
-    f = open(outdir / ".lock", "a+")
+    # Never through a symbolic link planted at `.lock`.
+    try:
+        fd = os.open(outdir / ".lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0),
+                     0o666)
+    except OSError as e:
+        raise SweepBusyError(f"output directory '{outdir}': cannot open its lock file .lock "
+                             f"({e.strerror or e})") from None
+    f = os.fdopen(fd, "r+")
     try:
         fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
