@@ -213,4 +213,4 @@ def test_the_estimate_is_within_a_factor_of_two_of_the_peak(write, kw):
                        check=True)
     m = json.loads(r.stdout)
     assert m["estimate"] > 20 << 20, m  # big enough to be measured
-    assert 0.5 <= m["used"] / m["estimate"] <= 2.0, m  # measured: 0.89 to 0.97
+    assert 0.5 <= m["used"] / m["estimate"] <= 2.0, m  # measured: 0.88 to 0.97
