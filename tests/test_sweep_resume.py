@@ -121,3 +121,19 @@ def test_sweep_files_are_not_written_through_links(tmp_path):
     (out / "sweep.csv").symlink_to(victim)
     sweep("seed000_context1_ratelimit", out)
     assert victim.read_text() == "keep me" and not (out / "sweep.csv").is_symlink()
+
+
+def test_the_key_changes_with_the_cores_code_not_with_the_memory_limit(monkeypatch):
+    from vmsched import _core, sweep_runner
+    from vmsched.errors import read_scenario
+
+    path = str(vmsched.scenario_path("seed000_context1_ratelimit"))
+    text = read_scenario(path)
+    key = sweep_runner.point_key(path, text, list(FIXED.items()), {"host.ratelimit_us": 1000})
+    assert len(_core.__build__) == 16 and int(_core.__build__, 16) >= 0
+    limited = sweep_runner.point_key(path, text, [*FIXED.items(), ("run.memory_limit_mb", 64)],
+                                     {"host.ratelimit_us": 1000})
+    assert limited == key, "the memory limit does not change what a run computes"
+    monkeypatch.setattr(_core, "__build__", "0" * 16)
+    assert sweep_runner.point_key(path, text, list(FIXED.items()),
+                                  {"host.ratelimit_us": 1000}) != key

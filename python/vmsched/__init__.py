@@ -10,10 +10,11 @@ reproduce the source documents' experiments.
     'lps'
 """
 
-from vmsched.api import Result, check, run, scenario_path, sweep
-from vmsched.errors import CoreError, ScenarioError
+from vmsched.api import Estimate, Result, check, estimate, run, scenario_path, sweep
+from vmsched.errors import BudgetWarning, CoreError, ScenarioError
 from vmsched.importers import import_rtapp, import_skeleton, import_sysctl, import_xl
 
-__all__ = ["CoreError", "Result", "ScenarioError", "check", "import_rtapp", "import_skeleton",
-           "import_sysctl", "import_xl", "run", "scenario_path", "sweep"]
+__all__ = ["BudgetWarning", "CoreError", "Estimate", "Result", "ScenarioError", "check",
+           "estimate", "import_rtapp", "import_skeleton", "import_sysctl", "import_xl", "run",
+           "scenario_path", "sweep"]
 __version__ = "0.1.0"

@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import tempfile
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -19,7 +20,7 @@ from typing import Any, Iterable, Mapping
 import polars as pl
 
 from vmsched import _core
-from vmsched.errors import ScenarioError, read_scenario
+from vmsched.errors import BudgetWarning, ScenarioError, read_scenario
 
 SCENARIO_DIR = Path(__file__).parent / "scenarios"
 
@@ -106,6 +107,69 @@ def check(scenario: str | os.PathLike, set=None, seed: int | None = None,
     p = scenario_path(scenario)
     return json.loads(_core.check(str(p), _with_events(read_scenario(p), events),
                                   _overrides(set, seed)))
+
+
+#: A run that will write more results than this (bytes, uncompressed) says so before it starts:
+#: the CLI prints one line, `run(out=...)` warns (`BudgetWarning`).
+OUTPUT_NOTICE_BYTES = 100 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What a run will cost, computed before it is built (docs/limits.md).
+
+    `memory_bytes`: the memory the run is expected to need at its peak; `parts`: (field, what,
+    bytes), largest first, the field being the one to lower to shrink that part; `limit_bytes`:
+    the memory limit in force; `output_bytes`: the result tables `Result.write` writes
+    (uncompressed, an upper bound of the Parquet files), `output_field` the field behind most
+    of it; `events`: None, or (an upper bound of the run's events, the field that contributes
+    most) when it passes the warning threshold."""
+
+    memory_bytes: int
+    limit_bytes: int
+    parts: list[tuple[str, str, int]]
+    output_bytes: int
+    output_field: str
+    events: tuple[int, str] | None
+
+    def output_notice(self) -> str | None:
+        """One line if the run writes more than `OUTPUT_NOTICE_BYTES`, else None."""
+        if self.output_bytes <= OUTPUT_NOTICE_BYTES:
+            return None
+        return (f"the results will take up to {_mb(self.output_bytes)} on disk (most for "
+                f"{self.output_field}; Parquet, compressed, is usually smaller)")
+
+    def events_notice(self) -> str | None:
+        """One line if the run may take very many events, else None."""
+        if self.events is None:
+            return None
+        n, field = self.events
+        return (f"the run may take up to {n:,} events (most from {field}): minutes or more; "
+                "Ctrl-C stops it")
+
+
+def _mb(n: int) -> str:
+    return f"{-(-n // (1024 * 1024)):,} MB"
+
+
+def estimate(scenario: str | os.PathLike, set=None, seed: int | None = None,
+             events: Iterable[Mapping[str, Any]] | None = None, trace: bool = False,
+             trace_max_records: int | None = None,
+             memory_limit_mb: int | None = None) -> Estimate:
+    """The cost of running a scenario (memory, output size, events), without running it.
+
+    Raises `ScenarioError` if the scenario is bad, or if its memory estimate exceeds the limit
+    (`memory_limit_mb`, else the scenario's `run.memory_limit_mb`, else 80% of the available
+    memory), naming the field of the largest part. `trace`: the run writes a trace of at most
+    `trace_max_records` records."""
+    p = scenario_path(scenario)
+    records = (trace_max_records or 4_000_000) if trace else None
+    d = _core.estimate(str(p), _with_events(read_scenario(p), events), _overrides(set, seed),
+                       records, memory_limit_mb)
+    return Estimate(memory_bytes=d["memory_bytes"], limit_bytes=d["limit_bytes"],
+                    parts=[tuple(x) for x in d["parts"]], output_bytes=d["output_bytes"],
+                    output_field=d["output_field"],
+                    events=None if d["events"] is None else tuple(d["events"]))
 
 
 def field_value(scenario: str | os.PathLike, key: str, text: str, set=None) -> Any:
@@ -373,7 +437,8 @@ def write_output_dir(out: Path, fill, overwrite: bool = False) -> Path:
 def run(scenario: str | os.PathLike, set=None, seed: int | None = None,
         out: str | os.PathLike | None = None, progress=None, overwrite: bool = False,
         trace: str | os.PathLike | None = None, trace_max_records: int | None = None,
-        events: Iterable[Mapping[str, Any]] | None = None) -> Result:
+        events: Iterable[Mapping[str, Any]] | None = None,
+        memory_limit_mb: int | None = None) -> Result:
     """Runs a scenario file (or a shipped scenario's name) with overrides: `set` is a mapping
     of dotted keys to Python values (`{"host.version": "4.21", "run.seed": 3}`) or `key=value`
     strings as on the command line.
@@ -386,17 +451,27 @@ def run(scenario: str | os.PathLike, set=None, seed: int | None = None,
     many were kept and whether the trace was truncated.
     `events`: run-time changes added to the scenario's `[[event]]` timeline, one mapping per
     event with the same fields (`{"at_ms": 500, "action": "pause", "domain": "a"}`; schema in
-    docs/scenarios.md), validated with the scenario."""
+    docs/scenarios.md), validated with the scenario.
+    `memory_limit_mb`: the memory the run may plan to use; the run is refused
+    (`ScenarioError` naming the field that needs most) before it starts if its estimate is
+    larger. Default: the scenario's `run.memory_limit_mb`, else 80% of the available memory
+    (docs/limits.md). A run that will write more than `OUTPUT_NOTICE_BYTES` into `out`, or may
+    take very many events, warns first (`vmsched.BudgetWarning`)."""
     p = scenario_path(scenario)
     ov = _overrides(set, seed)
     if trace_max_records is not None and trace_max_records < 1:
         raise ValueError(f"trace_max_records must be at least 1, got {trace_max_records}")
     if out is not None:
         check_output_dir(out, overwrite)
+    est = estimate(p, set=ov, events=events, trace=trace is not None,
+                   trace_max_records=trace_max_records, memory_limit_mb=memory_limit_mb)
+    for note in (est.output_notice() if out is not None else None, est.events_notice()):
+        if note:
+            warnings.warn(note, BudgetWarning, stacklevel=2)
     r = Result._from_core(str(p), ov, _core.run(str(p), _with_events(read_scenario(p), events),
                                                 ov, progress,
                                                 None if trace is None else str(trace),
-                                                trace_max_records))
+                                                trace_max_records, memory_limit_mb))
     if out is not None:
         r.write(out, overwrite=overwrite)
     return r

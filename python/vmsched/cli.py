@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from pathlib import Path
 
 from rich.console import Console
@@ -12,6 +13,7 @@ from rich.table import Table
 
 import vmsched
 from vmsched.api import SCENARIO_DIR, Result, check_output_dir, field_value
+from vmsched.errors import SweepError, point_label
 
 console = Console(width=None if sys.stdout.isatty() else 160)
 
@@ -99,18 +101,19 @@ def _positive_int(v: str) -> int:
 
 
 def cmd_run(a) -> int:
-    from rich.progress import BarColumn, Progress, TimeElapsedColumn, TimeRemainingColumn
-
     # Refusals before the progress bar (which would leave a blank line): one line each.
     if a.output:
         check_output_dir(a.output, a.force)
-    vmsched.check(a.scenario, set=a.set, seed=a.seed)
-    with Progress("[progress.description]{task.description}", BarColumn(), TimeElapsedColumn(),
-                  TimeRemainingColumn(), console=console, transient=True) as bar:
-        task = bar.add_task(f"simulating {escape(Path(str(a.scenario)).stem)}", total=1.0)
-        r = vmsched.run(a.scenario, set=a.set, seed=a.seed, out=a.output, overwrite=a.force,
-                        progress=lambda f: bar.update(task, completed=f),
-                        trace=a.trace, trace_max_records=a.trace_limit)
+    # The budget (docs/limits.md): refused here if over the memory limit; a large output or a
+    # run of very many events gets one line first.
+    est = vmsched.estimate(a.scenario, set=a.set, seed=a.seed, trace=bool(a.trace),
+                           trace_max_records=a.trace_limit, memory_limit_mb=a.memory_limit_mb)
+    for note in (est.output_notice() if a.output else None, est.events_notice()):
+        if note:
+            _error(note, "note")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", vmsched.BudgetWarning)
+        r = _run_with_bar(a)
     print_result(r)
     if a.trace:
         _print_trace(a.trace, r.trace)
@@ -125,6 +128,18 @@ def cmd_run(a) -> int:
     return 0
 
 
+def _run_with_bar(a) -> Result:
+    from rich.progress import BarColumn, Progress, TimeElapsedColumn, TimeRemainingColumn
+
+    with Progress("[progress.description]{task.description}", BarColumn(), TimeElapsedColumn(),
+                  TimeRemainingColumn(), console=console, transient=True) as bar:
+        task = bar.add_task(f"simulating {escape(Path(str(a.scenario)).stem)}", total=1.0)
+        return vmsched.run(a.scenario, set=a.set, seed=a.seed, out=a.output, overwrite=a.force,
+                           progress=lambda f: bar.update(task, completed=f),
+                           trace=a.trace, trace_max_records=a.trace_limit,
+                           memory_limit_mb=a.memory_limit_mb)
+
+
 def _print_trace(path: str, info: dict) -> None:
     console.print(f"trace written to {escape(str(path))} ({info['records']:,} records): open it in "
                   "https://ui.perfetto.dev")
@@ -136,6 +151,8 @@ def _print_trace(path: str, info: dict) -> None:
 
 def cmd_sweep(a) -> int:
     # Axis values are typed by their fields (as the core reads them, with the fixed overrides).
+    if a.memory_limit_mb is not None:
+        a.set = [*a.set, f"run.memory_limit_mb={a.memory_limit_mb}"]
     _, fixed = _split_grid(a.set)
     grid, fixed = _split_grid(a.set, lambda k, text: field_value(a.scenario, k, text, set=fixed))
     if not grid:
@@ -250,6 +267,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--trace-limit", type=_positive_int, metavar="N",
                    help="keep at most N trace records (default 4,000,000); later ones are dropped "
                         "and the trace ends where they start")
+    p.add_argument("--memory-limit-mb", type=_positive_int, metavar="MB",
+                   help="the memory the run may plan to use (default: run.memory_limit_mb, else "
+                        "80%% of the available memory); a run estimated above it is refused")
     p.set_defaults(fn=cmd_run)
 
     p = sub.add_parser("sweep", help="run a grid of parameter values")
@@ -261,6 +281,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, help="output directory (resumable)")
     p.add_argument("--force", action="store_true",
                    help="replace the output directory whole instead of resuming it")
+    p.add_argument("--memory-limit-mb", type=_positive_int, metavar="MB",
+                   help="the memory each run may plan to use (run.memory_limit_mb)")
     p.set_defaults(fn=cmd_sweep)
 
     p = sub.add_parser("reproduce", help="reproduce a source document's experiment")
@@ -307,14 +329,23 @@ def _error(msg: object, what: str = "error") -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The command line. Exit status: 0 done; 2 bad input (the scenario, an override, a path);
-    3 an internal error in the core; 130 interrupted (Ctrl-C), leaving no partial output."""
+    """The command line. Exit status: 0 done; 1 a sweep finished with some points failed
+    (each printed on its own line; the others are kept); 2 bad input (the scenario, an
+    override, a path, a sweep directory in use); 3 an internal error in the core; 130
+    interrupted (Ctrl-C), leaving no partial output (a sweep keeps its finished points)."""
     a = build_parser().parse_args(argv)
     try:
         return a.fn(a)
     except vmsched.ScenarioError as e:
         _error(e)
         return 2
+    except SweepError as e:
+        # The other points finished and are kept: one line per failed point, then a summary.
+        for point, msg in e.failures:
+            _error(f"{point_label(point)}: {msg}", "failed point")
+        _error(f"{len(e.failures)} of {e.total} points failed; the others are in "
+               f"{a.output}/points (run the sweep again to retry the failed ones)")
+        return 1
     except OSError as e:
         # An output path that names a file, an output directory that exists, a --trace file
         # that cannot be written: one line, the path as plain text.
@@ -328,7 +359,11 @@ def main(argv: list[str] | None = None) -> int:
         _error(e, "internal error in the simulation core")
         return 3
     except KeyboardInterrupt:
-        _error("the run was stopped; no results were written", "interrupted")
+        if a.cmd == "sweep":
+            _error(f"the sweep was stopped; its finished points are kept in {a.output}/points "
+                   "(run it again to resume)", "interrupted")
+        else:
+            _error("the run was stopped; no results were written", "interrupted")
         return 130
 
 

@@ -53,6 +53,43 @@ class CoreError(Exception):
         return str(self.args[0]) if self.args else ""
 
 
+class SweepError(Exception):
+    """A sweep that finished with some points failed (docs/python.md, Sweeps under faults).
+
+    The other points finished and are in the sweep's directory (a rerun reuses them and tries
+    the failed ones again). `failures`: (point, message) pairs, the point as a dict of its
+    values; `table`: the finished points' rows (a polars DataFrame, or None if none finished).
+    `str(e)` is one line."""
+
+    def __init__(self, failures: list[tuple[dict, str]], total: int, table=None):
+        super().__init__(failures, total)
+        self.failures = failures
+        self.total = total
+        self.table = table
+
+    def __reduce__(self):
+        return (type(self), (self.failures, self.total, self.table))
+
+    def __str__(self) -> str:
+        parts = "; ".join(f"{point_label(p)}: {m}" for p, m in self.failures)
+        return f"{len(self.failures)} of {self.total} sweep points failed: {parts}"
+
+
+class SweepBusyError(OSError):
+    """The sweep's output directory is in use by another sweep (its lock is held)."""
+
+
+def point_label(point: dict) -> str:
+    """A sweep point as `key=value` pairs, for messages."""
+    return " ".join(f"{k}={v}" for k, v in point.items())
+
+
+class BudgetWarning(UserWarning):
+    """A run that is allowed but large: it will write more than `api.OUTPUT_NOTICE_BYTES` of
+    results, or its events per simulated second may be so many that every simulated second
+    takes minutes (docs/limits.md)."""
+
+
 def _position(data: bytes, offset: int) -> str:
     line = data.count(b"\n", 0, offset) + 1
     return f"byte offset {offset} (line {line})"

@@ -5,10 +5,19 @@ Every point of the grid (× seeds) is one run. Each finished run is written atom
 finished points. The table and the plot are made from all point files at the end.
 
 A point's key is a hash of the scenario as the core resolves it (every field, after the fixed
-overrides and the point's own values are applied) and of the vmsched version, so a point file is
-reused only for the very same run: changing the scenario file, a fixed `--set` value or the
-program version makes new points. A point file that is unreadable, truncated or holds another
+overrides and the point's own values are applied), of the vmsched version and of the core's
+build (`_core.__build__`: a hash of the Rust sources it was built from), so a point file is
+reused only for the very same run by the very same code: changing the scenario file, a fixed
+`--set` value or the simulation's code makes new points. (The memory limit is left out: it
+decides whether a run starts, not what it computes.) A point file that is unreadable, truncated or holds another
 key is run again.
+
+Faults (docs/python.md, Sweeps under faults): a point that fails (its run raises, or its worker
+process dies on every try) is reported as that point's error, in a `SweepError` raised after
+the other points finished; the directory is locked (`OUT/.lock`, an advisory `flock` held while
+the sweep runs), so a second sweep into it refuses with `SweepBusyError`; temporary files a
+killed sweep left in `points/` are removed when the next one starts; a write that fails (a full
+disk) stops the sweep with the `OSError`, keeping every point written before it.
 """
 
 from __future__ import annotations
@@ -34,7 +43,7 @@ from vmsched.api import (
     run,
     scenario_path,
 )
-from vmsched.errors import read_scenario
+from vmsched.errors import SweepBusyError, SweepError, read_scenario
 from vmsched.executor import make_executor
 
 #: Bump when a point file's meaning changes, so old files are not reused.
@@ -61,10 +70,14 @@ def _point_overrides(base: Overrides, point: Mapping[str, Any]) -> Overrides:
 
 def point_key(scenario: str, text: str, base: Overrides, point: Mapping[str, Any]) -> str:
     """The key of one point: a hash of the fully resolved scenario (file content, fixed
-    overrides, the point's values, defaults filled in) and of the vmsched version. Raises
+    overrides, the point's values, defaults filled in), of the vmsched version and of the
+    core's source hash. Raises
     `ScenarioError` if the point's scenario does not validate."""
     resolved = json.loads(_core.check(scenario, text, _point_overrides(base, point)))
-    doc = {"format": KEY_FORMAT, "vmsched": vmsched.__version__, "scenario": resolved}
+    # The memory limit decides whether a run starts, not what it computes.
+    resolved.get("run", {}).pop("memory_limit_mb", None)
+    doc = {"format": KEY_FORMAT, "vmsched": vmsched.__version__, "core": _core.__build__,
+           "scenario": resolved}
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:32]
 
 
@@ -98,6 +111,37 @@ def rows_of(record: dict) -> list[dict]:
     return rows
 
 
+def _lock(outdir: Path):
+    """Takes the sweep lock of `outdir` (`.lock`, an exclusive `flock`, released by the system
+    when this process ends however it ends) and returns its open file. Held by another
+    process: `SweepBusyError`. Where `fcntl` is missing (Windows), no lock is taken."""
+    try:
+        import fcntl
+    except ImportError:
+        return None
+    # Never through a symbolic link planted at `.lock`.
+    try:
+        fd = os.open(outdir / ".lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0),
+                     0o666)
+    except OSError as e:
+        raise SweepBusyError(f"output directory '{outdir}': cannot open its lock file .lock "
+                             f"({e.strerror or e})") from None
+    f = os.fdopen(fd, "r+")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        f.seek(0)
+        who = f.read().strip() or "another process"
+        f.close()
+        raise SweepBusyError(f"output directory '{outdir}' is in use by another sweep ({who}); "
+                             "wait for it to end, or choose another directory") from None
+    f.seek(0)
+    f.truncate()
+    f.write(f"pid {os.getpid()}\n")
+    f.flush()
+    return f
+
+
 def _prepare_outdir(out, overwrite: bool) -> Path:
     """The sweep directory: new, empty, or an earlier sweep's (resumed). Anything else is
     refused unless `overwrite`, which removes it whole first."""
@@ -106,6 +150,10 @@ def _prepare_outdir(out, overwrite: bool) -> Path:
         raise FileExistsError(f"output '{outdir}' is a symbolic link; results are never "
                               "written through one (replace it whole with --force)")
     if overwrite and (outdir.is_symlink() or outdir.exists()):
+        if outdir.is_dir() and not outdir.is_symlink() and (outdir / ".lock").exists():
+            held = _lock(outdir)  # refuses if another sweep runs there
+            if held is not None:
+                held.close()
         if outdir.is_symlink():
             outdir.unlink()
         else:
@@ -129,8 +177,21 @@ def run_sweep(scenario, grid, seeds=1, jobs=None, out=None, progress=True, base=
     points = expand(grid, seeds, seed0)
     keys = [point_key(path, text, base_ov, p) for p in points]
     outdir = _prepare_outdir(out, overwrite) if out is not None else None
+    lock = _lock(outdir) if outdir is not None else None
+    try:
+        return _sweep(path, grid, points, keys, base_ov, jobs, outdir, progress)
+    finally:
+        if lock is not None:
+            lock.close()
+
+
+def _sweep(path, grid, points, keys, base_ov, jobs, outdir, progress) -> pl.DataFrame:
     done: dict[str, dict] = {}
     if outdir is not None:
+        # Temporary files of a sweep that was killed while writing (never a finished point).
+        for t in (outdir / "points").glob(".*"):
+            if t.is_file() or t.is_symlink():
+                t.unlink(missing_ok=True)
         for k in keys:
             rec = _load_point(outdir / "points" / f"{k}.json", k)
             if rec is not None:
@@ -159,22 +220,39 @@ def run_sweep(scenario, grid, seeds=1, jobs=None, out=None, progress=True, base=
                        TimeElapsedColumn(), TimeRemainingColumn())
         bar.start()
         task = bar.add_task(f"sweep {Path(path).stem}", total=len(points), completed=len(points) - len(todo))
+    failures: list[tuple[dict, str]] = []
     try:
         with make_executor(jobs, len(todo)) as ex:
-            for _, f in ex.imap_unordered(_run_point, ((path, base_ov, p, k) for p, k in todo)):
-                record(f.result())
+            for (_, _, p, _), f in ex.imap_unordered(_run_point,
+                                                      ((path, base_ov, p, k) for p, k in todo)):
+                try:
+                    rec = f.result()
+                except Exception as e:  # this point's error; the others go on
+                    failures.append((p, " ".join(str(e).split("\n")) or type(e).__name__))
+                else:
+                    record(rec)
                 if bar:
                     bar.advance(task)
     finally:
         if bar:
             bar.stop()
-    rows = [r for p, k in zip(points, keys) for r in rows_of({**done[k], "point": p})]
+    rows = [r for p, k in zip(points, keys) if k in done
+            for r in rows_of({**done[k], "point": p})]
     df = pl.DataFrame(rows)
+    if failures:
+        if outdir is not None and rows:
+            _write_tables(outdir, df, grid, path)
+        raise SweepError(failures, len(points), df if rows else None)
     if outdir is not None:
-        _replace_file(outdir / "sweep.parquet", df.write_parquet)
-        _replace_file(outdir / "sweep.csv", df.write_csv)
-        from vmsched.plot import plot_sweep
-
-        _replace_file(outdir / "sweep.png",
-                      lambda f: plot_sweep(df, list(grid), f, title=Path(path).stem))
+        _write_tables(outdir, df, grid, path)
     return df
+
+
+def _write_tables(outdir: Path, df: pl.DataFrame, grid, path: str) -> None:
+    """The sweep's table (Parquet and CSV) and plot, each replaced atomically."""
+    from vmsched.plot import plot_sweep
+
+    _replace_file(outdir / "sweep.parquet", df.write_parquet)
+    _replace_file(outdir / "sweep.csv", df.write_csv)
+    _replace_file(outdir / "sweep.png",
+                  lambda f: plot_sweep(df, list(grid), f, title=Path(path).stem))

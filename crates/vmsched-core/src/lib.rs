@@ -18,6 +18,7 @@ pub use cpuset::CpuSet;
 pub use ids::*;
 pub use sched::*;
 pub use time::*;
+pub mod budget;
 pub mod metrics;
 pub mod report;
 pub mod rng;

@@ -47,6 +47,13 @@ impl LatHist {
         }
     }
 
+    /// Bytes on the heap (the HDR counts, the fixed buckets, the overflow list), for the memory
+    /// budget (crate::budget).
+    pub fn heap_bytes(&self) -> u64 {
+        ((self.hdr.distinct_values() + self.buckets.capacity() + self.overflow_cycles.capacity())
+            * 8) as u64
+    }
+
     #[inline]
     pub fn record(&mut self, v: Nanos) {
         self.hdr.saturating_record(v.clamp(1, HDR_MAX));

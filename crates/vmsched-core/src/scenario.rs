@@ -75,6 +75,11 @@ pub struct RunConfig {
     /// Sample traced per-workload series (e.g. Context1's vruntime gap) this often; 0: off.
     #[serde(default)]
     pub sample_interval_us: u64,
+    /// The memory the run may plan to use (MB); absent: 80% of the machine's available memory
+    /// (`crate::budget`, docs/limits.md). A run whose estimate exceeds it is refused before it
+    /// starts. Not a property of the run's results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_limit_mb: Option<u64>,
 }
 
 fn d_duration() -> u64 {
@@ -113,6 +118,9 @@ impl RunConfig {
                 "must be shorter than run.duration_ms".into(),
             ));
         }
+        if self.memory_limit_mb == Some(0) {
+            return Err(("run.memory_limit_mb".into(), "must be at least 1".into()));
+        }
         Ok(())
     }
 }
@@ -129,6 +137,7 @@ impl Default for RunConfig {
             warmup_ms: 0,
             seed: d_seed(),
             sample_interval_us: 0,
+            memory_limit_mb: None,
         }
     }
 }

@@ -11,6 +11,10 @@
 //! never crosses into Python as a Rust unwind and prints nothing (a panic hook keeps quiet on the
 //! threads running core code). Both classes are `vmsched.errors`' (picklable).
 //!
+//! Budgets: `run` (and `estimate`) compute the memory a scenario will need before building it
+//! and refuse it with a `ScenarioError` naming the field when it exceeds the limit
+//! (`vmsched_core::budget`).
+//!
 //! Ctrl-C: while the core runs (the GIL released), SIGINT also sets the core's stop flag, which
 //! it looks at every `WATCH_EVERY` events; the run then raises Python's KeyboardInterrupt.
 
@@ -27,6 +31,7 @@ use arrow_schema::{Field, Schema};
 use pyo3::exceptions::{PyKeyboardInterrupt, PyOSError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyCapsule, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use vmsched_core::budget::{Estimate, Limit};
 use vmsched_core::report::{Column, Table};
 use vmsched_core::scenario::SetValue;
 
@@ -169,6 +174,62 @@ fn check(file: &str, text: &str, overrides: Vec<(String, Bound<'_, PyAny>)>) -> 
     serde_json::to_string(&s).map_err(|e| core_error(e.to_string()))
 }
 
+/// The budget check of issue 18 item 2: the estimate of `s` against the limit in force
+/// (`memory_limit_mb` if given, else the scenario's `run.memory_limit_mb`, else a share of the
+/// available memory); Err is a `ScenarioError` naming the field of the largest part.
+fn check_budget(
+    file: &str,
+    s: &vmsched_sched::Scenario,
+    trace_max_records: Option<usize>,
+    memory_limit_mb: Option<u64>,
+) -> PyResult<Estimate> {
+    let est = Estimate::of(s, trace_max_records);
+    let limit = Limit::resolve(memory_limit_mb, s.run.memory_limit_mb);
+    est.check(&limit).map_err(|(field, message)| {
+        scenario_err(vmsched_core::scenario::ScenarioError {
+            file: file.to_string(),
+            line: None,
+            field,
+            message,
+        })
+    })?;
+    Ok(est)
+}
+
+/// What a run of the scenario will cost, before it is built (docs/limits.md): a dict with
+/// `memory_bytes`, `parts` (a list of (field, what, bytes), largest first), `limit_bytes`,
+/// `output_bytes` and `output_field` (the result tables, uncompressed), and `events` (None, or
+/// (an upper bound of the run's events, the field that contributes most) when it is over the
+/// warning threshold). Raises ScenarioError if the scenario is bad or over its memory limit.
+#[pyfunction]
+#[pyo3(signature = (file, text, overrides=vec![], trace_max_records=None, memory_limit_mb=None))]
+fn estimate<'py>(
+    py: Python<'py>,
+    file: &str,
+    text: &str,
+    overrides: Vec<(String, Bound<'py, PyAny>)>,
+    trace_max_records: Option<usize>,
+    memory_limit_mb: Option<u64>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let s = load(file, text, &overrides)?;
+    let est = check_budget(file, &s, trace_max_records, memory_limit_mb)?;
+    let limit = Limit::resolve(memory_limit_mb, s.run.memory_limit_mb);
+    let d = PyDict::new(py);
+    d.set_item("memory_bytes", est.memory_bytes)?;
+    let parts: Vec<(String, String, u64)> = est
+        .parts
+        .iter()
+        .map(|p| (p.field.clone(), p.what.clone(), p.bytes))
+        .collect();
+    d.set_item("parts", parts)?;
+    d.set_item("limit_bytes", limit.bytes)?;
+    d.set_item("output_bytes", est.output_bytes)?;
+    d.set_item("output_field", est.output_field.clone())?;
+    let end = s.run.duration_ns().unwrap_or(0);
+    d.set_item("events", est.events_warning(end))?;
+    Ok(d)
+}
+
 /// One result table as an Arrow record batch; `__arrow_c_stream__` exports it.
 #[pyclass(frozen, name = "ArrowTable", module = "vmsched._core")]
 struct ArrowTable {
@@ -234,7 +295,8 @@ fn to_arrow(t: Table) -> PyResult<ArrowTable> {
 /// the run's schedule is written there as a Perfetto trace (at most `trace_max_records`
 /// records), and the dict gets a `trace` entry with its counts.
 #[pyfunction]
-#[pyo3(signature = (file, text, overrides=vec![], progress=None, trace=None, trace_max_records=None))]
+#[pyo3(signature = (file, text, overrides=vec![], progress=None, trace=None, trace_max_records=None, memory_limit_mb=None))]
+#[allow(clippy::too_many_arguments)]
 fn run<'py>(
     py: Python<'py>,
     file: &str,
@@ -243,8 +305,13 @@ fn run<'py>(
     progress: Option<Py<PyAny>>,
     trace: Option<std::path::PathBuf>,
     trace_max_records: Option<usize>,
+    memory_limit_mb: Option<u64>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let s = load(file, text, &overrides)?;
+    let records = trace
+        .as_ref()
+        .map(|_| trace_max_records.unwrap_or(vmsched_core::trace::DEFAULT_MAX_RECORDS));
+    check_budget(file, &s, records, memory_limit_mb)?;
     let mut sim = quiet(|| vmsched_sched::build(&s))?;
     if trace.is_some() {
         sim.enable_trace(trace_max_records.unwrap_or(vmsched_core::trace::DEFAULT_MAX_RECORDS));
@@ -372,8 +439,11 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(import_file, m)?)?;
     m.add_function(wrap_pyfunction!(import_skeleton, m)?)?;
+    m.add_function(wrap_pyfunction!(estimate, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     m.add_class::<ArrowTable>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // A hash of the simulation's source code (build.rs): sweep point keys include it.
+    m.add("__build__", env!("VMSCHED_SOURCE_HASH"))?;
     Ok(())
 }

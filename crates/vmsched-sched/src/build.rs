@@ -468,13 +468,23 @@ fn add_events(b: &mut SimBuilder, s: &Scenario, host: LevelId) {
     }
 }
 
-/// Loads, builds and runs a scenario.
+/// Loads, builds and runs a scenario; refuses one whose memory estimate exceeds the limit in
+/// force (`run.memory_limit_mb`, else a share of the available memory: docs/limits.md).
 pub fn run(
     file: &str,
     src: &str,
     overrides: &[(String, String)],
 ) -> Result<Results, ScenarioError> {
     let s = load(file, src, overrides)?;
+    let limit = vmsched_core::budget::Limit::resolve(None, s.run.memory_limit_mb);
+    vmsched_core::budget::Estimate::of(&s, None)
+        .check(&limit)
+        .map_err(|(field, message)| ScenarioError {
+            file: file.to_string(),
+            line: None,
+            field,
+            message,
+        })?;
     let mut sim = build(&s);
     sim.run();
     Ok(sim.results())

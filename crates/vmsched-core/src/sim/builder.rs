@@ -347,6 +347,18 @@ impl SimBuilder {
             let cap = samples as usize + 1;
             for (w, wl) in sim.wls.iter().enumerate() {
                 for &(a, b) in &wl.spec.gap_pairs {
+                    // Sized by the scenario: a failed allocation is a panic (a CoreError in
+                    // Python), not an abort. The budget (crate::budget) refuses such runs first.
+                    let mut t_ns = Vec::new();
+                    let mut values = Vec::new();
+                    if t_ns.try_reserve_exact(cap).is_err()
+                        || values.try_reserve_exact(cap).is_err()
+                    {
+                        panic!(
+                            "allocation failed: a series of {cap} samples \
+                             (run.sample_interval_us)"
+                        );
+                    }
                     sim.series.push(Series {
                         name: format!(
                             "{}/{}: probe({}) - probe({})",
@@ -355,8 +367,8 @@ impl SimBuilder {
                             wl.spec.tasks[a].name,
                             wl.spec.tasks[b].name
                         ),
-                        t_ns: Vec::with_capacity(cap),
-                        values: Vec::with_capacity(cap),
+                        t_ns,
+                        values,
                     });
                     sim.series_src.push((w, a, b));
                 }

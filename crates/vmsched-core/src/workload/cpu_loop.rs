@@ -26,31 +26,30 @@ pub struct CpuLoopConfig {
 
 impl CpuLoopConfig {
     pub fn build(&self, nr_vcpus: u32) -> WorkloadSpec {
-        let tasks = (0..self.copies)
-            .map(|k| TaskSpec {
-                name: format!("{}.{k}", self.name),
-                // An hour-long compute step, repeated: the loop never blocks.
-                program: vec![
-                    Step::Compute {
-                        dur: Dist::Fixed(3600 * NS_PER_S),
-                        kernel: false,
-                    },
-                    Step::Goto { to: 0, times: None },
-                ],
-                nice: self.nice,
-                policy: Policy::Normal,
-                rt_prio: 0,
-                affinity: if self.pin_each {
-                    Some(vec![match &self.affinity {
-                        Some(a) => a[k as usize % a.len()],
-                        None => k % nr_vcpus.max(1),
-                    }])
-                } else {
-                    self.affinity.clone()
+        let mut tasks = super::task_vec("copies", self.copies.into());
+        tasks.extend((0..self.copies).map(|k| TaskSpec {
+            name: format!("{}.{k}", self.name),
+            // An hour-long compute step, repeated: the loop never blocks.
+            program: vec![
+                Step::Compute {
+                    dur: Dist::Fixed(3600 * NS_PER_S),
+                    kernel: false,
                 },
-                start: 0,
-            })
-            .collect();
+                Step::Goto { to: 0, times: None },
+            ],
+            nice: self.nice,
+            policy: Policy::Normal,
+            rt_prio: 0,
+            affinity: if self.pin_each {
+                Some(vec![match &self.affinity {
+                    Some(a) => a[k as usize % a.len()],
+                    None => k % nr_vcpus.max(1),
+                }])
+            } else {
+                self.affinity.clone()
+            },
+            start: 0,
+        }));
         WorkloadSpec {
             name: self.name.clone(),
             kind: WorkloadKind::CpuLoop,

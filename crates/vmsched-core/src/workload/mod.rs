@@ -114,6 +114,17 @@ pub(crate) fn check_copies(field: &str, n: u32) -> Result<(), (String, String)> 
     Ok(())
 }
 
+/// An empty task list with room for `n` tasks; a failed allocation (a count from the scenario)
+/// panics with the field's name, which the binding turns into a `CoreError`, instead of
+/// aborting. The budget (crate::budget) refuses such scenarios before they are built.
+pub(crate) fn task_vec(field: &str, n: u64) -> Vec<TaskSpec> {
+    let mut v = Vec::new();
+    if usize::try_from(n).map_or(true, |n| v.try_reserve_exact(n).is_err()) {
+        panic!("allocation failed: {n} tasks ({field})");
+    }
+    v
+}
+
 /// One task of a workload.
 #[derive(Clone, Debug)]
 pub struct TaskSpec {

@@ -453,28 +453,31 @@ impl ProgramConfig {
 
     pub fn build(&self) -> WorkloadSpec {
         let program = self.compile().expect("validated before build");
-        let tasks = (0..self.copies)
-            .map(|k| TaskSpec {
-                name: format!("{}.{k}", self.name),
-                program: program.clone(),
-                nice: self.nice,
-                policy: self.policy,
-                rt_prio: self.rt_priority,
-                affinity: self.affinity.clone(),
-                start: self.start_ns().expect("validated before build"),
-            })
-            .chain(
-                (self.copies..self.max_tasks.unwrap_or(self.copies)).map(|k| TaskSpec {
+        let n = self.max_tasks.unwrap_or(self.copies).max(self.copies);
+        let mut tasks = super::task_vec("copies", n.into());
+        tasks.extend(
+            (0..self.copies)
+                .map(|k| TaskSpec {
                     name: format!("{}.{k}", self.name),
                     program: program.clone(),
                     nice: self.nice,
                     policy: self.policy,
                     rt_prio: self.rt_priority,
                     affinity: self.affinity.clone(),
-                    start: NEVER,
-                }),
-            )
-            .collect();
+                    start: self.start_ns().expect("validated before build"),
+                })
+                .chain(
+                    (self.copies..self.max_tasks.unwrap_or(self.copies)).map(|k| TaskSpec {
+                        name: format!("{}.{k}", self.name),
+                        program: program.clone(),
+                        nice: self.nice,
+                        policy: self.policy,
+                        rt_prio: self.rt_priority,
+                        affinity: self.affinity.clone(),
+                        start: NEVER,
+                    }),
+                ),
+        );
         WorkloadSpec {
             name: self.name.clone(),
             kind: WorkloadKind::Program,

@@ -164,6 +164,10 @@ impl Default for CfsParams {
     }
 }
 
+/// The CONFIG_HZ values Linux's Kconfig offers: 100, 250, 300 and 1000 everywhere
+/// (kernel/Kconfig.hz), and 24, 48 and 1024 on some other architectures (MIPS).
+pub const LINUX_HZ: [u32; 7] = [24, 48, 100, 250, 300, 1000, 1024];
+
 impl CfsParams {
     /// Checks the ranges Linux v5.10 accepts for each sysctl; the error names the field.
     pub fn validate(&self) -> Result<(), String> {
@@ -171,7 +175,13 @@ impl CfsParams {
             true => Ok(()),
             false => Err(format!("{field}: {v} is outside {lo}..={hi}")),
         };
-        range("hz", self.hz.into(), 1, 10_000)?;
+        if !LINUX_HZ.contains(&self.hz) {
+            return Err(format!(
+                "hz: {} is not a CONFIG_HZ Linux offers (100, 250, 300 or 1000; 24, 48 or 1024 \
+                 on some architectures)",
+                self.hz
+            ));
+        }
         range(
             "sched_tunable_scaling",
             self.sched_tunable_scaling.into(),

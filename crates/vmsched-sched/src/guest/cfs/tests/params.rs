@@ -110,6 +110,20 @@ fn validate_rejects_bad_values() {
         ),
         (
             CfsParams {
+                hz: 7,
+                ..Default::default()
+            },
+            "hz",
+        ),
+        (
+            CfsParams {
+                hz: 10_000,
+                ..Default::default()
+            },
+            "hz",
+        ),
+        (
+            CfsParams {
                 sched_tunable_scaling: 3,
                 ..Default::default()
             },
