@@ -241,7 +241,7 @@ pub fn generate(u: &mut Unstructured) -> String {
             "[domain.sched]\nscheduler = \"cfs\"\nhz = {}\nsched_tunable_scaling = {}\n\
              next_buddy = {}\nlast_buddy = {}\nwakeup_preemption = {}\nvcpu_is_preempted = {}\n\
              sched_migration_cost_ns = {}\n",
-            p.among(&[100, 250, 1000, 10_000], &[300]),
+            p.among(&[100, 250, 1000, 300], &[24]),
             p.among(&[0, 1, 2], &[3]),
             p.pick(2) == 1,
             p.pick(2) == 1,

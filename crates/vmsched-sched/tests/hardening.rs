@@ -649,7 +649,7 @@ fn random_scenario(seed: u64) -> String {
             "[domain.sched]\nscheduler = \"cfs\"\nhz = {}\nsched_tunable_scaling = {}\n\
              next_buddy = {}\nlast_buddy = {}\nwakeup_preemption = {}\nvcpu_is_preempted = {}\n\
              sched_migration_cost_ns = {}\n",
-            [100, 250, 1000, 10_000][pick(4) as usize],
+            [100, 250, 1000, 300][pick(4) as usize],
             pick(3),
             pick(2) == 1,
             pick(2) == 1,
