@@ -94,7 +94,14 @@ pub(crate) fn collect(sim: &Simulation) -> Results {
         .wl_rows()
         .map(|w| {
             let hs: Vec<HistSummary> = w.hists.iter().map(|h| h.summary()).collect();
-            let means: Vec<f64> = hs.iter().map(|h| h.avg_us).collect();
+            // cyclictest's mean is of truncated microseconds; a ping's RTT mean is exact.
+            let means: Vec<f64> = hs
+                .iter()
+                .map(|h| match w.spec.kind {
+                    WorkloadKind::Ping => h.mean_ns / 1000.0,
+                    _ => h.avg_us,
+                })
+                .collect();
             WorkloadResult {
                 level: w.level.to_string(),
                 name: w.spec.name.clone(),

@@ -87,6 +87,7 @@ impl SimBuilder {
                 trace: None,
                 watch: Default::default(),
                 timeline: Vec::new(),
+                io: None,
             },
             seed,
         }
@@ -160,6 +161,7 @@ impl SimBuilder {
             pending: PendingIrqs::with_capacity(8),
             need_resched: false,
             armed_timers: Vec::with_capacity(8),
+            kwork: false,
         });
         g
     }

@@ -12,6 +12,7 @@
 pub mod context1;
 pub mod cpu_loop;
 pub mod cyclictest;
+pub mod ping;
 pub mod program;
 
 use serde::{Deserialize, Serialize};
@@ -155,6 +156,8 @@ pub enum WorkloadKind {
     Context1,
     Cyclictest,
     Program,
+    /// ICMP echo through a driver domain (ping.rs): no task, the engine's I/O path.
+    Ping,
 }
 
 /// A workload's headline figure in its benchmark's unit.
@@ -173,6 +176,7 @@ pub enum WorkloadConfig {
     Context1(context1::Context1Config),
     Cyclictest(cyclictest::CyclictestConfig),
     Program(program::ProgramConfig),
+    Ping(ping::PingConfig),
 }
 
 impl WorkloadConfig {
@@ -182,6 +186,7 @@ impl WorkloadConfig {
             WorkloadConfig::Context1(c) => &c.name,
             WorkloadConfig::Cyclictest(c) => &c.name,
             WorkloadConfig::Program(c) => &c.name,
+            WorkloadConfig::Ping(c) => &c.name,
         }
     }
 
@@ -220,6 +225,7 @@ impl WorkloadConfig {
                 aff(&c.affinity)?;
                 c.validate()
             }
+            WorkloadConfig::Ping(c) => c.validate(nr_vcpus),
         }
     }
 
@@ -229,6 +235,7 @@ impl WorkloadConfig {
             WorkloadConfig::Context1(c) => c.build(),
             WorkloadConfig::Cyclictest(c) => c.build(),
             WorkloadConfig::Program(c) => c.build(),
+            WorkloadConfig::Ping(c) => c.build(),
         }
     }
 }
@@ -243,6 +250,7 @@ impl WorkloadKind {
                 let fast = (2 * it).saturating_sub(sleeps).min(it);
                 vec![("fast".into(), fast), ("slow".into(), it - fast)]
             }
+            WorkloadKind::Ping => ping::derived(counters),
             _ => vec![],
         }
     }
@@ -269,6 +277,11 @@ impl WorkloadKind {
             },
             WorkloadKind::Cyclictest => Figure {
                 name: "avg_latency".into(),
+                value: hist_mean_us.first().copied().unwrap_or(0.0),
+                unit: "us".into(),
+            },
+            WorkloadKind::Ping => Figure {
+                name: "avg_rtt".into(),
                 value: hist_mean_us.first().copied().unwrap_or(0.0),
                 unit: "us".into(),
             },

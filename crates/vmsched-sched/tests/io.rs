@@ -1,0 +1,261 @@
+//! The I/O path through a driver domain (issue 11 item 3; docs/io.md): event-channel upcalls
+//! as kernel work on a vCPU, kicks of halted vCPUs through the host, upcalls held while a vCPU
+//! is away, the ping's round trip (NIC → dom0 netback → guest netfront → dom0 → NIC), and the
+//! guest's scan order (ERRATA X5: lowest-first starves a high port, round-robin serves it).
+
+use vmsched_core::report::{EntityResult, Results};
+
+fn load(src: &str, ov: &[(&str, &str)]) -> vmsched_sched::Scenario {
+    let ov: Vec<(String, String)> = ov
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    vmsched_sched::load("io.toml", src, &ov).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn run(src: &str, ov: &[(&str, &str)]) -> Results {
+    let s = load(src, ov);
+    let mut sim = vmsched_sched::build(&s);
+    sim.set_debug_checks(true);
+    sim.run();
+    sim.results()
+}
+
+fn ent<'a>(r: &'a Results, name: &str) -> &'a EntityResult {
+    r.entities
+        .iter()
+        .find(|e| e.name == name)
+        .unwrap_or_else(|| panic!("no entity {name}"))
+}
+
+fn counter(r: &Results, w: &str, c: &str) -> u64 {
+    let wl = r.workloads.iter().find(|x| x.name == w).unwrap();
+    wl.counters
+        .iter()
+        .find(|(k, _)| k == c)
+        .unwrap_or_else(|| panic!("no counter {c}"))
+        .1
+}
+
+fn rtt(r: &Results, w: &str) -> vmsched_core::metrics::HistSummary {
+    let wl = r.workloads.iter().find(|x| x.name == w).unwrap();
+    assert_eq!(wl.histograms[0].0, "rtt");
+    wl.histograms[0].1.clone()
+}
+
+/// dom0 (the driver domain) and a guest `g` answering pings every `interval_us`, one vCPU
+/// each, on `pcpus` pCPUs under Credit2, then `extra` (more domains).
+fn ping_src(pcpus: u32, interval_us: u64, extra: &str) -> String {
+    format!(
+        "[run]\nduration_ms = 200\n[machine]\npcpus = {pcpus}\nkick_ns = 1500\n\
+         [host]\nscheduler = \"credit2\"\n\
+         [[domain]]\nname = \"dom0\"\nvcpus = 1\ndriver = true\n\
+         [domain.netback]\nnic_rx_ns = 2100\nrx_copy_ns = 3300\ntx_ns = 2700\n\
+         [domain.sched]\nscheduler = \"cfs\"\n\
+         [[domain]]\nname = \"g\"\nvcpus = 1\n[domain.sched]\nscheduler = \"cfs\"\n\
+         [[domain.workload]]\nkind = \"ping\"\nname = \"ping\"\ninterval_us = {interval_us}\n\
+         start_us = 500\necho_ns = 4700\n{extra}"
+    )
+}
+
+fn hog(name: &str, vcpus: u32) -> String {
+    format!(
+        "[[domain]]\nname = \"{name}\"\nvcpus = {vcpus}\n[domain.sched]\nscheduler = \"cfs\"\n\
+         [[domain.workload]]\nkind = \"cpu_loop\"\nname = \"{name}\"\ncopies = {vcpus}\n"
+    )
+}
+
+/// The sum of the path's costs and latencies on an idle host, from the scenario's parameters:
+/// three kicks of halted vCPUs (dom0 for the request, the guest, dom0 for the reply), the
+/// driver domain's receive and transmit work and the guest's echo.
+fn idle_rtt(s: &vmsched_sched::Scenario) -> u64 {
+    let nb = &s.domains[0].netback;
+    let echo = match &s.domains[1].workloads[0] {
+        vmsched_core::workload::WorkloadConfig::Ping(p) => p.echo_ns,
+        _ => unreachable!(),
+    };
+    3 * s.machine.kick_ns + nb.nic_rx_ns + nb.rx_copy_ns + echo + nb.tx_ns
+}
+
+#[test]
+fn ping_rtt_on_an_idle_host_is_the_sum_of_the_path() {
+    let src = ping_src(2, 10_000, "");
+    let s = load(&src, &[]);
+    let want = idle_rtt(&s);
+    let r = run(&src, &[]);
+    let h = rtt(&r, "ping");
+    let req = counter(&r, "ping", "requests");
+    assert_eq!(req, 20, "one request every 10 ms from 0.5 ms over 200 ms");
+    assert_eq!(counter(&r, "ping", "replies"), req);
+    assert_eq!(counter(&r, "ping", "lost"), 0);
+    assert_eq!(h.count, req);
+    assert_eq!(h.min_ns, want, "every round trip is the path's sum");
+    assert_eq!(h.max_ns, want);
+    let fig = &r
+        .workloads
+        .iter()
+        .find(|w| w.name == "ping")
+        .unwrap()
+        .figure;
+    assert_eq!((fig.name.as_str(), fig.unit.as_str()), ("avg_rtt", "us"));
+    assert!((fig.value * 1000.0 - want as f64).abs() < 1e-6, "{fig:?}");
+    // Each request woke the halted guest through the host: one run per request, and the guest
+    // is halted the rest of the time.
+    let g = ent(&r, "g.v0");
+    assert_eq!(g.runs, req);
+    assert_eq!(
+        g.running_ns,
+        req * 4700,
+        "the guest's vCPU runs only its echoes"
+    );
+    let d0 = ent(&r, "dom0.v0");
+    assert_eq!(d0.runs, 2 * req, "dom0 runs twice per ping");
+    assert_eq!(d0.running_ns, req * (2100 + 3300 + 2700));
+}
+
+#[test]
+fn the_kick_latency_and_the_costs_each_count_once() {
+    // Changing one parameter moves the round trip by exactly its share of the path.
+    let src = ping_src(2, 10_000, "");
+    let base = rtt(&run(&src, &[]), "ping").max_ns;
+    let more_kick = rtt(&run(&src, &[("machine.kick_ns", "11500")]), "ping").max_ns;
+    assert_eq!(more_kick - base, 30_000, "three kicks of 10 us more");
+    let more_echo = rtt(
+        &run(&src, &[("domain.1.workload.0.echo_ns", "24700")]),
+        "ping",
+    )
+    .max_ns;
+    assert_eq!(more_echo - base, 20_000);
+    let more_tx = rtt(&run(&src, &[("domain.0.netback.tx_ns", "12700")]), "ping").max_ns;
+    assert_eq!(more_tx - base, 10_000);
+}
+
+#[test]
+fn the_upcall_is_kernel_work_held_while_the_vcpu_is_away_and_not_charged_to_the_task() {
+    // The pinged guest also runs a CPU hog, and shares the only pCPU with dom0: its vCPU is
+    // never halted, often preempted by dom0, so upcalls arrive while it is away and are held
+    // until it runs. Every request is still answered, and the handler's time is the vCPU's,
+    // not the hog task's.
+    let extra = "[[domain.workload]]\nkind = \"cpu_loop\"\nname = \"bg\"\n";
+    let src = ping_src(1, 1_000, extra);
+    let r = run(&src, &[]);
+    let req = counter(&r, "ping", "requests");
+    let rep = counter(&r, "ping", "replies");
+    assert_eq!(req, 200);
+    assert_eq!(
+        counter(&r, "ping", "late") + counter(&r, "ping", "dropped"),
+        0
+    );
+    // Only the requests of the last round trip can still be in flight at the end.
+    let in_flight = rtt(&r, "ping").max_ns.div_ceil(1_000_000) + 1;
+    assert!(
+        rep > 0 && rep + in_flight >= req,
+        "held upcalls are delivered: {rep} of {req}"
+    );
+    let g = ent(&r, "g.v0");
+    let bg = ent(&r, "bg.0");
+    let kernel = g.running_ns - bg.executed_ns;
+    assert!(
+        kernel >= rep * 4700 && kernel <= req * 4700,
+        "the vCPU ran {kernel} ns of kernel work for {rep}..{req} echoes of 4700 ns"
+    );
+    assert_eq!(
+        g.blocked_ns, 1500,
+        "a vCPU with a hog halts only at boot, until the kick that starts its hog"
+    );
+}
+
+#[test]
+fn ping_rtt_grows_when_dom0_and_the_guest_wait_behind_hogs_under_credit2() {
+    let idle_src = ping_src(2, 1_000, "");
+    let idle = rtt(&run(&idle_src, &[]), "ping");
+    let busy_src = ping_src(2, 1_000, &(hog("h1", 2) + &hog("h2", 2)));
+    let r = run(&busy_src, &[]);
+    let busy = rtt(&r, "ping");
+    assert!(
+        busy.avg_us > 2.0 * idle.avg_us,
+        "hogs make the pinged path wait: {} us vs {} us idle",
+        busy.avg_us,
+        idle.avg_us
+    );
+    assert!(busy.max_us > 10 * idle.max_us, "{busy:?} vs {idle:?}");
+    assert!(ent(&r, "dom0.v0").wait_max_ns > 0);
+    assert!(ent(&r, "g.v0").wait_max_ns > 0);
+}
+
+/// dom0 with two guests: `a` flooded (a request every 4 us, more than dom0's 5.4 us of receive
+/// work per packet can take), then `b` pinged every ms; `b`'s backend port in dom0 is bound
+/// after `a`'s, so it is higher. dom0's scan order is `order`.
+fn flood_src(order: &str) -> String {
+    format!(
+        "[run]\nduration_ms = 100\n[machine]\npcpus = 3\n\
+         [host]\nscheduler = \"credit2\"\n\
+         [[domain]]\nname = \"dom0\"\nvcpus = 1\ndriver = true\n\
+         [domain.kernel]\nevtchn_order = \"{order}\"\n\
+         [domain.netback]\nnic_rx_ns = 2100\nrx_copy_ns = 3300\ntx_ns = 2700\n\
+         [domain.sched]\nscheduler = \"cfs\"\n\
+         [[domain]]\nname = \"a\"\nvcpus = 1\n[domain.sched]\nscheduler = \"cfs\"\n\
+         [[domain.workload]]\nkind = \"ping\"\nname = \"flood\"\ninterval_us = 4\necho_ns = 1000\n\
+         [[domain]]\nname = \"b\"\nvcpus = 1\n[domain.sched]\nscheduler = \"cfs\"\n\
+         [[domain.workload]]\nkind = \"ping\"\nname = \"ping\"\ninterval_us = 1000\n"
+    )
+}
+
+#[test]
+fn lowest_first_in_dom0_starves_a_later_guests_port_round_robin_serves_it() {
+    let s = load(&flood_src("lowest_first"), &[]);
+    let sim = vmsched_sched::build(&s);
+    let (nic, flows) = sim.io_ports().unwrap();
+    assert_eq!(nic, 1, "the NIC is dom0's first port");
+    assert_eq!(
+        flows,
+        vec![(2, 1), (3, 1)],
+        "backends bound lowest-free-first in creation order; netfront is each guest's port 1"
+    );
+    let lf = run(&flood_src("lowest_first"), &[]);
+    let rr = run(&flood_src("round_robin"), &[]);
+    // Under lowest-first, the NIC's port keeps firing: dom0 never gets past it.
+    assert!(counter(&lf, "ping", "requests") >= 99);
+    assert_eq!(
+        counter(&lf, "ping", "replies"),
+        0,
+        "b's backend port starves"
+    );
+    assert_eq!(counter(&lf, "flood", "replies"), 0);
+    assert!(
+        counter(&lf, "flood", "dropped") > 0,
+        "the NIC ring overflows"
+    );
+    // Round-robin serves every pending port in turn: b is answered.
+    assert!(counter(&rr, "ping", "replies") > 0);
+    assert!(counter(&rr, "flood", "replies") > 0);
+}
+
+#[test]
+fn ping_needs_a_driver_domain_other_than_its_own() {
+    let src = ping_src(2, 1000, "");
+    let e = vmsched_sched::load(
+        "io.toml",
+        &src,
+        &[("domain.0.driver".into(), "false".into())],
+    )
+    .unwrap_err();
+    assert_eq!(e.field, "domain.1.workload.0.kind", "{e}");
+    let bad_bits = vmsched_sched::load(
+        "io.toml",
+        &src,
+        &[("domain.1.kernel.evtchn_word_bits".into(), "48".into())],
+    )
+    .unwrap_err();
+    assert_eq!(
+        bad_bits.field, "domain.1.kernel.evtchn_word_bits",
+        "{bad_bits}"
+    );
+    let no_vcpu = vmsched_sched::load(
+        "io.toml",
+        &src,
+        &[("domain.1.workload.0.vcpu".into(), "1".into())],
+    )
+    .unwrap_err();
+    assert_eq!(no_vcpu.field, "domain.1.workload.0.vcpu", "{no_vcpu}");
+}
