@@ -259,3 +259,25 @@ fn ping_needs_a_driver_domain_other_than_its_own() {
     .unwrap_err();
     assert_eq!(no_vcpu.field, "domain.1.workload.0.vcpu", "{no_vcpu}");
 }
+
+#[test]
+fn a_guest_created_during_the_run_is_unreachable_until_it_exists() {
+    // `late` is created at 50 ms: its backend is bound after g's (a higher port), and the
+    // requests that reach the NIC before it exists are dropped; the others are answered.
+    let extra = "[[domain]]\nname = \"late\"\nvcpus = 1\ncreate_at_ms = 50\n\
+                 [domain.sched]\nscheduler = \"cfs\"\n\
+                 [[domain.workload]]\nkind = \"ping\"\nname = \"ping2\"\ninterval_us = 10000\n\
+                 start_us = 500\n";
+    let src = ping_src(2, 10_000, extra);
+    let s = load(&src, &[]);
+    let (_, flows) = vmsched_sched::build(&s).io_ports().unwrap();
+    assert!(flows[1].0 > flows[0].0, "{flows:?}");
+    let r = run(&src, &[]);
+    let before = (0..)
+        .take_while(|k| 500_000 + k * 10_000_000 < 50_000_000)
+        .count() as u64;
+    assert_eq!(counter(&r, "ping2", "requests"), 20);
+    assert_eq!(counter(&r, "ping2", "dropped"), before);
+    assert_eq!(counter(&r, "ping2", "replies"), 20 - before);
+    assert_eq!(counter(&r, "ping", "replies"), 20, "g is not disturbed");
+}

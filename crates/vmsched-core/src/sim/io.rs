@@ -373,8 +373,11 @@ impl Simulation {
         let measuring = now >= self.warmup;
         let io = self.io();
         let fl = &io.flows[f as usize];
-        let (wl, slot, interval) = (fl.wl, fl.arrive_slot, fl.times.interval);
-        let full = io.nic.len() >= io.net.ring as usize;
+        let (wl, slot, interval, guest) = (fl.wl, fl.arrive_slot, fl.times.interval, fl.guest);
+        // A guest that does not exist (not created yet, or destroyed) has no route: its
+        // requests are dropped at the NIC, and its ports never become pending meanwhile.
+        let full = io.nic.len() >= io.net.ring as usize || !self.levels[guest.idx()].alive;
+        let io = self.io();
         if !full {
             io.nic.push_back((f, Packet { born: now }));
         }
@@ -396,12 +399,12 @@ impl Simulation {
     fn nic_rx_done(&mut self, n: u32) {
         let warmup = self.warmup;
         for _ in 0..n {
-            let io = self.io();
+            let io = self.io.as_mut().expect("invariant: I/O built");
             let (f, p) = io.nic.pop_front().expect("invariant: the batch is queued");
             let ring = io.net.ring as usize;
             let fl = &mut io.flows[f as usize];
             let (wl, guest, port) = (fl.wl, fl.guest, fl.guest_port);
-            if fl.rx.len() >= ring {
+            if fl.rx.len() >= ring || !self.levels[guest.idx()].alive {
                 if p.born >= warmup {
                     self.wls[wl].counters[ping::DROPPED as usize] += 1;
                 }
