@@ -159,6 +159,7 @@ pub fn small_enough(s: &vmsched_sched::Scenario) -> bool {
                     W::Program(c) => c.copies <= 8,
                     // A flood of requests is a packet per interval: keep it to a few thousand.
                     W::Ping(p) => p.interval_us >= 10,
+                    W::Stream(p) => p.rate_mbps <= 10_000,
                 })
         })
 }

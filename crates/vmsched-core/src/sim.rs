@@ -313,7 +313,7 @@ mod trace_io;
 
 pub use builder::SimBuilder;
 pub use evtchn::ScanOrder;
-pub use io::{IoSpec, PingFlow};
+pub use io::{FlowKind, IoSpec, NetFlow};
 pub use lifecycle::TimelineAction;
 
 impl Simulation {

@@ -10,7 +10,9 @@ use vmsched_core::report::Results;
 use vmsched_core::scenario::{
     ConfigCheck, EventAction, GuestType, MachineConfig, Preempt, ScenarioError, SetValue, TickMode,
 };
-use vmsched_core::sim::{IoSpec, LevelOpts, PingFlow, SimBuilder, Simulation, TimelineAction};
+use vmsched_core::sim::{
+    FlowKind, IoSpec, LevelOpts, NetFlow, SimBuilder, Simulation, TimelineAction,
+};
 use vmsched_core::workload::WorkloadConfig;
 use vmsched_core::{
     CpuId, CpuSet, CpuTopo, EntityParams, GlobalParam, LevelClock, LevelId, LinuxAttr, XenAttr,
@@ -224,7 +226,7 @@ pub fn build(s: &Scenario) -> Simulation {
     let all_p = CpuSet::first_n(s.machine.pcpus as usize);
     let mut next_pcpu = 0u32;
     let mut prev_cpu: Option<u32> = None;
-    let mut pings: Vec<PingFlow> = Vec::new();
+    let mut flows: Vec<NetFlow> = Vec::new();
     for (di, d) in s.domains.iter().enumerate() {
         let gtopo: Vec<CpuTopo> = (0..d.vcpus)
             .map(|v| CpuTopo {
@@ -285,12 +287,20 @@ pub fn build(s: &Scenario) -> Simulation {
         }
         let all_v = CpuSet::first_n(d.vcpus as usize);
         for (wi, w) in d.workloads.iter().enumerate() {
-            if let WorkloadConfig::Ping(p) = w {
-                pings.push(PingFlow {
+            let valid = "invariant: a built scenario validated";
+            let net = match w {
+                WorkloadConfig::Ping(p) => Some((FlowKind::Ping(p.times().expect(valid)), p.vcpu)),
+                WorkloadConfig::Stream(p) => {
+                    Some((FlowKind::Stream(p.params().expect(valid)), p.vcpu))
+                }
+                _ => None,
+            };
+            if let Some((kind, vcpu)) = net {
+                flows.push(NetFlow {
                     guest,
                     workload: b.nr_workloads(),
-                    times: p.times().expect("invariant: a built scenario validated"),
-                    vcpu: p.vcpu,
+                    kind,
+                    vcpu,
                 });
             }
             let spec = w.build(d.vcpus);
@@ -323,7 +333,7 @@ pub fn build(s: &Scenario) -> Simulation {
     let ns = |v: Result<u64, (String, String)>| {
         v.unwrap_or_else(|(f, m)| panic!("invariant: a built scenario validated, but {f}: {m}"))
     };
-    add_io(&mut b, s, pings);
+    add_io(&mut b, s, flows);
     add_events(&mut b, s, host);
     b.build(
         ns(s.run.duration_ns()),
@@ -336,8 +346,8 @@ pub fn build(s: &Scenario) -> Simulation {
 /// with `driver = true`; validation refused an I/O workload without one) and the pinged guests
 /// get event channels; their backends are bound in the driver domain in declaration order,
 /// which is creation order (domains created during the run are declared last, in order).
-fn add_io(b: &mut SimBuilder, s: &Scenario, pings: Vec<PingFlow>) {
-    if pings.is_empty() {
+fn add_io(b: &mut SimBuilder, s: &Scenario, flows: Vec<NetFlow>) {
+    if flows.is_empty() {
         return;
     }
     let di = s
@@ -351,7 +361,7 @@ fn add_io(b: &mut SimBuilder, s: &Scenario, pings: Vec<PingFlow>) {
         (level(i), k.evtchn_order, k.evtchn_word_bits)
     };
     let mut evtchn = vec![ev(di)];
-    for p in &pings {
+    for p in &flows {
         let i = p.guest.0 as usize - 1;
         if !evtchn.iter().any(|e| e.0 == p.guest) {
             evtchn.push(ev(i));
@@ -361,7 +371,7 @@ fn add_io(b: &mut SimBuilder, s: &Scenario, pings: Vec<PingFlow>) {
         driver: level(di),
         netback: s.domains[di].netback.clone(),
         evtchn,
-        pings,
+        flows,
     });
 }
 

@@ -258,6 +258,19 @@ fn ping_needs_a_driver_domain_other_than_its_own() {
     )
     .unwrap_err();
     assert_eq!(no_vcpu.field, "domain.1.workload.0.vcpu", "{no_vcpu}");
+    let stream_alone = "[machine]\npcpus = 1\n[host]\nscheduler = \"credit2\"\n\
+                        [[domain]]\nname = \"g\"\nvcpus = 1\n[domain.sched]\nscheduler = \"cfs\"\n\
+                        [[domain.workload]]\nkind = \"stream\"\nname = \"st\"\n";
+    let e = vmsched_sched::load("io.toml", stream_alone, &[]).unwrap_err();
+    assert_eq!(e.field, "domain.0.workload.0.kind", "{e}");
+    assert!(e.message.contains("stream needs a driver domain"), "{e}");
+    let e = vmsched_sched::load(
+        "io.toml",
+        &stream_src(""),
+        &[("domain.1.workload.0.window".into(), "0".into())],
+    )
+    .unwrap_err();
+    assert_eq!(e.field, "domain.1.workload.0.window", "{e}");
 }
 
 #[test]
@@ -280,4 +293,85 @@ fn a_guest_created_during_the_run_is_unreachable_until_it_exists() {
     assert_eq!(counter(&r, "ping2", "dropped"), before);
     assert_eq!(counter(&r, "ping2", "replies"), 20 - before);
     assert_eq!(counter(&r, "ping", "replies"), 20, "g is not disturbed");
+}
+
+// ---- stream ---------------------------------------------------------------------------------
+
+/// dom0 and a guest `s` receiving a stream (1500-byte packets), with `opts` for the workload.
+fn stream_src(opts: &str) -> String {
+    format!(
+        "[run]\nduration_ms = 100\n[machine]\npcpus = 2\nkick_ns = 1500\n\
+         [host]\nscheduler = \"credit2\"\n\
+         [[domain]]\nname = \"dom0\"\nvcpus = 1\ndriver = true\n\
+         [domain.netback]\nnic_rx_ns = 2100\nrx_copy_ns = 3300\ntx_ns = 2700\n\
+         [domain.sched]\nscheduler = \"cfs\"\n\
+         [[domain]]\nname = \"s\"\nvcpus = 1\n[domain.sched]\nscheduler = \"cfs\"\n\
+         [[domain.workload]]\nkind = \"stream\"\nname = \"st\"\nrx_ns = 2900\n{opts}"
+    )
+}
+
+fn bandwidth(r: &Results, w: &str) -> f64 {
+    let f = &r.workloads.iter().find(|x| x.name == w).unwrap().figure;
+    assert_eq!((f.name.as_str(), f.unit.as_str()), ("bandwidth", "Mbit/s"));
+    f.value
+}
+
+#[test]
+fn a_stream_with_a_wide_window_runs_at_the_line_rate() {
+    // 1500 bytes at 100 Mbit/s: a packet every 120 us, far more than the path's work, and a
+    // window of 64 never closes: the guest receives at the line rate.
+    let r = run(&stream_src("rate_mbps = 100\nwindow = 64\n"), &[]);
+    let gap = 1500 * 8 * 1000 / 100;
+    let sent = (100_000_000 - 1) / gap + 1;
+    let got = counter(&r, "st", "packets");
+    assert!(got <= sent && got + 2 >= sent, "{got} of {sent} packets");
+    assert_eq!(counter(&r, "st", "bytes"), got * 1500);
+    assert_eq!(counter(&r, "st", "dropped"), 0);
+    let bw = bandwidth(&r, "st");
+    assert!((bw - got as f64 * 1500.0 * 8.0 / 1e6 / 0.1).abs() < 1e-6);
+    // The fence post: `sent` packets start within the 100 ms.
+    let most = sent as f64 * 1500.0 * 8.0 / 1e6 / 0.1;
+    assert!(bw > 95.0 && bw <= most, "{bw} Mbit/s, at most {most}");
+}
+
+#[test]
+fn a_stream_with_a_window_of_one_waits_for_each_ack() {
+    // One packet in flight: each round trip is the path on an idle host (three kicks, dom0's
+    // receive and transmit, the guest's receive) plus the wire both ways.
+    let src = stream_src("window = 1\nwire_us = 50\n");
+    let r = run(&src, &[]);
+    let path = 3 * 1500 + 2100 + 3300 + 2900 + 2700;
+    let ack = {
+        let wl = r.workloads.iter().find(|x| x.name == "st").unwrap();
+        assert_eq!(wl.histograms[0].0, "ack_rtt");
+        wl.histograms[0].1.clone()
+    };
+    assert_eq!((ack.min_ns, ack.max_ns), (path, path));
+    let period = path + 2 * 50_000;
+    let got = counter(&r, "st", "packets");
+    let want = 100_000_000 / period;
+    assert!(got.abs_diff(want) <= 1, "{got} packets, {want} expected");
+}
+
+#[test]
+fn streams_into_other_guests_delay_a_ping_through_dom0() {
+    // Two guests streaming at 1 Gbit/s keep dom0 busy with netback work: the pinged guest's
+    // requests queue behind theirs in dom0.
+    let quiet = ping_src(4, 1_000, "");
+    let streams = "[[domain]]\nname = \"s1\"\nvcpus = 1\n[domain.sched]\nscheduler = \"cfs\"\n\
+                   [[domain.workload]]\nkind = \"stream\"\nname = \"st1\"\n\
+                   [[domain]]\nname = \"s2\"\nvcpus = 1\n[domain.sched]\nscheduler = \"cfs\"\n\
+                   [[domain.workload]]\nkind = \"stream\"\nname = \"st2\"\n";
+    let busy = ping_src(4, 1_000, streams);
+    let q = rtt(&run(&quiet, &[]), "ping");
+    let r = run(&busy, &[]);
+    let b = rtt(&r, "ping");
+    assert!(b.mean_ns > q.mean_ns, "{} vs {}", b.mean_ns, q.mean_ns);
+    assert!(bandwidth(&r, "st1") > 0.0 && bandwidth(&r, "st2") > 0.0);
+    let d0 = ent(&r, "dom0.v0");
+    assert!(
+        d0.cpu_share > 0.5,
+        "dom0 is busy with netback: {}",
+        d0.cpu_share
+    );
 }

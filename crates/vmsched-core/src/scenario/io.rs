@@ -97,23 +97,28 @@ pub(crate) fn validate<G>(domains: &[DomainConfig<G>]) -> Result<(), (String, St
             return Err((at("netback.reserved_ports"), "must be below 1024".into()));
         }
         for (j, w) in d.workloads.iter().enumerate() {
-            if !matches!(w, WorkloadConfig::Ping(_)) {
-                continue;
-            }
+            let kind = match w {
+                WorkloadConfig::Ping(_) => "ping",
+                WorkloadConfig::Stream(_) => "stream",
+                _ => continue,
+            };
             let field = format!("domain.{i}.workload.{j}.kind");
             match driver {
                 None => {
                     return Err((
                         field,
-                        "ping needs a driver domain: mark one [[domain]] with driver = true".into(),
+                        format!(
+                            "{kind} needs a driver domain: mark one [[domain]] with driver = true"
+                        ),
                     ))
                 }
                 Some(k) if k == i => {
                     return Err((
                         field,
-                        "ping runs in a guest behind the driver domain, not in the driver \
+                        format!(
+                            "{kind} runs in a guest behind the driver domain, not in the driver \
                          domain itself"
-                            .into(),
+                        ),
                     ))
                 }
                 Some(_) => {}

@@ -31,6 +31,7 @@ use super::evtchn::{Evtchn, PortFn};
 use super::*;
 use crate::scenario::io::NetbackConfig;
 use crate::workload::ping::{self, PingTimes};
+use crate::workload::stream::{self, StreamParams};
 
 /// The I/O configuration the builder adds (crates/vmsched-sched/src/build.rs fills it).
 #[derive(Clone, Debug)]
@@ -41,19 +42,29 @@ pub struct IoSpec {
     /// Every guest level with event channels (the driver domain and each pinged guest): its
     /// scan order and word width.
     pub evtchn: Vec<(LevelId, ScanOrder, u32)>,
-    /// Ping flows, in the order their backends are bound in the driver domain (creation order).
-    pub pings: Vec<PingFlow>,
+    /// Network flows, in the order their backends are bound in the driver domain (creation
+    /// order).
+    pub flows: Vec<NetFlow>,
 }
 
-/// One pinged guest.
+/// One guest's network workload: a vif with its netfront and backend ports.
 #[derive(Clone, Copy, Debug)]
-pub struct PingFlow {
+pub struct NetFlow {
     pub guest: LevelId,
     /// The workload's index among all workloads of the simulation (its metrics).
     pub workload: usize,
-    pub times: PingTimes,
+    pub kind: FlowKind,
     /// The guest vCPU netfront's port is bound to.
     pub vcpu: u32,
+}
+
+/// What comes in from outside, and what the guest's kernel does with it.
+#[derive(Clone, Copy, Debug)]
+pub enum FlowKind {
+    /// ICMP echo requests at an interval, answered by the guest (workload/ping.rs).
+    Ping(PingTimes),
+    /// A windowed stream of packets, each acknowledged by the guest (workload/stream.rs).
+    Stream(StreamParams),
 }
 
 /// A packet in flight: its flow and its arrival at the NIC.
@@ -82,11 +93,17 @@ struct Flow {
     /// netfront's port in the guest; netback's port for this guest in the driver domain.
     guest_port: u32,
     back_port: u32,
-    times: PingTimes,
+    kind: FlowKind,
     arrive_slot: SlotId,
     /// Requests in the guest's receive ring; replies in its transmit ring.
     rx: VecDeque<Packet>,
     tx: VecDeque<Packet>,
+    /// Stream: when the packets the window allows will reach the NIC, in time order (one
+    /// entry per window slot not in flight), and the last arrival (the line rate spaces them).
+    ready: VecDeque<SimTime>,
+    last_arrival: Option<SimTime>,
+    /// The workload's `dropped` counter.
+    dropped: usize,
 }
 
 pub(super) struct IoState {
@@ -138,21 +155,32 @@ impl SimBuilder {
         }
         let nic_port = bind(&mut doms, spec.driver, dv, PortFn::NicRx);
         let ring = spec.netback.ring as usize;
-        let mut flows = Vec::with_capacity(spec.pings.len());
-        for (f, p) in spec.pings.iter().enumerate() {
+        let mut flows = Vec::with_capacity(spec.flows.len());
+        for (f, p) in spec.flows.iter().enumerate() {
             let back_port = bind(&mut doms, spec.driver, dv, PortFn::NetbackTx(f as u32));
             let guest_port = bind(&mut doms, p.guest, p.vcpu, PortFn::NetfrontRx(f as u32));
             let arrive_slot = self.slot(SlotKind::Packet(f as u32));
-            self.sim.q.arm(arrive_slot, p.times.start);
+            let (start, ready, dropped) = match p.kind {
+                FlowKind::Ping(t) => (t.start, VecDeque::new(), ping::DROPPED),
+                FlowKind::Stream(s) => (
+                    s.start,
+                    std::iter::repeat_n(s.start, s.window as usize).collect(),
+                    stream::DROPPED,
+                ),
+            };
+            self.sim.q.arm(arrive_slot, start);
             flows.push(Flow {
                 wl: p.workload,
                 guest: p.guest,
                 guest_port,
                 back_port,
-                times: p.times,
+                kind: p.kind,
                 arrive_slot,
                 rx: VecDeque::with_capacity(ring.min(1024)),
                 tx: VecDeque::with_capacity(ring.min(1024)),
+                ready,
+                last_arrival: None,
+                dropped: dropped as usize,
             });
         }
         self.sim.io = Some(Box::new(IoState {
@@ -289,7 +317,11 @@ impl Simulation {
             PortFn::NicRx => (io.nic.len(), io.net.nic_rx_ns + io.net.rx_copy_ns),
             PortFn::NetfrontRx(f) => {
                 let fl = &io.flows[f as usize];
-                (fl.rx.len(), fl.times.echo)
+                let per = match fl.kind {
+                    FlowKind::Ping(t) => t.echo,
+                    FlowKind::Stream(s) => s.rx,
+                };
+                (fl.rx.len(), per)
             }
             PortFn::NetbackTx(f) => (io.flows[f as usize].tx.len(), io.net.tx_ns),
         };
@@ -367,31 +399,73 @@ impl Simulation {
         }
     }
 
-    /// A request of flow `f` arrives at the NIC (slot `Packet`); the next one is scheduled.
+    /// A packet of flow `f` arrives at the NIC (slot `Packet`); the next one is scheduled: a
+    /// ping's after its interval, a stream's when its window and the line rate allow.
     pub(super) fn packet_arrives(&mut self, f: u32) {
         let now = self.now;
         let measuring = now >= self.warmup;
-        let io = self.io();
-        let fl = &io.flows[f as usize];
-        let (wl, slot, interval, guest) = (fl.wl, fl.arrive_slot, fl.times.interval, fl.guest);
-        // A guest that does not exist (not created yet, or destroyed) has no route: its
-        // requests are dropped at the NIC, and its ports never become pending meanwhile.
-        let full = io.nic.len() >= io.net.ring as usize || !self.levels[guest.idx()].alive;
-        let io = self.io();
-        if !full {
-            io.nic.push_back((f, Packet { born: now }));
-        }
-        let (driver, port) = (io.driver, io.nic_port);
-        self.q.arm(slot, now + interval);
-        if measuring {
-            self.wls[wl].counters[ping::REQUESTS as usize] += 1;
-            if full {
-                self.wls[wl].counters[ping::DROPPED as usize] += 1;
+        let io = self.io.as_mut().expect("invariant: I/O built");
+        let fl = &mut io.flows[f as usize];
+        let (wl, guest, dropped) = (fl.wl, fl.guest, fl.dropped);
+        match fl.kind {
+            FlowKind::Ping(t) => {
+                self.q.arm(fl.arrive_slot, now + t.interval);
+                if measuring {
+                    self.wls[wl].counters[ping::REQUESTS as usize] += 1;
+                }
+            }
+            FlowKind::Stream(_) => {
+                fl.ready.pop_front();
+                fl.last_arrival = Some(now);
             }
         }
-        if !full {
+        // A guest that does not exist (not created yet, or destroyed) has no route: its
+        // packets are dropped at the NIC, and its ports never become pending meanwhile.
+        let full = io.nic.len() >= io.net.ring as usize || !self.levels[guest.idx()].alive;
+        if full {
+            if measuring {
+                self.wls[wl].counters[dropped] += 1;
+            }
+            self.stream_lost(f);
+        } else {
+            io.nic.push_back((f, Packet { born: now }));
+            let (driver, port) = (io.driver, io.nic_port);
             // The NIC's interrupt, bound to the driver domain's port (Xen's PIRQ path).
             self.evtchn_notify(driver, port);
+        }
+        self.stream_arm(f);
+    }
+
+    /// Stream flow `f`: a window slot comes back at `at` (the next packet reaches the NIC then),
+    /// kept in time order.
+    fn stream_credit(&mut self, f: u32, at: SimTime) {
+        let fl = &mut self.io().flows[f as usize];
+        if !matches!(fl.kind, FlowKind::Stream(_)) {
+            return;
+        }
+        let i = fl.ready.iter().rposition(|&t| t <= at).map_or(0, |i| i + 1);
+        fl.ready.insert(i, at);
+        self.stream_arm(f);
+    }
+
+    /// A packet of stream flow `f` is lost (a full ring): the sender sends it again after its
+    /// retransmission timeout. Nothing for a ping (the request is just lost).
+    fn stream_lost(&mut self, f: u32) {
+        if let FlowKind::Stream(s) = self.io().flows[f as usize].kind {
+            self.stream_credit(f, self.now + s.rto);
+        }
+    }
+
+    /// Arms stream flow `f`'s next arrival if its window has a slot: at the slot's time, no
+    /// sooner than the line rate allows after the last one.
+    fn stream_arm(&mut self, f: u32) {
+        let now = self.now;
+        let fl = &self.io.as_ref().expect("invariant: I/O built").flows[f as usize];
+        let FlowKind::Stream(s) = fl.kind else { return };
+        let slot = fl.arrive_slot;
+        if let (Some(&t), false) = (fl.ready.front(), self.q.is_armed(slot)) {
+            let at = fl.last_arrival.map_or(t, |l| t.max(l + s.gap)).max(now);
+            self.q.arm(slot, at);
         }
     }
 
@@ -403,11 +477,12 @@ impl Simulation {
             let (f, p) = io.nic.pop_front().expect("invariant: the batch is queued");
             let ring = io.net.ring as usize;
             let fl = &mut io.flows[f as usize];
-            let (wl, guest, port) = (fl.wl, fl.guest, fl.guest_port);
+            let (wl, guest, port, dropped) = (fl.wl, fl.guest, fl.guest_port, fl.dropped);
             if fl.rx.len() >= ring || !self.levels[guest.idx()].alive {
                 if p.born >= warmup {
-                    self.wls[wl].counters[ping::DROPPED as usize] += 1;
+                    self.wls[wl].counters[dropped] += 1;
                 }
+                self.stream_lost(f);
                 continue;
             }
             fl.rx.push_back(p);
@@ -415,48 +490,74 @@ impl Simulation {
         }
     }
 
-    /// The guest's netfront handler of flow `f`: `n` requests answered, the replies queued for
-    /// netback.
+    /// The guest's netfront handler of flow `f`: `n` packets received (a ping's requests
+    /// answered, a stream's packets acknowledged), the replies or ACKs queued for netback.
     fn netfront_done(&mut self, f: u32, n: u32) {
-        let warmup = self.warmup;
-        let io = self.io();
+        let (now, warmup) = (self.now, self.warmup);
+        let io = self.io.as_mut().expect("invariant: I/O built");
         let ring = io.net.ring as usize;
         let driver = io.driver;
         let fl = &mut io.flows[f as usize];
-        let (wl, port) = (fl.wl, fl.back_port);
-        let (mut dropped, mut queued) = (0, 0);
+        let (port, dropped, kind) = (fl.back_port, fl.dropped, fl.kind);
+        let wl = &mut self.wls[fl.wl];
+        let (mut lost, mut queued) = (0, 0);
         for _ in 0..n {
             let p = fl.rx.pop_front().expect("invariant: the batch is queued");
+            if let FlowKind::Stream(s) = kind {
+                if now >= warmup {
+                    wl.counters[stream::PACKETS as usize] += 1;
+                    wl.counters[stream::BYTES as usize] += s.bytes as u64;
+                }
+            }
             if fl.tx.len() >= ring {
-                dropped += (p.born >= warmup) as u64;
+                wl.counters[dropped] += (p.born >= warmup) as u64;
+                lost += 1;
                 continue;
             }
             fl.tx.push_back(p);
             queued += 1;
         }
-        self.wls[wl].counters[ping::DROPPED as usize] += dropped;
+        for _ in 0..lost {
+            self.stream_lost(f);
+        }
         if queued > 0 {
             self.evtchn_notify(driver, port);
         }
     }
 
-    /// netback's transmit handler of flow `f`: `n` replies leave the NIC.
+    /// netback's transmit handler of flow `f`: `n` replies or ACKs leave the NIC.
     fn netback_tx_done(&mut self, f: u32, n: u32) {
         let (now, warmup) = (self.now, self.warmup);
         let io = self.io.as_mut().expect("invariant: I/O built");
         let fl = &mut io.flows[f as usize];
         let wl = &mut self.wls[fl.wl];
+        let kind = fl.kind;
         for _ in 0..n {
             let p = fl.tx.pop_front().expect("invariant: the batch is queued");
-            if p.born < warmup {
-                continue;
-            }
             let rtt = now - p.born;
-            if rtt > fl.times.timeout {
-                wl.counters[ping::LATE as usize] += 1;
-            } else {
-                wl.counters[ping::REPLIES as usize] += 1;
-                wl.hists[ping::RTT as usize].record(rtt);
+            match kind {
+                FlowKind::Ping(t) => {
+                    if p.born < warmup {
+                        continue;
+                    }
+                    if rtt > t.timeout {
+                        wl.counters[ping::LATE as usize] += 1;
+                    } else {
+                        wl.counters[ping::REPLIES as usize] += 1;
+                        wl.hists[ping::RTT as usize].record(rtt);
+                    }
+                }
+                FlowKind::Stream(_) => {
+                    if p.born >= warmup {
+                        wl.hists[stream::ACK_RTT as usize].record(rtt);
+                    }
+                }
+            }
+        }
+        if let FlowKind::Stream(s) = kind {
+            // The ACKs reach the sender after the wire, its next packets the NIC after it again.
+            for _ in 0..n {
+                self.stream_credit(f, now + 2 * s.wire);
             }
         }
     }

@@ -14,6 +14,7 @@ pub mod cpu_loop;
 pub mod cyclictest;
 pub mod ping;
 pub mod program;
+pub mod stream;
 
 use serde::{Deserialize, Serialize};
 
@@ -158,6 +159,8 @@ pub enum WorkloadKind {
     Program,
     /// ICMP echo through a driver domain (ping.rs): no task, the engine's I/O path.
     Ping,
+    /// A windowed packet flow into a guest (stream.rs): no task, the engine's I/O path.
+    Stream,
 }
 
 /// A workload's headline figure in its benchmark's unit.
@@ -177,6 +180,7 @@ pub enum WorkloadConfig {
     Cyclictest(cyclictest::CyclictestConfig),
     Program(program::ProgramConfig),
     Ping(ping::PingConfig),
+    Stream(stream::StreamConfig),
 }
 
 impl WorkloadConfig {
@@ -187,6 +191,7 @@ impl WorkloadConfig {
             WorkloadConfig::Cyclictest(c) => &c.name,
             WorkloadConfig::Program(c) => &c.name,
             WorkloadConfig::Ping(c) => &c.name,
+            WorkloadConfig::Stream(c) => &c.name,
         }
     }
 
@@ -226,6 +231,7 @@ impl WorkloadConfig {
                 c.validate()
             }
             WorkloadConfig::Ping(c) => c.validate(nr_vcpus),
+            WorkloadConfig::Stream(c) => c.validate(nr_vcpus),
         }
     }
 
@@ -236,6 +242,7 @@ impl WorkloadConfig {
             WorkloadConfig::Cyclictest(c) => c.build(),
             WorkloadConfig::Program(c) => c.build(),
             WorkloadConfig::Ping(c) => c.build(),
+            WorkloadConfig::Stream(c) => c.build(),
         }
     }
 }
@@ -285,6 +292,7 @@ impl WorkloadKind {
                 value: hist_mean_us.first().copied().unwrap_or(0.0),
                 unit: "us".into(),
             },
+            WorkloadKind::Stream => stream::figure(counters, secs),
             WorkloadKind::Program => Figure {
                 name: "count".into(),
                 value: counters.first().copied().unwrap_or(0) as f64,
