@@ -418,3 +418,149 @@ fn the_io_path_keeps_the_invariants_with_the_engines_other_features() {
     );
     assert_eq!(flows, vec![(42, 1), (43, 1)]);
 }
+
+/// A random I/O scenario from `seed`: host, machine and exit model, a driver domain, guests
+/// with pings, streams and hogs, some created or destroyed during the run.
+fn random_io(seed: u64) -> String {
+    let mut x = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    let mut r = |n: u64| {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (x >> 33) % n
+    };
+    let pcpus = 1 + r(4);
+    let pinned = r(4) == 0;
+    let host = if pinned {
+        "scheduler = \"pinned\"".to_string()
+    } else {
+        format!(
+            "scheduler = \"credit2\"\nratelimit_us = {}",
+            [0, 100, 1000][r(3) as usize]
+        )
+    };
+    let guests = 1 + r(3);
+    let d0v = 1 + r(2);
+    let mut nvcpus = d0v;
+    let mut s = format!(
+        "[run]\nduration_ms = 60\nwarmup_ms = {}\nseed = {seed}\n[machine]\npcpus = {pcpus}\n\
+         kick_ns = {}\nhypercall_ns = {}\nipi_latency_ns = {}\n{}[host]\n{host}\n\
+         [[domain]]\nname = \"dom0\"\nvcpus = {d0v}\ndriver = true\n\
+         [domain.kernel]\nevtchn_order = \"{}\"\nevtchn_word_bits = {}\n\
+         [domain.netback]\nvcpu = {}\nring = {}\nreserved_ports = {}\nnic_rx_ns = {}\n\
+         [domain.sched]\nscheduler = \"cfs\"\n",
+        r(2) * 10,
+        r(3) * 1000,
+        r(2) * 500,
+        r(2) * 300,
+        if r(3) == 0 {
+            "hypervisor = \"kvm\"\nhalt_poll_ns = 30000\n"
+        } else {
+            ""
+        },
+        ["lowest_first", "round_robin"][r(2) as usize],
+        [32, 64][r(2) as usize],
+        r(d0v),
+        1 + r(300),
+        r(70),
+        r(5000),
+    );
+    if r(2) == 0 {
+        s += "[[domain.workload]]\nkind = \"cpu_loop\"\nname = \"d0hog\"\n";
+    }
+    for g in 0..guests {
+        let v = 1 + r(2);
+        nvcpus += v;
+        s += &format!("[[domain]]\nname = \"g{g}\"\nvcpus = {v}\n");
+        // The pinned host takes no domain creation or destruction.
+        if !pinned && g == guests - 1 && r(2) == 0 {
+            s += &format!("create_at_ms = {}\n", 5 + r(20));
+        }
+        if !pinned && r(4) == 0 {
+            s += &format!("destroy_at_ms = {}\n", 30 + r(20));
+        }
+        s += "[domain.sched]\nscheduler = \"cfs\"\n";
+        s += &match r(3) {
+            0 => format!(
+                "[[domain.workload]]\nkind = \"ping\"\nname = \"w\"\ninterval_us = {}\nvcpu = {}\n",
+                10 + r(2000),
+                r(v)
+            ),
+            1 => format!(
+                "[[domain.workload]]\nkind = \"stream\"\nname = \"w\"\nwindow = {}\n\
+                 rate_mbps = {}\nwire_us = {}\nrto_ms = 5\nvcpu = {}\n",
+                1 + r(100),
+                [100, 1000, 10000][r(3) as usize],
+                r(100),
+                r(v)
+            ),
+            _ => format!(
+                "[[domain.workload]]\nkind = \"ping\"\nname = \"w\"\ninterval_us = {}\n\
+                 [[domain.workload]]\nkind = \"program\"\nname = \"p\"\n\
+                 steps = [{{ op = \"compute\", us = {} }}, {{ op = \"sleep\", us = {} }}, \
+                 {{ op = \"loop\", to = 0 }}]\n",
+                50 + r(1000),
+                1 + r(500),
+                1 + r(500)
+            ),
+        };
+    }
+    if pinned && nvcpus > pcpus {
+        // The pinned host needs a pCPU per vCPU.
+        s = s.replacen(
+            &format!("pcpus = {pcpus}\n"),
+            &format!("pcpus = {nvcpus}\n"),
+            1,
+        );
+    }
+    s
+}
+
+#[test]
+fn random_io_scenarios_keep_the_invariants() {
+    for seed in 0..60 {
+        let src = random_io(seed);
+        let s = vmsched_sched::load("random.toml", &src, &[])
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{src}"));
+        let mut sim = vmsched_sched::build(&s);
+        sim.set_debug_checks(true);
+        sim.run();
+        let r = sim.results();
+        for e in &r.entities {
+            let sum = e.running_ns + e.runnable_ns + e.blocked_ns + e.offline_ns;
+            assert_eq!(sum, r.measured_ns, "seed {seed}: {}\n{src}", e.name);
+        }
+        for w in &r.workloads {
+            let c = |k: &str| w.counters.iter().find(|(n, _)| n == k).map(|x| x.1);
+            if let (Some(req), Some(rep)) = (c("requests"), c("replies")) {
+                assert!(
+                    rep <= req,
+                    "seed {seed}: {}: {rep} replies to {req}",
+                    w.name
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_shipped_io_scenario_is_deterministic_and_pings_behind_the_hogs() {
+    let p = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../python/vmsched/scenarios/io_ping.toml"
+    );
+    let src = std::fs::read_to_string(p).unwrap();
+    let ov = [("run.duration_ms", "600"), ("run.warmup_ms", "100")];
+    let a = serde_json::to_string(&run(&src, &ov)).unwrap();
+    let b = serde_json::to_string(&run(&src, &ov)).unwrap();
+    assert_eq!(a, b, "same scenario and seed, same bytes");
+    let r = run(&src, &ov);
+    let s = load(&src, &ov);
+    assert!(counter(&r, "ping", "replies") >= 49);
+    assert!(
+        rtt(&r, "ping").mean_ns > 10.0 * idle_rtt(&s) as f64,
+        "the hogs make each ping wait for dom0 and web"
+    );
+}
