@@ -20,6 +20,10 @@ def test_io_ping_reports_the_rtt_in_its_figure_counters_and_histogram():
     wl = r.workloads.filter(pl.col("workload") == "ping")
     assert wl["kind"][0] == "ping"
     assert wl["rtt_count"][0] == r.counter("ping", "replies")
+    ports = r.ports
+    assert list(ports["handler"]) == ["nic", "netback:web/ping", "netfront:ping"]
+    assert list(ports["level"]) == ["dom0", "dom0", "web"]
+    assert (ports["served"] > 0).all()
     # The figure is the exact mean of the histogram, in microseconds.
     hist = next(w for w in r.raw["workloads"] if w["name"] == "ping")["histograms"][0][1]
     assert abs(fig["value"] - hist["mean_ns"] / 1000) < 1e-9
@@ -40,6 +44,7 @@ def test_a_stream_reports_its_bandwidth(tmp_path):
 def test_the_scan_order_is_an_override():
     r = vmsched.run("io_ping", set={**SMALL, "domain.0.kernel.evtchn_order": "lowest_first"})
     assert r.counter("ping", "replies") > 0
+    assert vmsched.run("seed000_ncopy", set=SMALL).ports.is_empty()
     with pytest.raises(vmsched.ScenarioError) as e:
         vmsched.check("io_ping", set={"domain.0.kernel.evtchn_order": "highest_first"})
     assert "evtchn_order" in str(e.value)

@@ -229,6 +229,46 @@ fn lowest_first_in_dom0_starves_a_later_guests_port_round_robin_serves_it() {
     // Round-robin serves every pending port in turn: b is answered.
     assert!(counter(&rr, "ping", "replies") > 0);
     assert!(counter(&rr, "flood", "replies") > 0);
+    // The ports' figures show which port starved: b's backend (dom0 port 3) was never served
+    // under lowest-first and has been pending since shortly after b's first reply was queued,
+    // while the NIC's port kept being served.
+    let port = |r: &Results, n: u32| {
+        r.ports
+            .iter()
+            .find(|p| p.level == "dom0" && p.port == n)
+            .unwrap()
+            .clone()
+    };
+    let (lf_nic, lf_b) = (port(&lf, 1), port(&lf, 3));
+    assert_eq!(
+        (lf_nic.handler.as_str(), lf_b.handler.as_str()),
+        ("nic", "netback:b/ping")
+    );
+    // Each service takes at most a full ring (256 packets of 5.4 us): it was served all along.
+    assert!(
+        lf_nic.served >= 100_000_000 / (256 * 5400) - 1,
+        "{lf_nic:?}"
+    );
+    assert_eq!(lf_b.served, 0);
+    assert!(lf_b.pending_ns > 90_000_000, "{lf_b:?}");
+    let rr_b = port(&rr, 3);
+    assert!(rr_b.served > 0 && rr_b.pending_ns < 10_000_000, "{rr_b:?}");
+    let rows: Vec<(String, u32, String)> = rr
+        .ports
+        .iter()
+        .map(|p| (p.level.clone(), p.port, p.handler.clone()))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("dom0", 1, "nic"),
+            ("dom0", 2, "netback:a/flood"),
+            ("dom0", 3, "netback:b/ping"),
+            ("a", 1, "netfront:flood"),
+            ("b", 1, "netfront:ping"),
+        ]
+        .map(|(l, n, h)| (l.to_string(), n, h.to_string()))
+    );
 }
 
 #[test]

@@ -55,6 +55,12 @@ pub(crate) struct Port {
     /// The local vCPU the port notifies (`EVTCHNOP_bind_vcpu`; vCPU 0 by default).
     pub vcpu: u32,
     pub func: PortFn,
+    /// When it last became pending (meaningful while pending).
+    pub since: u64,
+    /// Figures since the start or the warm-up: times served, and the longest time it stayed
+    /// pending before its handler took it (the starvation the scan order causes).
+    pub served: u64,
+    pub max_wait: u64,
 }
 
 /// One vCPU's event-channel state: Xen's `evtchn_upcall_pending` and `evtchn_pending_sel`, and
@@ -127,7 +133,13 @@ impl Evtchn {
                 self.word_bits
             ));
         }
-        self.ports[port] = Some(Port { vcpu, func });
+        self.ports[port] = Some(Port {
+            vcpu,
+            func,
+            since: 0,
+            served: 0,
+            max_wait: 0,
+        });
         let (w, b) = self.at(port as u32);
         self.cpu_mask[vcpu as usize][w] |= b;
         Ok(port as u32)
@@ -147,14 +159,17 @@ impl Evtchn {
         self.pending[w] & b != 0
     }
 
-    /// Xen `evtchn_2l_set_pending`: Some(vCPU) when that vCPU's upcall became newly pending
-    /// (the engine kicks it), None otherwise.
-    pub fn set_pending(&mut self, port: u32) -> Option<u32> {
+    /// Xen `evtchn_2l_set_pending` at time `now`: Some(vCPU) when that vCPU's upcall became
+    /// newly pending (the engine kicks it), None otherwise.
+    pub fn set_pending(&mut self, port: u32, now: u64) -> Option<u32> {
         let (w, b) = self.at(port);
         if self.pending[w] & b != 0 {
             return None;
         }
         self.pending[w] |= b;
+        if let Some(p) = self.ports[port as usize].as_mut() {
+            p.since = now;
+        }
         if self.masked[w] & b != 0 {
             return None;
         }
@@ -179,12 +194,34 @@ impl Evtchn {
         Some(v)
     }
 
-    /// The handler takes a port: clear its pending bit and mask it while it runs (Linux's
-    /// mask-and-ack of an event-channel interrupt).
-    pub fn ack(&mut self, port: u32) {
+    /// The handler takes a port at time `now`: clear its pending bit and mask it while it
+    /// runs (Linux's mask-and-ack of an event-channel interrupt).
+    pub fn ack(&mut self, port: u32, now: u64) {
         let (w, b) = self.at(port);
         self.pending[w] &= !b;
         self.masked[w] |= b;
+        if let Some(p) = self.ports[port as usize].as_mut() {
+            p.served += 1;
+            p.max_wait = p.max_wait.max(now.saturating_sub(p.since));
+        }
+    }
+
+    /// How long `port` has been pending at `now` (0 if it is not).
+    pub fn pending_for(&self, port: u32, now: u64) -> u64 {
+        let (w, b) = self.at(port);
+        match self.ports[port as usize] {
+            Some(p) if self.pending[w] & b != 0 => now.saturating_sub(p.since),
+            _ => 0,
+        }
+    }
+
+    /// Starts the figures again (the warm-up's end): a port pending now counts from now.
+    pub fn reset_figures(&mut self, now: u64) {
+        for p in self.ports.iter_mut().flatten() {
+            p.served = 0;
+            p.max_wait = 0;
+            p.since = p.since.max(now);
+        }
     }
 
     /// Xen `evtchn_2l_unmask`: Some(vCPU) when the port was pending meanwhile and the vCPU's
@@ -283,11 +320,11 @@ mod tests {
         let mut out = Vec::new();
         for _ in 0..n {
             let Some(p) = d.next_port(0) else { break };
-            d.ack(p);
+            d.ack(p, 0);
             out.push(p);
             d.unmask(p);
             if refire(p) {
-                d.set_pending(p);
+                d.set_pending(p, 0);
             }
         }
         out
@@ -316,22 +353,22 @@ mod tests {
     #[test]
     fn only_a_newly_pending_unmasked_port_marks_the_upcall() {
         let mut d = dom(ScanOrder::LowestFirst, 3);
-        assert_eq!(d.set_pending(2), Some(0), "first event: kick vCPU 0");
-        assert_eq!(d.set_pending(2), None, "already pending");
+        assert_eq!(d.set_pending(2, 0), Some(0), "first event: kick vCPU 0");
+        assert_eq!(d.set_pending(2, 0), None, "already pending");
         assert_eq!(
-            d.set_pending(3),
+            d.set_pending(3, 0),
             None,
             "same word: selector bit already set"
         );
-        d.ack(1);
-        assert_eq!(d.set_pending(1), None, "masked: pending but no upcall");
+        d.ack(1, 0);
+        assert_eq!(d.set_pending(1, 0), None, "masked: pending but no upcall");
         assert!(d.is_pending(1));
         // The handler runs and clears everything; unmasking the pending port re-marks.
         while let Some(p) = d.next_port(0) {
-            d.ack(p);
+            d.ack(p, 0);
         }
         assert!(!d.vcpus[0].upcall);
-        d.set_pending(1);
+        d.set_pending(1, 0);
         assert_eq!(d.unmask(1), Some(0), "unmask of a pending port kicks");
     }
 
@@ -339,7 +376,7 @@ mod tests {
     fn lowest_first_starves_a_high_port_while_lower_ports_keep_firing() {
         let mut d = dom(ScanOrder::LowestFirst, 3);
         for p in 1..=3 {
-            d.set_pending(p);
+            d.set_pending(p, 0);
         }
         // Ports 1 and 2 are busy devices: pending again as soon as served.
         let served = serve(&mut d, 100, |p| p <= 2);
@@ -354,8 +391,8 @@ mod tests {
         for _ in 0..40 {
             d.bind(0, PortFn::Idle).unwrap();
         }
-        d.set_pending(1);
-        d.set_pending(35);
+        d.set_pending(1, 0);
+        d.set_pending(35, 0);
         let served = serve(&mut d, 50, |p| p == 1);
         assert!(!served.contains(&35), "word 1 is never reached: {served:?}");
         // Once port 1 stops firing the upcall reaches word 1.
@@ -367,15 +404,15 @@ mod tests {
     fn round_robin_serves_every_pending_port_before_any_twice() {
         let mut d = dom(ScanOrder::RoundRobin, 3);
         for p in 1..=3 {
-            d.set_pending(p);
+            d.set_pending(p, 0);
         }
         let served = serve(&mut d, 9, |p| p <= 2);
         assert_eq!(served, vec![1, 2, 3, 1, 2, 1, 2, 1, 2]);
         let mut d = dom(ScanOrder::RoundRobin, 3);
-        d.set_pending(2);
+        d.set_pending(2, 0);
         assert_eq!(serve(&mut d, 5, |_| false), vec![2]);
-        d.set_pending(1);
-        d.set_pending(3);
+        d.set_pending(1, 0);
+        d.set_pending(3, 0);
         assert_eq!(
             serve(&mut d, 5, |_| false),
             vec![3, 1],
@@ -384,17 +421,39 @@ mod tests {
     }
 
     #[test]
+    fn a_port_records_its_longest_pending_time_and_its_services() {
+        let mut d = dom(ScanOrder::LowestFirst, 2);
+        d.set_pending(2, 100);
+        d.set_pending(1, 150);
+        assert_eq!(d.pending_for(2, 400), 300);
+        let p = d.next_port(0).unwrap();
+        assert_eq!(p, 1);
+        d.ack(p, 400);
+        d.unmask(p);
+        let p = d.next_port(0).unwrap();
+        d.ack(p, 900);
+        let fig = |d: &Evtchn, i: usize| (d.ports[i].unwrap().served, d.ports[i].unwrap().max_wait);
+        assert_eq!(fig(&d, 1), (1, 250));
+        assert_eq!(fig(&d, 2), (1, 800));
+        assert_eq!(d.pending_for(2, 1000), 0);
+        d.set_pending(2, 1000);
+        d.reset_figures(1500);
+        assert_eq!(fig(&d, 2), (0, 0));
+        assert_eq!(d.pending_for(2, 1700), 200, "counted from the reset");
+    }
+
+    #[test]
     fn ports_of_another_vcpu_are_not_served() {
         let mut d = Evtchn::new(ScanOrder::RoundRobin, 64, 2);
         d.bind(0, PortFn::Idle).unwrap();
         d.bind(1, PortFn::Idle).unwrap();
-        assert_eq!(d.set_pending(2), Some(1));
+        assert_eq!(d.set_pending(2, 0), Some(1));
         assert_eq!(d.next_port(0), None);
         assert_eq!(d.next_port(1), Some(2));
         let mut l = Evtchn::new(ScanOrder::LowestFirst, 64, 2);
         l.bind(0, PortFn::Idle).unwrap();
         l.bind(1, PortFn::Idle).unwrap();
-        assert_eq!(l.set_pending(2), Some(1));
+        assert_eq!(l.set_pending(2, 0), Some(1));
         assert_eq!(l.next_port(0), None);
         assert_eq!(l.next_port(1), Some(2));
     }

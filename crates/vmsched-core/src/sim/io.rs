@@ -222,9 +222,58 @@ impl Simulation {
         ))
     }
 
+    /// The warm-up ends: the ports' figures start again.
+    pub(super) fn io_reset_metrics(&mut self) {
+        let now = self.now;
+        if let Some(io) = self.io.as_mut() {
+            io.doms
+                .iter_mut()
+                .flatten()
+                .for_each(|d| d.reset_figures(now));
+        }
+    }
+
+    /// Every event-channel port, by level and port number (for the results).
+    pub(crate) fn port_rows(&self) -> Vec<crate::report::PortResult> {
+        let Some(io) = self.io.as_ref() else {
+            return Vec::new();
+        };
+        let mut rows = Vec::new();
+        for (l, d) in io.doms.iter().enumerate() {
+            let Some(d) = d else { continue };
+            for (n, p) in d.ports.iter().enumerate() {
+                let Some(p) = p else { continue };
+                let wl = |f: u32| {
+                    let w = &self.wls[io.flows[f as usize].wl];
+                    (&self.levels[w.level.idx()].name, &w.spec.name)
+                };
+                let handler = match p.func {
+                    PortFn::Idle => "reserved".to_string(),
+                    PortFn::NicRx => "nic".to_string(),
+                    PortFn::NetbackTx(f) => {
+                        let (dom, name) = wl(f);
+                        format!("netback:{dom}/{name}")
+                    }
+                    PortFn::NetfrontRx(f) => format!("netfront:{}", wl(f).1),
+                };
+                rows.push(crate::report::PortResult {
+                    level: self.levels[l].name.clone(),
+                    port: n as u32,
+                    vcpu: p.vcpu,
+                    handler,
+                    served: p.served,
+                    max_wait_ns: p.max_wait,
+                    pending_ns: d.pending_for(n as u32, self.now),
+                });
+            }
+        }
+        rows
+    }
+
     /// `port` of level `l` is notified (Xen `evtchn_send`, or a physical interrupt bound to it).
     pub(super) fn evtchn_notify(&mut self, l: LevelId, port: u32) {
-        if let Some(v) = self.evt(l).set_pending(port) {
+        let now = self.now;
+        if let Some(v) = self.evt(l).set_pending(port, now) {
             let c = self.levels[l.idx()].cpu_g[v as usize];
             self.upcall_kick(c);
         }
@@ -282,6 +331,7 @@ impl Simulation {
     /// Starts the handler of the next port `c`'s upcall serves, or ends the upcall.
     fn kwork_next(&mut self, c: GCpu) {
         let (l, v) = (self.cpus[c.idx()].level, self.cpus[c.idx()].local.0);
+        let now = self.now;
         // Handlers that cost nothing run at once; a bound keeps a port that re-notifies itself
         // at no cost from hanging the run.
         for _ in 0..1_000_000 {
@@ -290,10 +340,9 @@ impl Simulation {
                 self.kwork_end(c);
                 return;
             };
-            d.ack(p);
+            d.ack(p, now);
             let func = d.ports[p as usize].expect("invariant: bound").func;
             let (cost, batch) = self.port_cost(func);
-            let now = self.now;
             let k = &mut self.io().kcpu[c.idx()];
             k.port = p;
             k.batch = batch;
