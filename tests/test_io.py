@@ -48,3 +48,18 @@ def test_the_scan_order_is_an_override():
     with pytest.raises(vmsched.ScenarioError) as e:
         vmsched.check("io_ping", set={"domain.0.kernel.evtchn_order": "highest_first"})
     assert "evtchn_order" in str(e.value)
+
+
+def test_the_trace_shows_the_event_channels(tmp_path):
+    from test_trace import Decoded
+
+    path = tmp_path / "io.pftrace"
+    r = vmsched.run("io_ping", set=SMALL, trace=path)
+    d = Decoded(path)
+    assert d.unclosed == 0
+    names = [n for v in d.instants.values() for _, n in v]
+    handled = sum(r.ports["served"])
+    # Every port served after the warm-up shows a handler and its end (and some before it).
+    assert names.count("evtchn handler") >= handled
+    assert names.count("evtchn handler end") >= handled
+    assert names.count("evtchn notify") >= handled

@@ -604,3 +604,52 @@ fn the_shipped_io_scenario_is_deterministic_and_pings_behind_the_hogs() {
         "the hogs make each ping wait for dom0 and web"
     );
 }
+
+#[test]
+fn the_trace_shows_each_notification_and_handler_of_a_ping() {
+    use vmsched_core::trace::Record;
+    let src = ping_src(2, 10_000, "");
+    let s = load(&src, &[("run.duration_ms", "5")]);
+    let mut sim = vmsched_sched::build(&s);
+    sim.enable_trace(100_000);
+    sim.run();
+    let tr = sim.take_trace().unwrap();
+    let level = |l: vmsched_core::LevelId| tr.meta.levels[l.idx()].name.clone();
+    let steps: Vec<(String, u32, &str)> = tr
+        .records
+        .iter()
+        .filter_map(|r| match *r {
+            Record::Notify { level: l, port, .. } => Some((level(l), port, "notify")),
+            Record::Handler {
+                level: l,
+                port,
+                end,
+                ..
+            } => Some((level(l), port, if end { "end" } else { "handler" })),
+            _ => None,
+        })
+        .collect();
+    let want = [
+        ("dom0", 1, "notify"),
+        ("dom0", 1, "handler"),
+        ("dom0", 1, "end"),
+        ("g", 1, "notify"),
+        ("g", 1, "handler"),
+        ("g", 1, "end"),
+        ("dom0", 2, "notify"),
+        ("dom0", 2, "handler"),
+        ("dom0", 2, "end"),
+    ]
+    .map(|(l, p, k)| (l.to_string(), p, k));
+    assert_eq!(steps, want, "one ping: NIC port, netfront, backend port");
+    // The handlers take the path's costs, in order.
+    let times: Vec<u64> = tr
+        .records
+        .iter()
+        .filter(|r| matches!(r, Record::Handler { .. }))
+        .map(|r| r.t())
+        .collect();
+    assert_eq!(times[1] - times[0], 2100 + 3300, "dom0's receive work");
+    assert_eq!(times[3] - times[2], 4700, "the guest's echo");
+    assert_eq!(times[5] - times[4], 2700, "dom0's transmit work");
+}

@@ -153,7 +153,6 @@ impl Evtchn {
         )
     }
 
-    #[cfg(test)]
     pub fn is_pending(&self, port: u32) -> bool {
         let (w, b) = self.at(port);
         self.pending[w] & b != 0

@@ -273,6 +273,15 @@ impl Simulation {
     /// `port` of level `l` is notified (Xen `evtchn_send`, or a physical interrupt bound to it).
     pub(super) fn evtchn_notify(&mut self, l: LevelId, port: u32) {
         let now = self.now;
+        if self.trace.is_some() {
+            let d = self.evt(l);
+            let (already, v) = (
+                d.is_pending(port),
+                d.ports[port as usize].map_or(0, |p| p.vcpu),
+            );
+            let c = self.levels[l.idx()].cpu_g[v as usize];
+            self.trace_notify(c, port, already);
+        }
         if let Some(v) = self.evt(l).set_pending(port, now) {
             let c = self.levels[l.idx()].cpu_g[v as usize];
             self.upcall_kick(c);
@@ -343,6 +352,7 @@ impl Simulation {
             d.ack(p, now);
             let func = d.ports[p as usize].expect("invariant: bound").func;
             let (cost, batch) = self.port_cost(func);
+            emit!(self.trace_handler(c, p, false));
             let k = &mut self.io().kcpu[c.idx()];
             k.port = p;
             k.batch = batch;
@@ -393,6 +403,7 @@ impl Simulation {
         let func = self.evt(l).ports[k.port as usize]
             .expect("invariant: bound")
             .func;
+        emit!(self.trace_handler(c, k.port, true));
         self.on_cpu(c, |sim| {
             match func {
                 PortFn::Idle => {}
