@@ -653,3 +653,53 @@ fn the_trace_shows_each_notification_and_handler_of_a_ping() {
     assert_eq!(times[3] - times[2], 4700, "the guest's echo");
     assert_eq!(times[5] - times[4], 2700, "dom0's transmit work");
 }
+
+#[test]
+fn a_driver_domain_out_of_ports_is_refused() {
+    let src = ping_src(2, 1000, "");
+    let e = vmsched_sched::load(
+        "io.toml",
+        &src,
+        &[
+            ("domain.0.kernel.evtchn_word_bits".into(), "32".into()),
+            ("domain.0.netback.reserved_ports".into(), "1023".into()),
+        ],
+    );
+    assert!(e.is_ok(), "1 + 1023 + 1 + 1 ports fit in 2048");
+    let mut many = src.clone();
+    for k in 0..30 {
+        many += &format!(
+            "[[domain]]\nname = \"x{k}\"\nvcpus = 1\n[domain.sched]\nscheduler = \"cfs\"\n\
+             [[domain.workload]]\nkind = \"ping\"\nname = \"p\"\n\
+             [[domain.workload]]\nkind = \"stream\"\nname = \"s\"\n"
+        );
+    }
+    let e = vmsched_sched::load(
+        "io.toml",
+        &many,
+        &[
+            ("domain.0.kernel.evtchn_word_bits".into(), "32".into()),
+            ("domain.0.netback.reserved_ports".into(), "1000".into()),
+        ],
+    );
+    assert!(e.is_ok(), "1 + 1000 + 1 + 61 ports fit");
+    let mut more = many.clone();
+    for k in 0..500 {
+        more += &format!(
+            "[[domain]]\nname = \"y{k}\"\nvcpus = 1\n[domain.sched]\nscheduler = \"cfs\"\n\
+             [[domain.workload]]\nkind = \"ping\"\nname = \"p\"\n\
+             [[domain.workload]]\nkind = \"stream\"\nname = \"s\"\n"
+        );
+    }
+    let e = vmsched_sched::load(
+        "io.toml",
+        &more,
+        &[
+            ("domain.0.kernel.evtchn_word_bits".into(), "32".into()),
+            ("domain.0.netback.reserved_ports".into(), "1000".into()),
+        ],
+    )
+    .unwrap_err();
+    assert_eq!(e.field, "domain.0.netback.reserved_ports", "{e}");
+    assert!(e.message.contains("2048"), "{e}");
+}

@@ -68,6 +68,29 @@ impl Default for NetbackConfig {
 /// Err((dotted field, message)).
 pub(crate) fn validate<G>(domains: &[DomainConfig<G>]) -> Result<(), (String, String)> {
     let driver = domains.iter().position(|d| d.driver);
+    if let Some(k) = driver {
+        // The driver domain's ports: its reserved ones, the NIC's, and a backend per flow,
+        // within what its selector can address (64 words of `evtchn_word_bits` ports; port 0
+        // is never used).
+        let d = &domains[k];
+        let flows = domains
+            .iter()
+            .flat_map(|o| &o.workloads)
+            .filter(|w| matches!(w, WorkloadConfig::Ping(_) | WorkloadConfig::Stream(_)))
+            .count() as u64;
+        let need = 1 + u64::from(d.netback.reserved_ports) + 1 + flows;
+        let room = u64::from(d.kernel.evtchn_word_bits) * 64;
+        if need > room && matches!(d.kernel.evtchn_word_bits, 32 | 64) {
+            return Err((
+                format!("domain.{k}.netback.reserved_ports"),
+                format!(
+                    "the driver domain needs {need} event-channel ports (port 0, {} reserved, \
+                     the NIC's, {flows} backends) but {} bits per word give {room}",
+                    d.netback.reserved_ports, d.kernel.evtchn_word_bits
+                ),
+            ));
+        }
+    }
     for (i, d) in domains.iter().enumerate() {
         let at = |f: &str| format!("domain.{i}.{f}");
         let bits = d.kernel.evtchn_word_bits;
