@@ -157,6 +157,9 @@ pub fn small_enough(s: &vmsched_sched::Scenario) -> bool {
                     W::Context1(_) => true,
                     W::Cyclictest(c) => c.threads <= 8 && c.histogram_us <= 100_000,
                     W::Program(c) => c.copies <= 8,
+                    // A flood of requests is a packet per interval: keep it to a few thousand.
+                    W::Ping(p) => p.interval_us >= 10,
+                    W::Stream(p) => p.rate_mbps <= 10_000,
                 })
         })
 }

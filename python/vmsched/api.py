@@ -245,6 +245,12 @@ class Result:
         return self.tables["histograms"]
 
     @property
+    def ports(self) -> pl.DataFrame:
+        """Event-channel ports of the I/O path (docs/io.md): level, port, vcpu, handler,
+        served, max_wait_ns, pending_ns; empty without I/O."""
+        return self.tables.get("ports", pl.DataFrame())
+
+    @property
     def series(self) -> pl.DataFrame:
         """Sampled series (long format: name, t_ns, value); empty unless the run sampled."""
         return self.tables["series"]

@@ -259,6 +259,33 @@ fn shape(w: &WorkloadConfig) -> Shape {
                 rate: Some((per.saturating_mul(threads), "interval_us".into())),
             }
         }
+        // Packets handled as kernel work (sim/io.rs): no task; a packet is a few events at each
+        // hop (NIC, netback, the guest's handler, the way back).
+        WorkloadConfig::Ping(c) => Shape {
+            tasks_field: "",
+            tasks: 0,
+            steps: 0,
+            channels: 0,
+            hists: 0,
+            buckets: 0,
+            gap_pairs: 0,
+            rate: loop_rate(12, c.interval_us.saturating_mul(NS_PER_US))
+                .map(|r| (r, "interval_us".into())),
+        },
+        WorkloadConfig::Stream(c) => {
+            let bits = u64::from(c.packet_bytes).saturating_mul(8);
+            let per_s = u64::from(c.rate_mbps).saturating_mul(1_000_000) / bits.max(1);
+            Shape {
+                tasks_field: "",
+                tasks: 0,
+                steps: 0,
+                channels: 0,
+                hists: 0,
+                buckets: 0,
+                gap_pairs: 0,
+                rate: Some((per_s.saturating_mul(12), "rate_mbps".into())),
+            }
+        }
         WorkloadConfig::Program(p) => {
             let prog = p.compile().unwrap_or_default();
             let tasks = u64::from(p.max_tasks.unwrap_or(p.copies).max(p.copies));

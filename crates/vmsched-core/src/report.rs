@@ -48,6 +48,24 @@ pub struct WorkloadResult {
     pub histograms: Vec<(String, HistSummary)>,
 }
 
+/// One event-channel port of the I/O path (docs/io.md): who it belongs to, what serves it and
+/// how long it waited to be served (the starvation a lowest-first scan causes).
+#[derive(Clone, Debug, Serialize)]
+pub struct PortResult {
+    /// The domain (guest level) the port is in.
+    pub level: String,
+    pub port: u32,
+    /// The vCPU it is bound to.
+    pub vcpu: u32,
+    /// `nic`, `netback:<domain>/<workload>`, `netfront:<workload>` or `reserved`.
+    pub handler: String,
+    /// Times its handler took it, and the longest it stayed pending before that.
+    pub served: u64,
+    pub max_wait_ns: u64,
+    /// How long it has been pending at the end (0 if it is not).
+    pub pending_ns: u64,
+}
+
 #[derive(Clone, Debug, Serialize)]
 pub struct Results {
     pub duration_ns: Nanos,
@@ -57,6 +75,9 @@ pub struct Results {
     pub entities: Vec<EntityResult>,
     pub workloads: Vec<WorkloadResult>,
     pub series: Vec<Series>,
+    /// Event-channel ports, when the scenario has I/O.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ports: Vec<PortResult>,
 }
 
 pub(crate) fn collect(sim: &Simulation) -> Results {
@@ -94,7 +115,14 @@ pub(crate) fn collect(sim: &Simulation) -> Results {
         .wl_rows()
         .map(|w| {
             let hs: Vec<HistSummary> = w.hists.iter().map(|h| h.summary()).collect();
-            let means: Vec<f64> = hs.iter().map(|h| h.avg_us).collect();
+            // cyclictest's mean is of truncated microseconds; a ping's RTT mean is exact.
+            let means: Vec<f64> = hs
+                .iter()
+                .map(|h| match w.spec.kind {
+                    WorkloadKind::Ping => h.mean_ns / 1000.0,
+                    _ => h.avg_us,
+                })
+                .collect();
             WorkloadResult {
                 level: w.level.to_string(),
                 name: w.spec.name.clone(),
@@ -120,6 +148,7 @@ pub(crate) fn collect(sim: &Simulation) -> Results {
         entities,
         workloads,
         series: sim.series().to_vec(),
+        ports: sim.port_rows(),
     }
 }
 
@@ -202,14 +231,34 @@ impl Results {
     /// where a workload has no such counter or histogram), `counters` (long: one row per
     /// workload and counter, in the workload's order), `histograms` (one row per histogram, with
     /// its buckets as a list) and `series` (long: name, t_ns, value).
+    /// With I/O, a sixth table `ports` (one row per event-channel port).
     pub fn tables(&self) -> Vec<Table> {
-        vec![
+        let mut v = vec![
             self.entity_table(),
             self.workload_table(),
             self.counter_table(),
             self.histogram_table(),
             self.series_table(),
-        ]
+        ];
+        if !self.ports.is_empty() {
+            v.push(self.port_table());
+        }
+        v
+    }
+
+    fn port_table(&self) -> Table {
+        let p = &self.ports;
+        let s = |f: fn(&PortResult) -> String| Column::Str(p.iter().map(f).collect());
+        let u = |f: fn(&PortResult) -> u64| Column::U64(p.iter().map(f).collect());
+        let mut t = Table::new("ports");
+        t.col("level", s(|r| r.level.clone()));
+        t.col("port", Column::U32(p.iter().map(|r| r.port).collect()));
+        t.col("vcpu", Column::U32(p.iter().map(|r| r.vcpu).collect()));
+        t.col("handler", s(|r| r.handler.clone()));
+        t.col("served", u(|r| r.served));
+        t.col("max_wait_ns", u(|r| r.max_wait_ns));
+        t.col("pending_ns", u(|r| r.pending_ns));
+        t
     }
 
     fn entity_table(&self) -> Table {
@@ -438,6 +487,7 @@ mod tests {
                     values: vec![5],
                 },
             ],
+            ports: vec![],
         }
     }
 

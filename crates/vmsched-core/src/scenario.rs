@@ -21,6 +21,7 @@ use crate::workload::WorkloadConfig;
 
 mod errpath;
 mod events;
+pub mod io;
 mod overrides;
 pub use events::{EventAction, EventConfig};
 pub use overrides::SetValue;
@@ -346,6 +347,13 @@ pub struct DomainConfig<G> {
     /// otherwise (Xen on Arm and KVM have only hardware-virtualized guests).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guest_type: Option<GuestType>,
+    /// A driver domain (dom0): it owns the physical NIC and runs netback for the guests' I/O
+    /// workloads (docs/io.md). The first such domain serves every guest.
+    #[serde(default)]
+    pub driver: bool,
+    /// The driver domain's network path costs (read only with `driver = true`).
+    #[serde(default)]
+    pub netback: io::NetbackConfig,
 }
 
 fn d_weight() -> u32 {
@@ -398,6 +406,18 @@ pub struct KernelConfig {
     /// the run's seed (the kernel booted at an unknown time).
     #[serde(default)]
     pub tick_phase_ns: Option<u64>,
+    /// The order in which the kernel's event-channel upcall serves pending ports:
+    /// `round_robin` (upstream Linux `events_2l`, the default) or `lowest_first` (XenLinux up
+    /// to 3.1; ERRATA X5).
+    #[serde(default)]
+    pub evtchn_order: crate::sim::ScanOrder,
+    /// Ports per event-channel word: the guest's long, 64 (default) or 32.
+    #[serde(default = "d_word_bits")]
+    pub evtchn_word_bits: u32,
+}
+
+fn d_word_bits() -> u32 {
+    64
 }
 
 impl Default for KernelConfig {
@@ -410,6 +430,8 @@ impl Default for KernelConfig {
             tick: TickMode::NohzIdle,
             skew_tick: false,
             tick_phase_ns: None,
+            evtchn_order: Default::default(),
+            evtchn_word_bits: d_word_bits(),
         }
     }
 }
@@ -670,6 +692,7 @@ where
                     .map_err(|(f, m)| (format!("domain.{i}.workload.{j}.{f}"), m))?;
             }
         }
+        io::validate(&self.domains)?;
         self.validate_events()
     }
 

@@ -122,6 +122,9 @@ struct CpuState {
     need_resched: bool,
     /// Tasks whose sleep timer is armed on this CPU (for slack coalescing, ERRATA W1).
     armed_timers: Vec<usize>,
+    /// Kernel work (an event-channel upcall, sim/io.rs) runs on this guest CPU: its current
+    /// task makes no progress and the CPU does not halt until it ends.
+    kwork: bool,
 }
 
 /// Per-entity accounting (xenmon's figures).
@@ -223,6 +226,11 @@ enum SlotKind {
     LevelTimer(LevelId, u32),
     /// Timeline event `i` (sim/lifecycle.rs).
     Timeline(u32),
+    /// The I/O path (sim/io.rs): a guest CPU's port handler ends; the IPI that starts its
+    /// upcall; flow `f`'s next packet arrives at the NIC.
+    Kwork(GCpu),
+    Upcall(GCpu),
+    Packet(u32),
     Sample,
     Warmup,
     End,
@@ -235,6 +243,8 @@ enum Action {
     Tick(GCpu),
     TaskTimer(usize),
     IdleCheck(GCpu),
+    /// An event-channel upcall starts on a running vCPU (sim/io.rs).
+    Upcall(GCpu),
 }
 
 /// A sampled time series (only when the scenario asks for sampling).
@@ -275,6 +285,8 @@ pub struct Simulation {
     /// What the run reports as a kernel or hypervisor would log it (affinities broken by a CPU
     /// going offline: sim/hotplug.rs); [`Simulation::log`].
     log: Vec<String>,
+    /// The I/O path: event channels, kernel work, packets (sim/io.rs); None without I/O.
+    io: Option<Box<io::IoState>>,
 }
 
 /// Events between two looks at the stop flag and at the progress of simulated time (a power of
@@ -297,11 +309,15 @@ struct Watch {
 mod builder;
 mod check;
 mod hotplug;
+mod evtchn;
+mod io;
 mod lifecycle;
 mod tasks;
 mod trace_io;
 
 pub use builder::SimBuilder;
+pub use evtchn::ScanOrder;
+pub use io::{FlowKind, IoSpec, NetFlow};
 pub use lifecycle::TimelineAction;
 
 impl Simulation {
@@ -495,6 +511,9 @@ impl Simulation {
             }
             SlotKind::LevelTimer(l, k) => self.with_sched(l, |s, ctx| s.on_timer(ctx, k)),
             SlotKind::Timeline(i) => self.timeline_event(i),
+            SlotKind::Kwork(c) => self.kwork_done(c),
+            SlotKind::Upcall(c) => self.upcall(c),
+            SlotKind::Packet(f) => self.packet_arrives(f),
             SlotKind::Sample => {
                 self.sample();
                 self.q.arm(self.sample_slot, self.now + self.sample_every);
@@ -514,6 +533,7 @@ impl Simulation {
                 Action::Advance(t) => self.advance(t),
                 Action::Tick(c) => self.deliver_tick(c),
                 Action::TaskTimer(t) => self.task_timer(t),
+                Action::Upcall(c) => self.upcall(c),
                 Action::IdleCheck(c) => {
                     let cs = &self.cpus[c.idx()];
                     let curr = self.levels[cs.level.idx()].cpu_info[cs.local.idx()].curr;
@@ -738,13 +758,13 @@ impl Simulation {
         }
         match self.ents[g.idx()].kind {
             EntKind::Vcpu(vc) => {
-                if self.cpus[c.idx()].executing {
+                if self.cpus[c.idx()].executing && !self.cpus[c.idx()].kwork {
                     self.start_executing(vc);
                 }
             }
             EntKind::Task(t) => {
                 self.tasks[t].overhead += ctxsw;
-                if self.cpus[c.idx()].executing {
+                if self.cpus[c.idx()].executing && !self.cpus[c.idx()].kwork {
                     self.start_progress(t);
                 }
             }
@@ -756,7 +776,7 @@ impl Simulation {
         self.cpus[vc.idx()].executing = true;
         self.levels[l.idx()].cpu_info[lc.idx()].executing = true;
         // Deliver what was held: the tick, then the guest timers in expiry order, then the
-        // reschedule. Event-channel upcalls and call-function IPIs have no handler yet.
+        // event-channel upcall, then the reschedule. Call-function IPIs have no handler yet.
         let cs = &mut self.cpus[vc.idx()];
         let held = cs.pending.take();
         if held != 0 {
@@ -768,9 +788,17 @@ impl Simulation {
                     self.actions.push_back(Action::TaskTimer(t));
                 }
             }
+            if held & PendingIrqs::EVTCHN != 0 {
+                self.actions.push_back(Action::Upcall(vc));
+            }
             if held & PendingIrqs::RESCHED != 0 {
                 self.actions.push_back(Action::Resched(vc));
             }
+        }
+        if self.cpus[vc.idx()].kwork {
+            // Back in the middle of an upcall handler: it goes on first (sim/io.rs).
+            self.kwork_resume(vc);
+            return;
         }
         match self.curr_of(vc) {
             Some(g) => match self.ents[g.idx()].kind {
@@ -789,6 +817,9 @@ impl Simulation {
             // Preempted in its halt window: the window is over.
             self.q.cancel(self.cpus[vc.idx()].halt_slot);
             self.cpus[vc.idx()].halt_due = true;
+        }
+        if self.cpus[vc.idx()].kwork {
+            self.kwork_pause(vc);
         }
         if let Some(g) = self.curr_of(vc) {
             match self.ents[g.idx()].kind {
@@ -814,7 +845,7 @@ impl Simulation {
         }
         let cs = &self.cpus[c.idx()];
         if let Some(b) = cs.backing {
-            if cs.pending.wakes_halt() {
+            if cs.pending.wakes_halt() || cs.kwork {
                 return;
             }
             match self.levels[cs.level.idx()].opts.exit.halt_window() {
@@ -855,7 +886,7 @@ impl Simulation {
         let idle = self.levels[cs.level.idx()].cpu_info[cs.local.idx()]
             .curr
             .is_none();
-        if let (Some(b), true, false) = (cs.backing, idle, cs.pending.wakes_halt()) {
+        if let (Some(b), true, false) = (cs.backing, idle, cs.pending.wakes_halt() || cs.kwork) {
             if self.ents[b.idx()].state == RunState::Running {
                 self.block_entity(b);
             }

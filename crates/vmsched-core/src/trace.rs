@@ -3,7 +3,8 @@
 //! **What is recorded.** Every context switch (level, CPU, the entity switched out and in), each
 //! entity's runstate changes (Xen's runstates, at every level), wake-ups (with the waker's CPU),
 //! blocks, the delivery of reschedule requests (an IPI, a local request or the slice timer
-//! reaching a CPU), ticks and task sleep timers firing, and the policy's own figure for the entities of a
+//! reaching a CPU), ticks and task sleep timers firing, event-channel notifications and port
+//! handlers of the I/O path (docs/io.md), and the policy's own figure for the entities of a
 //! switch ([`crate::sched::Scheduler::probe`]: credit for Credit2, vruntime for CFS). Every record
 //! carries the time, the level and global ids ([`GCpu`], [`GEnt`]), so a vCPU's track at its
 //! guest level can be tied to the host entity that runs it ([`TraceMeta`]).
@@ -102,6 +103,24 @@ pub enum Record {
         cpu: GCpu,
         held: bool,
     },
+    /// Event-channel port `port` of `level`, bound to vCPU `cpu`, is notified (docs/io.md);
+    /// `already`: it was pending already (the notification adds nothing).
+    Notify {
+        t: SimTime,
+        level: LevelId,
+        cpu: GCpu,
+        port: u32,
+        already: bool,
+    },
+    /// The upcall on `cpu` takes `port` and runs its handler (`end` false), or the handler ends
+    /// (`end` true): kernel work on the vCPU, the interrupted task makes no progress meanwhile.
+    Handler {
+        t: SimTime,
+        level: LevelId,
+        cpu: GCpu,
+        port: u32,
+        end: bool,
+    },
 }
 
 impl Record {
@@ -114,7 +133,9 @@ impl Record {
             | Record::Block { t, .. }
             | Record::Resched { t, .. }
             | Record::Tick { t, .. }
-            | Record::Timer { t, .. } => t,
+            | Record::Timer { t, .. }
+            | Record::Notify { t, .. }
+            | Record::Handler { t, .. } => t,
         }
     }
 }

@@ -10,7 +10,10 @@ use vmsched_core::report::Results;
 use vmsched_core::scenario::{
     ConfigCheck, EventAction, GuestType, MachineConfig, Preempt, ScenarioError, SetValue, TickMode,
 };
-use vmsched_core::sim::{LevelOpts, SimBuilder, Simulation, TimelineAction};
+use vmsched_core::sim::{
+    FlowKind, IoSpec, LevelOpts, NetFlow, SimBuilder, Simulation, TimelineAction,
+};
+use vmsched_core::workload::WorkloadConfig;
 use vmsched_core::{
     CpuId, CpuSet, CpuTopo, EntityParams, GlobalParam, LevelClock, LevelId, LinuxAttr, XenAttr,
 };
@@ -271,6 +274,7 @@ pub fn build(s: &Scenario) -> Simulation {
     let all_p = CpuSet::first_n(s.machine.pcpus as usize);
     let mut next_pcpu = 0u32;
     let mut prev_cpu: Option<u32> = None;
+    let mut flows: Vec<NetFlow> = Vec::new();
     for (di, d) in s.domains.iter().enumerate() {
         let gtopo: Vec<CpuTopo> = (0..d.vcpus)
             .map(|v| CpuTopo {
@@ -331,6 +335,22 @@ pub fn build(s: &Scenario) -> Simulation {
         }
         let all_v = CpuSet::first_n(d.vcpus as usize);
         for (wi, w) in d.workloads.iter().enumerate() {
+            let valid = "invariant: a built scenario validated";
+            let net = match w {
+                WorkloadConfig::Ping(p) => Some((FlowKind::Ping(p.times().expect(valid)), p.vcpu)),
+                WorkloadConfig::Stream(p) => {
+                    Some((FlowKind::Stream(p.params().expect(valid)), p.vcpu))
+                }
+                _ => None,
+            };
+            if let Some((kind, vcpu)) = net {
+                flows.push(NetFlow {
+                    guest,
+                    workload: b.nr_workloads(),
+                    kind,
+                    vcpu,
+                });
+            }
             let spec = w.build(d.vcpus);
             let tasks = spec.tasks.clone();
             b.add_workload(guest, spec, |i| {
@@ -361,12 +381,46 @@ pub fn build(s: &Scenario) -> Simulation {
     let ns = |v: Result<u64, (String, String)>| {
         v.unwrap_or_else(|(f, m)| panic!("invariant: a built scenario validated, but {f}: {m}"))
     };
+    add_io(&mut b, s, flows);
     add_events(&mut b, s, host);
     b.build(
         ns(s.run.duration_ns()),
         ns(s.run.warmup_ns()),
         ns(s.run.sample_interval_ns()),
     )
+}
+
+/// The I/O path (docs/io.md), if a domain runs an I/O workload: the driver domain (the first
+/// with `driver = true`; validation refused an I/O workload without one) and the pinged guests
+/// get event channels; their backends are bound in the driver domain in declaration order,
+/// which is creation order (domains created during the run are declared last, in order).
+fn add_io(b: &mut SimBuilder, s: &Scenario, flows: Vec<NetFlow>) {
+    if flows.is_empty() {
+        return;
+    }
+    let di = s
+        .domains
+        .iter()
+        .position(|d| d.driver)
+        .expect("invariant: validation found a driver domain");
+    let level = |i: usize| LevelId(i as u32 + 1);
+    let ev = |i: usize| {
+        let k = &s.domains[i].kernel;
+        (level(i), k.evtchn_order, k.evtchn_word_bits)
+    };
+    let mut evtchn = vec![ev(di)];
+    for p in &flows {
+        let i = p.guest.0 as usize - 1;
+        if !evtchn.iter().any(|e| e.0 == p.guest) {
+            evtchn.push(ev(i));
+        }
+    }
+    b.add_io(IoSpec {
+        driver: level(di),
+        netback: s.domains[di].netback.clone(),
+        evtchn,
+        flows,
+    });
 }
 
 /// The `[[event]]` timeline, with names resolved: domain `i` is guest level `i + 1` and group

@@ -88,6 +88,7 @@ impl SimBuilder {
                 watch: Default::default(),
                 timeline: Vec::new(),
                 log: Vec::new(),
+                io: None,
             },
             seed,
         }
@@ -162,6 +163,7 @@ impl SimBuilder {
             pending: PendingIrqs::with_capacity(8),
             need_resched: false,
             armed_timers: Vec::with_capacity(8),
+            kwork: false,
         });
         g
     }

@@ -38,6 +38,7 @@ impl Simulation {
             w.counters.iter_mut().for_each(|c| *c = 0);
             w.hists.iter_mut().for_each(|h| h.reset());
         }
+        self.io_reset_metrics();
     }
 
     /// CPU time task `t` really executed so far (its open interval included), since the start.

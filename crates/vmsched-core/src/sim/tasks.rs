@@ -126,7 +126,8 @@ impl Simulation {
     /// Interprets task `t`'s program from its `pc` until a step takes time or blocks.
     pub(super) fn advance(&mut self, t: usize) {
         let Some(c) = self.task_cpu(t) else { return };
-        if !self.cpus[c.idx()].executing || self.tasks[t].phase != Phase::Ready {
+        let cs = &self.cpus[c.idx()];
+        if !cs.executing || cs.kwork || self.tasks[t].phase != Phase::Ready {
             return;
         }
         self.on_cpu(c, |sim| sim.interpret(t, c));

@@ -160,6 +160,34 @@ impl Simulation {
         });
     }
 
+    /// Port `port` of the level of vCPU `c` is notified (`already`: it was pending).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn trace_notify(&mut self, c: GCpu, port: u32, already: bool) {
+        let (t, level, _) = self.cpu_instant(c);
+        self.record(Record::Notify {
+            t,
+            level,
+            cpu: c,
+            port,
+            already,
+        });
+    }
+
+    /// `c`'s upcall takes `port` (`end` false) or its handler ends (`end` true).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn trace_handler(&mut self, c: GCpu, port: u32, end: bool) {
+        let (t, level, _) = self.cpu_instant(c);
+        self.record(Record::Handler {
+            t,
+            level,
+            cpu: c,
+            port,
+            end,
+        });
+    }
+
     /// Now, `c`'s level, and whether what reaches `c` is held (a vCPU that is not executing).
     fn cpu_instant(&self, c: GCpu) -> (SimTime, LevelId, bool) {
         let cs = &self.cpus[c.idx()];

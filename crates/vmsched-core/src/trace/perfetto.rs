@@ -391,6 +391,33 @@ pub fn write<W: Write>(tr: &Trace, out: W) -> io::Result<()> {
                     Arg::Bool("held", held),
                 ],
             )?,
+            Record::Notify {
+                t,
+                cpu,
+                port,
+                already,
+                ..
+            } => w.instant(
+                t,
+                cpu_uuid(cpu),
+                "evtchn notify",
+                &[
+                    Arg::Str("port", &port.to_string()),
+                    Arg::Bool("already_pending", already),
+                ],
+            )?,
+            Record::Handler {
+                t, cpu, port, end, ..
+            } => w.instant(
+                t,
+                cpu_uuid(cpu),
+                if end {
+                    "evtchn handler end"
+                } else {
+                    "evtchn handler"
+                },
+                &[Arg::Str("port", &port.to_string())],
+            )?,
         }
     }
     let end = tr.complete_until();

@@ -12,7 +12,9 @@
 pub mod context1;
 pub mod cpu_loop;
 pub mod cyclictest;
+pub mod ping;
 pub mod program;
+pub mod stream;
 
 use serde::{Deserialize, Serialize};
 
@@ -166,6 +168,10 @@ pub enum WorkloadKind {
     Context1,
     Cyclictest,
     Program,
+    /// ICMP echo through a driver domain (ping.rs): no task, the engine's I/O path.
+    Ping,
+    /// A windowed packet flow into a guest (stream.rs): no task, the engine's I/O path.
+    Stream,
 }
 
 /// A workload's headline figure in its benchmark's unit.
@@ -184,6 +190,8 @@ pub enum WorkloadConfig {
     Context1(context1::Context1Config),
     Cyclictest(cyclictest::CyclictestConfig),
     Program(program::ProgramConfig),
+    Ping(ping::PingConfig),
+    Stream(stream::StreamConfig),
 }
 
 impl WorkloadConfig {
@@ -193,6 +201,8 @@ impl WorkloadConfig {
             WorkloadConfig::Context1(c) => &c.name,
             WorkloadConfig::Cyclictest(c) => &c.name,
             WorkloadConfig::Program(c) => &c.name,
+            WorkloadConfig::Ping(c) => &c.name,
+            WorkloadConfig::Stream(c) => &c.name,
         }
     }
 
@@ -231,6 +241,8 @@ impl WorkloadConfig {
                 aff(&c.affinity)?;
                 c.validate()
             }
+            WorkloadConfig::Ping(c) => c.validate(nr_vcpus),
+            WorkloadConfig::Stream(c) => c.validate(nr_vcpus),
         }
     }
 
@@ -240,6 +252,8 @@ impl WorkloadConfig {
             WorkloadConfig::Context1(c) => c.build(),
             WorkloadConfig::Cyclictest(c) => c.build(),
             WorkloadConfig::Program(c) => c.build(),
+            WorkloadConfig::Ping(c) => c.build(),
+            WorkloadConfig::Stream(c) => c.build(),
         }
     }
 }
@@ -254,6 +268,7 @@ impl WorkloadKind {
                 let fast = (2 * it).saturating_sub(sleeps).min(it);
                 vec![("fast".into(), fast), ("slow".into(), it - fast)]
             }
+            WorkloadKind::Ping => ping::derived(counters),
             _ => vec![],
         }
     }
@@ -283,6 +298,12 @@ impl WorkloadKind {
                 value: hist_mean_us.first().copied().unwrap_or(0.0),
                 unit: "us".into(),
             },
+            WorkloadKind::Ping => Figure {
+                name: "avg_rtt".into(),
+                value: hist_mean_us.first().copied().unwrap_or(0.0),
+                unit: "us".into(),
+            },
+            WorkloadKind::Stream => stream::figure(counters, secs),
             WorkloadKind::Program => Figure {
                 name: "count".into(),
                 value: counters.first().copied().unwrap_or(0) as f64,

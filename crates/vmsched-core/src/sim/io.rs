@@ -1,0 +1,624 @@
+//! The I/O path through a driver domain (issue 11 item 3; docs/io.md): event-channel
+//! notifications and their upcalls, kernel work on a vCPU, and the network path of a ping
+//! (NIC → driver domain → netback → guest netfront → echo reply → netback → NIC).
+//!
+//! **Notify** (Xen `evtchn_send` / `evtchn_2l_set_pending`, spec/xen-schedulers.md §1.9 with
+//! ERRATA X5): the port becomes pending ([`Evtchn::set_pending`]); if that newly marks the
+//! target vCPU's upcall, the vCPU is kicked: halted → woken through the host scheduler's wake
+//! path (`vcpu_kick` → `vcpu_unblock` → the scheduler's wake hook; the exit model's `kick_ns`
+//! applies, as for guest timers and IPIs); runnable but descheduled → the upcall is held in its
+//! [`PendingIrqs`] until it runs; running → the upcall starts at once, or after the host's IPI
+//! latency when the notifier runs on another CPU.
+//!
+//! **Upcall** (the guest's `evtchn_do_upcall`): the vCPU serves its pending ports one at a
+//! time in the guest's order ([`ScanOrder`]); each port's handler is *kernel work on the vCPU,
+//! not a task*: while it runs, the task current on that guest CPU makes no progress (it is not
+//! preempted in its scheduler's eyes, and the scheduler's clock keeps charging it, as Linux
+//! without `CONFIG_IRQ_TIME_ACCOUNTING` charges interrupt time to the interrupted task), the
+//! guest CPU does not halt, and the work is paused while the vCPU is descheduled. The handler
+//! takes the packets queued for it when it starts (a batch), costs a per-packet time, and
+//! passes them on when it ends (netback notifies once per batch).
+//!
+//! **Network path** (spec/workloads.md §7.1): a request arrives at the NIC (the workload's
+//! schedule) → the NIC's receive ring and the driver domain's NIC port → `nic_rx_ns +
+//! rx_copy_ns` per packet in the driver domain (the NIC driver, the bridge, netback's copy
+//! into the guest's ring) → the guest's netfront port → `echo_ns` per packet in the guest
+//! kernel (the echo reply, queued on netfront's transmit ring) → the guest's backend port in
+//! the driver domain → `tx_ns` per packet (netback, bridge, NIC transmit): the reply leaves,
+//! and its round-trip time is recorded. A packet that finds its ring full is dropped.
+
+use super::evtchn::{Evtchn, PortFn};
+use super::*;
+use crate::scenario::io::NetbackConfig;
+use crate::workload::ping::{self, PingTimes};
+use crate::workload::stream::{self, StreamParams};
+
+/// The I/O configuration the builder adds (crates/vmsched-sched/src/build.rs fills it).
+#[derive(Clone, Debug)]
+pub struct IoSpec {
+    /// The driver domain's guest level and its netback costs.
+    pub driver: LevelId,
+    pub netback: NetbackConfig,
+    /// Every guest level with event channels (the driver domain and each pinged guest): its
+    /// scan order and word width.
+    pub evtchn: Vec<(LevelId, ScanOrder, u32)>,
+    /// Network flows, in the order their backends are bound in the driver domain (creation
+    /// order).
+    pub flows: Vec<NetFlow>,
+}
+
+/// One guest's network workload: a vif with its netfront and backend ports.
+#[derive(Clone, Copy, Debug)]
+pub struct NetFlow {
+    pub guest: LevelId,
+    /// The workload's index among all workloads of the simulation (its metrics).
+    pub workload: usize,
+    pub kind: FlowKind,
+    /// The guest vCPU netfront's port is bound to.
+    pub vcpu: u32,
+}
+
+/// What comes in from outside, and what the guest's kernel does with it.
+#[derive(Clone, Copy, Debug)]
+pub enum FlowKind {
+    /// ICMP echo requests at an interval, answered by the guest (workload/ping.rs).
+    Ping(PingTimes),
+    /// A windowed stream of packets, each acknowledged by the guest (workload/stream.rs).
+    Stream(StreamParams),
+}
+
+/// A packet in flight: its flow and its arrival at the NIC.
+#[derive(Clone, Copy, Debug)]
+struct Packet {
+    born: SimTime,
+}
+
+/// Kernel work of one guest CPU (the event-channel upcall in progress).
+#[derive(Clone, Copy, Debug, Default)]
+struct KWork {
+    /// The end of the current port's handler; the IPI that starts an upcall.
+    slot: Option<SlotId>,
+    upcall_slot: Option<SlotId>,
+    /// The port being served (0: none).
+    port: u32,
+    /// Packets the handler took.
+    batch: u32,
+    remaining: Nanos,
+    since: Option<SimTime>,
+}
+
+struct Flow {
+    wl: usize,
+    guest: LevelId,
+    /// netfront's port in the guest; netback's port for this guest in the driver domain.
+    guest_port: u32,
+    back_port: u32,
+    kind: FlowKind,
+    arrive_slot: SlotId,
+    /// Requests in the guest's receive ring; replies in its transmit ring.
+    rx: VecDeque<Packet>,
+    tx: VecDeque<Packet>,
+    /// Stream: when the packets the window allows will reach the NIC, in time order (one
+    /// entry per window slot not in flight), and the last arrival (the line rate spaces them).
+    ready: VecDeque<SimTime>,
+    last_arrival: Option<SimTime>,
+    /// The workload's `dropped` counter.
+    dropped: usize,
+}
+
+pub(super) struct IoState {
+    /// Per level index: its event channels (None: no I/O there).
+    doms: Vec<Option<Evtchn>>,
+    /// Per global CPU.
+    kcpu: Vec<KWork>,
+    flows: Vec<Flow>,
+    driver: LevelId,
+    nic_port: u32,
+    /// The NIC's receive ring: (flow, packet).
+    nic: VecDeque<(u32, Packet)>,
+    net: NetbackConfig,
+}
+
+impl SimBuilder {
+    /// Workloads added so far (the index the next one gets).
+    pub fn nr_workloads(&self) -> usize {
+        self.sim.wls.len()
+    }
+
+    /// Adds the I/O path: event channels on the levels named, the driver domain's NIC port
+    /// (after its reserved ports), then per ping flow a backend port in the driver domain
+    /// (lowest free, so in the order given) and a netfront port in the guest, and the flow's
+    /// arrival schedule. Call after every level, vCPU and workload is added.
+    pub fn add_io(&mut self, spec: IoSpec) {
+        let nl = self.sim.levels.len();
+        let mut doms: Vec<Option<Evtchn>> = (0..nl).map(|_| None).collect();
+        let mut kcpu = vec![KWork::default(); self.sim.cpus.len()];
+        for &(l, order, bits) in &spec.evtchn {
+            let n = self.sim.levels[l.idx()].cpu_g.len() as u32;
+            doms[l.idx()] = Some(Evtchn::new(order, bits, n));
+            for i in 0..n as usize {
+                let g = self.sim.levels[l.idx()].cpu_g[i];
+                kcpu[g.idx()].slot = Some(self.slot(SlotKind::Kwork(g)));
+                kcpu[g.idx()].upcall_slot = Some(self.slot(SlotKind::Upcall(g)));
+            }
+        }
+        let bind = |doms: &mut Vec<Option<Evtchn>>, l: LevelId, v: u32, f: PortFn| -> u32 {
+            doms[l.idx()]
+                .as_mut()
+                .expect("invariant: an I/O level has event channels")
+                .bind(v, f)
+                .unwrap_or_else(|e| panic!("invariant: ports validated, but {e}"))
+        };
+        let dv = spec.netback.vcpu;
+        for _ in 0..spec.netback.reserved_ports {
+            bind(&mut doms, spec.driver, dv, PortFn::Idle);
+        }
+        let nic_port = bind(&mut doms, spec.driver, dv, PortFn::NicRx);
+        let ring = spec.netback.ring as usize;
+        let mut flows = Vec::with_capacity(spec.flows.len());
+        for (f, p) in spec.flows.iter().enumerate() {
+            let back_port = bind(&mut doms, spec.driver, dv, PortFn::NetbackTx(f as u32));
+            let guest_port = bind(&mut doms, p.guest, p.vcpu, PortFn::NetfrontRx(f as u32));
+            let arrive_slot = self.slot(SlotKind::Packet(f as u32));
+            let (start, ready, dropped) = match p.kind {
+                FlowKind::Ping(t) => (t.start, VecDeque::new(), ping::DROPPED),
+                FlowKind::Stream(s) => (
+                    s.start,
+                    std::iter::repeat_n(s.start, s.window as usize).collect(),
+                    stream::DROPPED,
+                ),
+            };
+            self.sim.q.arm(arrive_slot, start);
+            flows.push(Flow {
+                wl: p.workload,
+                guest: p.guest,
+                guest_port,
+                back_port,
+                kind: p.kind,
+                arrive_slot,
+                rx: VecDeque::with_capacity(ring.min(1024)),
+                tx: VecDeque::with_capacity(ring.min(1024)),
+                ready,
+                last_arrival: None,
+                dropped: dropped as usize,
+            });
+        }
+        self.sim.io = Some(Box::new(IoState {
+            doms,
+            kcpu,
+            flows,
+            driver: spec.driver,
+            nic_port,
+            nic: VecDeque::with_capacity(ring.min(4096)),
+            net: spec.netback,
+        }));
+    }
+}
+
+impl Simulation {
+    #[inline]
+    fn io(&mut self) -> &mut IoState {
+        self.io
+            .as_mut()
+            .expect("invariant: an I/O event with the I/O path built")
+    }
+
+    fn evt(&mut self, l: LevelId) -> &mut Evtchn {
+        self.io().doms[l.idx()]
+            .as_mut()
+            .expect("invariant: a port of a level with event channels")
+    }
+
+    /// The event-channel port numbers of a level's ports of the given kinds, for tests and
+    /// reports: (the driver domain's NIC port, per flow (backend port, netfront port)).
+    pub fn io_ports(&self) -> Option<(u32, Vec<(u32, u32)>)> {
+        let io = self.io.as_ref()?;
+        Some((
+            io.nic_port,
+            io.flows
+                .iter()
+                .map(|f| (f.back_port, f.guest_port))
+                .collect(),
+        ))
+    }
+
+    /// The warm-up ends: the ports' figures start again.
+    pub(super) fn io_reset_metrics(&mut self) {
+        let now = self.now;
+        if let Some(io) = self.io.as_mut() {
+            io.doms
+                .iter_mut()
+                .flatten()
+                .for_each(|d| d.reset_figures(now));
+        }
+    }
+
+    /// Every event-channel port, by level and port number (for the results).
+    pub(crate) fn port_rows(&self) -> Vec<crate::report::PortResult> {
+        let Some(io) = self.io.as_ref() else {
+            return Vec::new();
+        };
+        let mut rows = Vec::new();
+        for (l, d) in io.doms.iter().enumerate() {
+            let Some(d) = d else { continue };
+            for (n, p) in d.ports.iter().enumerate() {
+                let Some(p) = p else { continue };
+                let wl = |f: u32| {
+                    let w = &self.wls[io.flows[f as usize].wl];
+                    (&self.levels[w.level.idx()].name, &w.spec.name)
+                };
+                let handler = match p.func {
+                    PortFn::Idle => "reserved".to_string(),
+                    PortFn::NicRx => "nic".to_string(),
+                    PortFn::NetbackTx(f) => {
+                        let (dom, name) = wl(f);
+                        format!("netback:{dom}/{name}")
+                    }
+                    PortFn::NetfrontRx(f) => format!("netfront:{}", wl(f).1),
+                };
+                rows.push(crate::report::PortResult {
+                    level: self.levels[l].name.clone(),
+                    port: n as u32,
+                    vcpu: p.vcpu,
+                    handler,
+                    served: p.served,
+                    max_wait_ns: p.max_wait,
+                    pending_ns: d.pending_for(n as u32, self.now),
+                });
+            }
+        }
+        rows
+    }
+
+    /// `port` of level `l` is notified (Xen `evtchn_send`, or a physical interrupt bound to it).
+    pub(super) fn evtchn_notify(&mut self, l: LevelId, port: u32) {
+        let now = self.now;
+        if self.trace.is_some() {
+            let d = self.evt(l);
+            let (already, v) = (
+                d.is_pending(port),
+                d.ports[port as usize].map_or(0, |p| p.vcpu),
+            );
+            let c = self.levels[l.idx()].cpu_g[v as usize];
+            self.trace_notify(c, port, already);
+        }
+        if let Some(v) = self.evt(l).set_pending(port, now) {
+            let c = self.levels[l.idx()].cpu_g[v as usize];
+            self.upcall_kick(c);
+        }
+    }
+
+    /// The upcall of guest CPU `c` became pending: start it, or get the vCPU to run.
+    fn upcall_kick(&mut self, c: GCpu) {
+        let cs = &self.cpus[c.idx()];
+        if !self.levels[cs.level.idx()].alive {
+            return;
+        }
+        if !cs.executing {
+            self.cpus[c.idx()].pending.raise(PendingIrqs::EVTCHN);
+            self.kick_backing(c, WakeCause::Event);
+            return;
+        }
+        if cs.kwork {
+            // Inside the upcall handler: its scan sees the new port.
+            return;
+        }
+        let b = cs.backing.expect("invariant: event channels are on vCPUs");
+        let lat = self.levels[self.ents[b.idx()].level.idx()].opts.ipi_latency;
+        if lat == 0 || self.local_cpu.is_none_or(|l| l == c) {
+            self.actions.push_back(Action::Upcall(c));
+        } else {
+            let s = self.io().kcpu[c.idx()]
+                .upcall_slot
+                .expect("invariant: an upcall slot");
+            self.q.arm_min(s, self.now + lat);
+        }
+    }
+
+    /// The upcall reaches guest CPU `c` (its IPI, or its vCPU running again).
+    pub(super) fn upcall(&mut self, c: GCpu) {
+        let (l, v) = (self.cpus[c.idx()].level, self.cpus[c.idx()].local.0);
+        if !self.evt(l).vcpus[v as usize].upcall || self.cpus[c.idx()].kwork {
+            return;
+        }
+        if !self.cpus[c.idx()].executing {
+            self.cpus[c.idx()].pending.raise(PendingIrqs::EVTCHN);
+            self.kick_backing(c, WakeCause::Event);
+            return;
+        }
+        self.cpus[c.idx()].kwork = true;
+        // The interrupted task stops making progress.
+        if let Some(g) = self.curr_of(c) {
+            match self.ents[g.idx()].kind {
+                EntKind::Task(t) => self.stop_progress(t),
+                EntKind::Vcpu(x) => self.stop_executing(x),
+            }
+        }
+        self.kwork_next(c);
+    }
+
+    /// Starts the handler of the next port `c`'s upcall serves, or ends the upcall.
+    fn kwork_next(&mut self, c: GCpu) {
+        let (l, v) = (self.cpus[c.idx()].level, self.cpus[c.idx()].local.0);
+        let now = self.now;
+        // Handlers that cost nothing run at once; a bound keeps a port that re-notifies itself
+        // at no cost from hanging the run.
+        for _ in 0..1_000_000 {
+            let d = self.evt(l);
+            let Some(p) = d.next_port(v) else {
+                self.kwork_end(c);
+                return;
+            };
+            d.ack(p, now);
+            let func = d.ports[p as usize].expect("invariant: bound").func;
+            let (cost, batch) = self.port_cost(func);
+            emit!(self.trace_handler(c, p, false));
+            let k = &mut self.io().kcpu[c.idx()];
+            k.port = p;
+            k.batch = batch;
+            if cost > 0 {
+                k.remaining = cost;
+                k.since = Some(now);
+                let s = k.slot.expect("invariant: a kernel-work slot");
+                self.q.arm(s, now + cost);
+                return;
+            }
+            self.port_done(c);
+        }
+        panic!("invariant: an event-channel upcall served a million ports at one instant");
+    }
+
+    /// The cost of serving a port now, and the packets its handler takes.
+    fn port_cost(&mut self, func: PortFn) -> (Nanos, u32) {
+        let io = self.io();
+        let (n, per) = match func {
+            PortFn::Idle => (0, 0),
+            PortFn::NicRx => (io.nic.len(), io.net.nic_rx_ns + io.net.rx_copy_ns),
+            PortFn::NetfrontRx(f) => {
+                let fl = &io.flows[f as usize];
+                let per = match fl.kind {
+                    FlowKind::Ping(t) => t.echo,
+                    FlowKind::Stream(s) => s.rx,
+                };
+                (fl.rx.len(), per)
+            }
+            PortFn::NetbackTx(f) => (io.flows[f as usize].tx.len(), io.net.tx_ns),
+        };
+        (n as Nanos * per, n as u32)
+    }
+
+    /// The current port's handler on `c` ran to its end (slot `Kwork`).
+    pub(super) fn kwork_done(&mut self, c: GCpu) {
+        let k = &mut self.io().kcpu[c.idx()];
+        k.remaining = 0;
+        k.since = None;
+        self.port_done(c);
+        self.kwork_next(c);
+    }
+
+    /// The handler of the port `c` serves ends: its packets move on, the port is unmasked.
+    fn port_done(&mut self, c: GCpu) {
+        let l = self.cpus[c.idx()].level;
+        let k = self.io().kcpu[c.idx()];
+        let func = self.evt(l).ports[k.port as usize]
+            .expect("invariant: bound")
+            .func;
+        emit!(self.trace_handler(c, k.port, true));
+        self.on_cpu(c, |sim| {
+            match func {
+                PortFn::Idle => {}
+                PortFn::NicRx => sim.nic_rx_done(k.batch),
+                PortFn::NetfrontRx(f) => sim.netfront_done(f, k.batch),
+                PortFn::NetbackTx(f) => sim.netback_tx_done(f, k.batch),
+            }
+            if let Some(v) = sim.evt(l).unmask(k.port) {
+                let t = sim.levels[l.idx()].cpu_g[v as usize];
+                if t != c {
+                    sim.upcall_kick(t);
+                }
+            }
+        });
+        self.io().kcpu[c.idx()].port = 0;
+    }
+
+    /// The upcall on `c` has nothing left: the interrupted work goes on, or the CPU idles.
+    fn kwork_end(&mut self, c: GCpu) {
+        self.cpus[c.idx()].kwork = false;
+        if !self.cpus[c.idx()].executing {
+            return;
+        }
+        match self.curr_of(c) {
+            Some(g) => match self.ents[g.idx()].kind {
+                EntKind::Task(t) => self.start_progress(t),
+                EntKind::Vcpu(x) => self.start_executing(x),
+            },
+            None => self.actions.push_back(Action::IdleCheck(c)),
+        }
+    }
+
+    /// `c`'s vCPU is switched out in the middle of a handler: the handler waits.
+    pub(super) fn kwork_pause(&mut self, c: GCpu) {
+        let now = self.now;
+        let k = &mut self.io().kcpu[c.idx()];
+        if let Some(s) = k.since.take() {
+            k.remaining = k.remaining.saturating_sub(now - s);
+            let slot = k.slot.expect("invariant: a kernel-work slot");
+            self.q.cancel(slot);
+        }
+    }
+
+    /// `c`'s vCPU runs again in the middle of a handler: it goes on.
+    pub(super) fn kwork_resume(&mut self, c: GCpu) {
+        let now = self.now;
+        let k = &mut self.io().kcpu[c.idx()];
+        if k.port != 0 && k.since.is_none() {
+            k.since = Some(now);
+            let at = now + k.remaining;
+            let slot = k.slot.expect("invariant: a kernel-work slot");
+            self.q.arm(slot, at);
+        }
+    }
+
+    /// A packet of flow `f` arrives at the NIC (slot `Packet`); the next one is scheduled: a
+    /// ping's after its interval, a stream's when its window and the line rate allow.
+    pub(super) fn packet_arrives(&mut self, f: u32) {
+        let now = self.now;
+        let measuring = now >= self.warmup;
+        let io = self.io.as_mut().expect("invariant: I/O built");
+        let fl = &mut io.flows[f as usize];
+        let (wl, guest, dropped) = (fl.wl, fl.guest, fl.dropped);
+        match fl.kind {
+            FlowKind::Ping(t) => {
+                self.q.arm(fl.arrive_slot, now + t.interval);
+                if measuring {
+                    self.wls[wl].counters[ping::REQUESTS as usize] += 1;
+                }
+            }
+            FlowKind::Stream(_) => {
+                fl.ready.pop_front();
+                fl.last_arrival = Some(now);
+            }
+        }
+        // A guest that does not exist (not created yet, or destroyed) has no route: its
+        // packets are dropped at the NIC, and its ports never become pending meanwhile.
+        let full = io.nic.len() >= io.net.ring as usize || !self.levels[guest.idx()].alive;
+        if full {
+            if measuring {
+                self.wls[wl].counters[dropped] += 1;
+            }
+            self.stream_lost(f);
+        } else {
+            io.nic.push_back((f, Packet { born: now }));
+            let (driver, port) = (io.driver, io.nic_port);
+            // The NIC's interrupt, bound to the driver domain's port (Xen's PIRQ path).
+            self.evtchn_notify(driver, port);
+        }
+        self.stream_arm(f);
+    }
+
+    /// Stream flow `f`: a window slot comes back at `at` (the next packet reaches the NIC then),
+    /// kept in time order.
+    fn stream_credit(&mut self, f: u32, at: SimTime) {
+        let fl = &mut self.io().flows[f as usize];
+        if !matches!(fl.kind, FlowKind::Stream(_)) {
+            return;
+        }
+        let i = fl.ready.iter().rposition(|&t| t <= at).map_or(0, |i| i + 1);
+        fl.ready.insert(i, at);
+        self.stream_arm(f);
+    }
+
+    /// A packet of stream flow `f` is lost (a full ring): the sender sends it again after its
+    /// retransmission timeout. Nothing for a ping (the request is just lost).
+    fn stream_lost(&mut self, f: u32) {
+        if let FlowKind::Stream(s) = self.io().flows[f as usize].kind {
+            self.stream_credit(f, self.now + s.rto);
+        }
+    }
+
+    /// Arms stream flow `f`'s next arrival if its window has a slot: at the slot's time, no
+    /// sooner than the line rate allows after the last one.
+    fn stream_arm(&mut self, f: u32) {
+        let now = self.now;
+        let fl = &self.io.as_ref().expect("invariant: I/O built").flows[f as usize];
+        let FlowKind::Stream(s) = fl.kind else { return };
+        let slot = fl.arrive_slot;
+        if let (Some(&t), false) = (fl.ready.front(), self.q.is_armed(slot)) {
+            let at = fl.last_arrival.map_or(t, |l| t.max(l + s.gap)).max(now);
+            self.q.arm(slot, at);
+        }
+    }
+
+    /// The driver domain's NIC handler: `n` packets copied into their guests' receive rings.
+    fn nic_rx_done(&mut self, n: u32) {
+        let warmup = self.warmup;
+        for _ in 0..n {
+            let io = self.io.as_mut().expect("invariant: I/O built");
+            let (f, p) = io.nic.pop_front().expect("invariant: the batch is queued");
+            let ring = io.net.ring as usize;
+            let fl = &mut io.flows[f as usize];
+            let (wl, guest, port, dropped) = (fl.wl, fl.guest, fl.guest_port, fl.dropped);
+            if fl.rx.len() >= ring || !self.levels[guest.idx()].alive {
+                if p.born >= warmup {
+                    self.wls[wl].counters[dropped] += 1;
+                }
+                self.stream_lost(f);
+                continue;
+            }
+            fl.rx.push_back(p);
+            self.evtchn_notify(guest, port);
+        }
+    }
+
+    /// The guest's netfront handler of flow `f`: `n` packets received (a ping's requests
+    /// answered, a stream's packets acknowledged), the replies or ACKs queued for netback.
+    fn netfront_done(&mut self, f: u32, n: u32) {
+        let (now, warmup) = (self.now, self.warmup);
+        let io = self.io.as_mut().expect("invariant: I/O built");
+        let ring = io.net.ring as usize;
+        let driver = io.driver;
+        let fl = &mut io.flows[f as usize];
+        let (port, dropped, kind) = (fl.back_port, fl.dropped, fl.kind);
+        let wl = &mut self.wls[fl.wl];
+        let (mut lost, mut queued) = (0, 0);
+        for _ in 0..n {
+            let p = fl.rx.pop_front().expect("invariant: the batch is queued");
+            if let FlowKind::Stream(s) = kind {
+                if now >= warmup {
+                    wl.counters[stream::PACKETS as usize] += 1;
+                    wl.counters[stream::BYTES as usize] += s.bytes as u64;
+                }
+            }
+            if fl.tx.len() >= ring {
+                wl.counters[dropped] += (p.born >= warmup) as u64;
+                lost += 1;
+                continue;
+            }
+            fl.tx.push_back(p);
+            queued += 1;
+        }
+        for _ in 0..lost {
+            self.stream_lost(f);
+        }
+        if queued > 0 {
+            self.evtchn_notify(driver, port);
+        }
+    }
+
+    /// netback's transmit handler of flow `f`: `n` replies or ACKs leave the NIC.
+    fn netback_tx_done(&mut self, f: u32, n: u32) {
+        let (now, warmup) = (self.now, self.warmup);
+        let io = self.io.as_mut().expect("invariant: I/O built");
+        let fl = &mut io.flows[f as usize];
+        let wl = &mut self.wls[fl.wl];
+        let kind = fl.kind;
+        for _ in 0..n {
+            let p = fl.tx.pop_front().expect("invariant: the batch is queued");
+            let rtt = now - p.born;
+            match kind {
+                FlowKind::Ping(t) => {
+                    if p.born < warmup {
+                        continue;
+                    }
+                    if rtt > t.timeout {
+                        wl.counters[ping::LATE as usize] += 1;
+                    } else {
+                        wl.counters[ping::REPLIES as usize] += 1;
+                        wl.hists[ping::RTT as usize].record(rtt);
+                    }
+                }
+                FlowKind::Stream(_) => {
+                    if p.born >= warmup {
+                        wl.hists[stream::ACK_RTT as usize].record(rtt);
+                    }
+                }
+            }
+        }
+        if let FlowKind::Stream(s) = kind {
+            // The ACKs reach the sender after the wire, its next packets the NIC after it again.
+            for _ in 0..n {
+                self.stream_credit(f, now + 2 * s.wire);
+            }
+        }
+    }
+}
