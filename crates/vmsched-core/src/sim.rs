@@ -308,8 +308,8 @@ struct Watch {
 
 mod builder;
 mod check;
-mod hotplug;
 mod evtchn;
+mod hotplug;
 mod io;
 mod lifecycle;
 mod tasks;
