@@ -1110,6 +1110,14 @@ impl XenOps for Credit1 {
             if self.v.has_master_timer() {
                 ctx.set_timer(ACCT_TIMER, Some(now + self.tslice as u64));
             }
+            if !self.tickle_on_wake {
+                // ERRATA X6: with no tickle on wake only slice ends find work, so each CPU's
+                // idle vCPU must hold a slice from bring-up, as Xen's have run `schedule()`
+                // since boot. (With tickles the first wake does it, and nothing changes.)
+                for c in self.online.iter() {
+                    ctx.resched(c);
+                }
+            }
         }
     }
 
