@@ -34,6 +34,15 @@
 //! per pass; a vCPU of it whose credit falls below −cap/n is *parked* (paused: offline) until a
 //! pass brings its credit back to ≥ 0.
 //!
+//! # Options for the seed experiments (ERRATA X6, X13)
+//!
+//! Off by default (the releases unchanged), each read where its rule lives: seed 002's
+//! `boost_on_wake` and `tickle_on_wake` in `unit_wake` (`wake_boosts`); seed 001's first
+//! improvement (3.3 only) in `credit1/acct.rs` (`burn_exact` at the tick and in `schedule()`,
+//! `level`, the deactivation in `acct`) and in `schedule()` (the BOOST slice and the demotion
+//! after it); its boost credit in `debit`, `acct`, `unit_acct` and `wake_boosts`. What each does
+//! and what is assumed where the talk and slides are silent: docs/credit1.md.
+//!
 //! # Engine mapping
 //!
 //! Credit1 implements the Xen ops ([`XenOps`]) and runs on the Xen core (`host/xen_core.rs`):
