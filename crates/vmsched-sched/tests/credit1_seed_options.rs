@@ -185,3 +185,92 @@ fn the_options_are_refused_by_name() {
         assert_eq!(e.field, field, "{host}: {e}");
     }
 }
+
+/// A random 3.3 scenario with a random subset of the seed options: 1–4 pCPUs, 2–4 domains of
+/// 1–2 free vCPUs with weights, caps, hogs, periodic wakers and bursts, and a weight change and
+/// a pause during the run. Drawn from the project's seeded stream.
+fn random_scenario(seed: u64) -> String {
+    let mut r = vmsched_core::rng::Stream::new(seed, "credit1-seed-options");
+    let mut pick = |n: u64| r.range(0, n - 1);
+    let pcpus = 1 + pick(4);
+    let mut host = String::from("version = \"3.3\"\n");
+    if pick(2) == 0 {
+        host += "boost_on_wake = false\n";
+    }
+    if pick(3) == 0 {
+        host += "tickle_on_wake = false\n";
+    }
+    for opt in [
+        "exact_debit",
+        "keep_credit_above_limit",
+        "level_domain_credits",
+    ] {
+        if pick(2) == 0 {
+            host += &format!("{opt} = true\n");
+        }
+    }
+    if pick(2) == 0 {
+        host += &format!("boost_slice_ms = {}\n", [1, 2, 10][pick(3) as usize]);
+    }
+    let ndoms = 2 + pick(3);
+    let mut doms = String::new();
+    let mut boost = Vec::new();
+    for d in 0..ndoms {
+        let work = [HOG, TICKER, BURSTS, INTERACTIVE][pick(4) as usize];
+        let vcpus = 1 + pick(2);
+        let copies = if work == TICKER {
+            String::new()
+        } else {
+            format!("copies = {vcpus}\n")
+        };
+        doms += &format!(
+            "[[domain]]\nname = \"d{d}\"\nvcpus = {vcpus}\nweight = {}\ncap = {}\n\
+             [domain.sched]\nscheduler = \"cfs\"\n[[domain.workload]]\n{work}\n{copies}",
+            [32, 256, 512][pick(3) as usize],
+            [0, 0, 50][pick(3) as usize],
+        );
+        if pick(2) == 0 {
+            boost.push(format!(
+                "{{ domain = \"d{d}\", limit_ms = {}, ratio_pct = {} }}",
+                [1, 100, 1000][pick(3) as usize],
+                [1, 30, 100][pick(3) as usize]
+            ));
+        }
+    }
+    if !boost.is_empty() {
+        host += &format!("boost_domains = [{}]\n", boost.join(", "));
+    }
+    format!(
+        "name = \"r\"\n[run]\nduration_ms = {}\nwarmup_ms = 0\nseed = {seed}\n\
+         [machine]\npcpus = {pcpus}\n[host]\nscheduler = \"credit\"\n{host}{doms}\
+         [[event]]\nat_ms = 100\naction = \"sched_domain\"\ndomain = \"d0\"\nweight = 128\n\
+         [[event]]\nat_ms = 150\naction = \"pause\"\ndomain = \"d1\"\n\
+         [[event]]\nat_ms = 250\naction = \"unpause\"\ndomain = \"d1\"\n",
+        300 + pick(700)
+    )
+}
+
+/// Every random combination of the options runs to its end with the engine's invariants checked
+/// after every event. VMSCHED_FUZZ_CASES raises the count.
+#[test]
+fn random_option_combinations_run_with_the_invariants_checked() {
+    let cases: u64 = std::env::var("VMSCHED_FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(30);
+    for seed in 0..cases {
+        let src = random_scenario(seed);
+        let s = vmsched_sched::load("r.toml", &src, &[])
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{src}"));
+        let run = std::panic::catch_unwind(|| {
+            let mut sim = vmsched_sched::build(&s);
+            sim.set_debug_checks(true);
+            sim.run();
+            sim.results().duration_ns
+        });
+        match run {
+            Ok(d) => assert_eq!(d, s.run.duration_ms * MS, "seed {seed}"),
+            Err(_) => panic!("seed {seed} panicked; scenario:\n{src}"),
+        }
+    }
+}
