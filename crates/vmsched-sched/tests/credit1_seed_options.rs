@@ -187,8 +187,8 @@ fn the_options_are_refused_by_name() {
 }
 
 /// A random 3.3 scenario with a random subset of the seed options: 1–4 pCPUs, 2–4 domains of
-/// 1–2 free vCPUs with weights, caps, hogs, periodic wakers and bursts, and a weight change and
-/// a pause during the run. Drawn from the project's seeded stream.
+/// 1–2 free vCPUs with weights, caps, hogs, periodic wakers and bursts, and a weight change, a
+/// pause and (with 2+ pCPUs) pCPU 1 offline for 40 ms during the run. Drawn from the project's seeded stream.
 fn random_scenario(seed: u64) -> String {
     let mut r = vmsched_core::rng::Stream::new(seed, "credit1-seed-options");
     let mut pick = |n: u64| r.range(0, n - 1);
@@ -240,12 +240,18 @@ fn random_scenario(seed: u64) -> String {
     if !boost.is_empty() {
         host += &format!("boost_domains = [{}]\n", boost.join(", "));
     }
+    let hotplug = if pcpus > 1 {
+        "[[event]]\nat_ms = 180\naction = \"cpu_offline\"\ncpu = 1\n\
+         [[event]]\nat_ms = 220\naction = \"cpu_online\"\ncpu = 1\n"
+    } else {
+        ""
+    };
     format!(
         "name = \"r\"\n[run]\nduration_ms = {}\nwarmup_ms = 0\nseed = {seed}\n\
          [machine]\npcpus = {pcpus}\n[host]\nscheduler = \"credit\"\n{host}{doms}\
          [[event]]\nat_ms = 100\naction = \"sched_domain\"\ndomain = \"d0\"\nweight = 128\n\
          [[event]]\nat_ms = 150\naction = \"pause\"\ndomain = \"d1\"\n\
-         [[event]]\nat_ms = 250\naction = \"unpause\"\ndomain = \"d1\"\n",
+         [[event]]\nat_ms = 250\naction = \"unpause\"\ndomain = \"d1\"\n{hotplug}",
         300 + pick(700)
     )
 }
@@ -266,10 +272,14 @@ fn random_option_combinations_run_with_the_invariants_checked() {
             let mut sim = vmsched_sched::build(&s);
             sim.set_debug_checks(true);
             sim.run();
-            sim.results().duration_ns
+            let r = sim.results();
+            (r.duration_ns, r.events)
         });
         match run {
-            Ok(d) => assert_eq!(d, s.run.duration_ms * MS, "seed {seed}"),
+            Ok((d, events)) => {
+                assert_eq!(d, s.run.duration_ms * MS, "seed {seed}");
+                assert!(events > 100, "seed {seed}: {events} events");
+            }
             Err(_) => panic!("seed {seed} panicked; scenario:\n{src}"),
         }
     }

@@ -112,6 +112,11 @@ impl Credit1 {
         } else {
             // The ticker's expiry passed while the CPU was down: it fires at once.
             ctx.set_timer(1 + cpu.0, Some(now as u64));
+            if !self.tickle_on_wake {
+                // ERRATA X6 switch: no wake will tickle it, so its idle vCPU takes a slice now
+                // (as at bring-up, `insert_unit`) and looks for work at each slice end.
+                ctx.resched(cpu);
+            }
         }
         self.refresh_affinities(ctx);
     }
