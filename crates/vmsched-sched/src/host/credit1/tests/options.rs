@@ -449,3 +449,31 @@ fn x13_the_seed_001_options_are_3_3_only_and_checked_by_name() {
         "boost_domains",
     );
 }
+
+/// A finding, not a rule of the talk: boost credit refilled at every pass (every 30 ms) makes a
+/// boost domain BOOST again at each slice end, and without the BOOST slice a BOOST vCPU keeps
+/// its CPU for the whole 30 ms slice (the tick's demotion does not reschedule, X8), so an UNDER
+/// neighbour is always queued behind a BOOST vCPU; the 2 ms BOOST slice gives it its turn.
+#[test]
+fn x13_without_the_boost_slice_boost_credit_can_starve_an_under_neighbour() {
+    for slice in [None, Some(2)] {
+        let p = Credit1Params {
+            boost_slice_ms: slice,
+            ..exact(V33)
+        };
+        let mut h = one_cpu_with(p, 3);
+        ops_mut(&mut h).set_boost_domain(0, 100, 30);
+        ops_mut(&mut h).set_boost_domain(1, 10, 5);
+        for e in 0..3 {
+            wake(&mut h, e);
+            h.pump();
+        }
+        h.run_for(3_000_000_000, 100_000);
+        let share = h.run_ns[2] as f64 / 3e9;
+        if slice.is_none() {
+            assert!(share < 0.05, "starved: {:?}", h.run_ns);
+        } else {
+            assert!(share > 0.3, "its third: {:?}", h.run_ns);
+        }
+    }
+}
