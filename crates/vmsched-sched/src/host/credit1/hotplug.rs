@@ -49,6 +49,9 @@ impl Credit1 {
             if self.v.burns_exact_time() {
                 self.burn_credits(c, now);
                 self.units[c.idx()].start_time -= now;
+            } else if self.exact_debit {
+                // [seed 001] `schedule()`'s exact debit (ERRATA X13).
+                self.burn_exact(c, now);
             }
             self.units[c.idx()].last_sched_time = now;
         }

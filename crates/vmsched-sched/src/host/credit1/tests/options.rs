@@ -477,3 +477,21 @@ fn x13_without_the_boost_slice_boost_credit_can_starve_an_under_neighbour() {
         }
     }
 }
+
+#[test]
+fn x13_exact_debit_charges_a_vcpu_running_on_a_cpu_taken_offline() {
+    for on in [false, true] {
+        let p = Credit1Params {
+            exact_debit: on,
+            ..exact(V33)
+        };
+        let mut h = harness(p, flat(2), vec![params(0, 2)]);
+        wake(&mut h, 0);
+        h.pump();
+        // 3.3 places a new domain off CPU 0's core.
+        assert_eq!(h.curr(1), Some(0));
+        h.advance(ms(3));
+        h.cpu_offline(1);
+        assert_eq!(credit(&h, 0), if on { -30 } else { 0 }, "on={on}");
+    }
+}
