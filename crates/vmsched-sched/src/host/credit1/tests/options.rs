@@ -495,3 +495,22 @@ fn x13_exact_debit_charges_a_vcpu_running_on_a_cpu_taken_offline() {
         assert_eq!(credit(&h, 0), if on { -30 } else { 0 }, "on={on}");
     }
 }
+
+/// A finding of the talk's rules: the pass refills boost credit (ratio > 0) and a vCPU holding
+/// boost credit is BOOST, so a boost domain's vCPU is BOOST after every pass even with negative
+/// credit, and is UNDER (not OVER) once its boost credit runs out: it is never OVER.
+#[test]
+fn x13_a_boost_domains_vcpu_is_boost_after_every_pass_even_in_debt() {
+    for boost in [false, true] {
+        let mut h = boost_pair(boost);
+        activate(&mut h, 0);
+        activate(&mut h, 1);
+        set_credit(&mut h, 0, -250);
+        acct(&mut h);
+        if boost {
+            assert_eq!((pri(&h, 0), credit(&h, 0)), (PRI_BOOST, -160));
+        } else {
+            assert_eq!((pri(&h, 0), credit(&h, 0)), (PRI_OVER, -100));
+        }
+    }
+}
