@@ -173,7 +173,19 @@ pub fn load_with(
 /// Checks that need the host policy and the whole machine together.
 fn check_layout(s: &Scenario) -> Result<(), (String, String)> {
     match &s.host {
-        HostSchedConfig::Credit(_) | HostSchedConfig::Credit2(_) => Ok(()),
+        HostSchedConfig::Credit(p) => {
+            // Seed 001's boost credit names domains.
+            for (i, b) in p.boost_domains.iter().enumerate() {
+                if !s.domains.iter().any(|d| d.name == b.domain) {
+                    return Err((
+                        format!("host.boost_domains.{i}.domain"),
+                        format!("no [[domain]] is named {:?}", b.domain),
+                    ));
+                }
+            }
+            Ok(())
+        }
+        HostSchedConfig::Credit2(_) => Ok(()),
         HostSchedConfig::Pinned(_) => crate::host::pinned::check_layout(s),
     }
 }
@@ -218,10 +230,21 @@ impl HostSchedConfig {
 fn make_host(
     cfg: &HostSchedConfig,
     topo: &[CpuTopo],
-    nr_domains: u32,
+    domain_names: &[&str],
 ) -> Box<dyn vmsched_core::Scheduler> {
+    let nr_domains = domain_names.len() as u32;
     match cfg {
-        HostSchedConfig::Credit(p) => Box::new(Credit1::sched(p.clone(), topo, nr_domains)),
+        HostSchedConfig::Credit(p) => {
+            let mut s = Credit1::sched(p.clone(), topo, nr_domains);
+            for b in &p.boost_domains {
+                let d = domain_names
+                    .iter()
+                    .position(|n| *n == b.domain)
+                    .expect("validated: boost_domains name domains");
+                s.ops.set_boost_domain(d, b.limit_ms, b.ratio_pct);
+            }
+            Box::new(s)
+        }
         HostSchedConfig::Credit2(p) => Box::new(Credit2::sched(p.clone(), topo, nr_domains)),
         HostSchedConfig::Pinned(_) => Box::new(Pinned::new(topo.len())),
     }
@@ -257,7 +280,14 @@ pub fn build(s: &Scenario) -> Simulation {
     let ptopo = s.machine.topology();
     let host = b.add_level(
         "host",
-        make_host(&s.host, &ptopo, s.domains.len() as u32),
+        make_host(
+            &s.host,
+            &ptopo,
+            &s.domains
+                .iter()
+                .map(|d| d.name.as_str())
+                .collect::<Vec<_>>(),
+        ),
         LevelOpts {
             clock: LevelClock::default(),
             preempt_full: true,

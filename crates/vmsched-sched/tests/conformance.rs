@@ -626,6 +626,43 @@ fn credit1_v4_20(n: usize) -> vmsched_sched::host::credit1::Credit1Sched {
     credit1(vmsched_sched::host::credit1::Credit1Version::V4_20, n)
 }
 
+/// Xen 3.3 Credit1 with seed 001's first improvement (ERRATA X13). Boost credit is left out: by
+/// design a boost domain can keep its CPU from UNDER neighbours (docs/credit1.md).
+fn credit1_v3_3_seed001(n: usize) -> vmsched_sched::host::credit1::Credit1Sched {
+    let topo = vec![Default::default(); n];
+    let p = vmsched_sched::host::credit1::Credit1Params {
+        version: vmsched_sched::host::credit1::Credit1Version::V3_3,
+        exact_debit: true,
+        boost_slice_ms: Some(2),
+        keep_credit_above_limit: true,
+        level_domain_credits: true,
+        ..Default::default()
+    };
+    vmsched_sched::host::credit1::Credit1::sched(p, &topo, 4)
+}
+
+/// Credit1 without BOOST (seed 002's `boost_on_wake = false`, ERRATA X6).
+fn credit1_no_boost(
+    version: vmsched_sched::host::credit1::Credit1Version,
+    n: usize,
+) -> vmsched_sched::host::credit1::Credit1Sched {
+    let topo = vec![Default::default(); n];
+    let p = vmsched_sched::host::credit1::Credit1Params {
+        version,
+        boost_on_wake: Some(false),
+        ..Default::default()
+    };
+    vmsched_sched::host::credit1::Credit1::sched(p, &topo, 4)
+}
+
+fn credit1_v3_3_no_boost(n: usize) -> vmsched_sched::host::credit1::Credit1Sched {
+    credit1_no_boost(vmsched_sched::host::credit1::Credit1Version::V3_3, n)
+}
+
+fn credit1_v4_20_no_boost(n: usize) -> vmsched_sched::host::credit1::Credit1Sched {
+    credit1_no_boost(vmsched_sched::host::credit1::Credit1Version::V4_20, n)
+}
+
 fn cfs(n: usize) -> vmsched_sched::guest::cfs::CfsSched {
     vmsched_sched::guest::cfs::Cfs::sched(Default::default(), &flat(n))
 }
@@ -633,6 +670,9 @@ fn cfs(n: usize) -> vmsched_sched::guest::cfs::CfsSched {
 host_conformance!(credit2_host, credit2);
 host_conformance!(credit1_3_3_host, credit1_v3_3);
 host_conformance!(credit1_4_20_host, credit1_v4_20);
+host_conformance!(credit1_3_3_seed001_host, credit1_v3_3_seed001);
+host_conformance!(credit1_3_3_no_boost_host, credit1_v3_3_no_boost);
+host_conformance!(credit1_4_20_no_boost_host, credit1_v4_20_no_boost);
 guest_conformance!(cfs_guest, cfs);
 
 mod pinned_host {

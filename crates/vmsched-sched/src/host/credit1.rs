@@ -34,6 +34,15 @@
 //! per pass; a vCPU of it whose credit falls below −cap/n is *parked* (paused: offline) until a
 //! pass brings its credit back to ≥ 0.
 //!
+//! # Options for the seed experiments (ERRATA X6, X13)
+//!
+//! Off by default (the releases unchanged), each read where its rule lives: seed 002's
+//! `boost_on_wake` and `tickle_on_wake` in `unit_wake` (`wake_boosts`); seed 001's first
+//! improvement (3.3 only) in `credit1/acct.rs` (`burn_exact` at the tick and in `schedule()`,
+//! `level`, the deactivation in `acct`) and in `schedule()` (the BOOST slice and the demotion
+//! after it); its boost credit in `debit`, `acct`, `unit_acct` and `wake_boosts`. What each does
+//! and what is assumed where the talk and slides are silent: docs/credit1.md.
+//!
 //! # Engine mapping
 //!
 //! Credit1 implements the Xen ops ([`XenOps`]) and runs on the Xen core (`host/xen_core.rs`):
@@ -230,6 +239,51 @@ pub struct Credit1Params {
     pub timer_slop_ns: Option<Nanos>,
     /// Timer entry latency (ns) of the Xen core (host/xen_core.rs).
     pub timer_entry_ns: Option<Nanos>,
+    /// Seed 002 (ERRATA X6), both eras: a wake turns an UNDER vCPU into BOOST (default true).
+    /// `false` is the credit scheduler before BOOST existed (Xen before 3.0.4): the woken vCPU
+    /// keeps UNDER or OVER and goes to the tail of its class; tickling is unchanged (its CPU
+    /// only if it is of strictly higher priority than the running vCPU, plus the idlers).
+    pub boost_on_wake: Option<bool>,
+    /// Seed 002 (ERRATA X6), 3.3 only: a wake raises reschedules (default true). `false` is
+    /// Ongaro et al.'s change: the woken vCPU is queued and no CPU is tickled, not even an idle
+    /// one; it runs at its CPU's next natural scheduling point (the running vCPU blocks, yields
+    /// or ends its 30 ms slice; an idle CPU's 30 ms idle slice ends) or is stolen by a CPU that
+    /// reschedules. Refused for 4.x, whose idle CPUs have no slice timer and would never look.
+    pub tickle_on_wake: Option<bool>,
+    /// Seed 001 first improvement (ERRATA X13), 3.3 only: debit the exact run time (10 credits
+    /// per ms, to the nanosecond with the sub-credit remainder carried) in `schedule()` and in
+    /// the tick, instead of 100 credits to whoever runs at a tick.
+    pub exact_debit: bool,
+    /// Seed 001 first improvement (ERRATA X13), 3.3 only: the slice of a vCPU picked in BOOST,
+    /// in ms (1..=30; the talk's experiment: 2). A BOOST vCPU still runnable when a
+    /// reschedule comes after its BOOST slice becomes UNDER (unless it holds boost credit) and
+    /// queues behind the UNDER vCPUs.
+    pub boost_slice_ms: Option<u64>,
+    /// Seed 001 first improvement (ERRATA X13), 3.3 only: a vCPU whose credit passes the upper
+    /// bound (credits per tslice, 300) at a pass keeps 300 when it leaves the active set, not 0.
+    pub keep_credit_above_limit: bool,
+    /// Seed 001 first improvement (ERRATA X13), 3.3 only: at each pass, before the pass's
+    /// credit is added, the credits of a domain's active vCPUs are levelled (each gets the
+    /// mean; the remainder of the integer division to the head of its active list, one each).
+    pub level_domain_credits: bool,
+    /// Seed 001 second improvement (ERRATA X13), 3.3 only: domains holding *boost credit*, with
+    /// their boost limit and boost ratio. A vCPU with boost credit is BOOST; what it runs is
+    /// debited from its boost credit first; it becomes UNDER when its boost credit runs out.
+    pub boost_domains: Vec<Credit1BoostDomain>,
+}
+
+/// One domain of [`Credit1Params::boost_domains`] (seed 001's second improvement).
+#[derive(Clone, Debug, Default, PartialEq, serde::Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Credit1BoostDomain {
+    /// The `[[domain]]` name.
+    pub domain: String,
+    /// Boost limit: the most boost credit a vCPU of the domain holds, in ms of run time
+    /// (1..=10000; the talk's evaluation: 100).
+    pub limit_ms: u64,
+    /// Boost ratio: the share of one CPU given to the domain at each pass as boost credit, in
+    /// place of the same amount of its weighted credit, in % (1..=100).
+    pub ratio_pct: u64,
 }
 
 impl Credit1Params {
@@ -282,6 +336,62 @@ impl Credit1Params {
         if e > 1_000_000 {
             return Err(format!("timer_entry_ns: {e} must be in 0..=1000000 (ns)"));
         }
+        self.validate_seed_options()
+    }
+
+    /// The seed 001 and 002 options (ERRATA X6, X13): ranges, and the 3.3-only ones refused for
+    /// 4.x by name.
+    fn validate_seed_options(&self) -> Result<(), String> {
+        if self.version.is_4x() {
+            let only33 = "an option of the Xen 3.3 variant only";
+            if self.tickle_on_wake.is_some() {
+                return Err(format!(
+                    "tickle_on_wake: {only33} (4.x idle CPUs have no slice timer to find the woken vCPU)"
+                ));
+            }
+            if self.exact_debit {
+                return Err(format!(
+                    "exact_debit: {only33} (seed 001; 4.x debits exact time already)"
+                ));
+            }
+            if self.boost_slice_ms.is_some() {
+                return Err(format!("boost_slice_ms: {only33} (seed 001)"));
+            }
+            if self.keep_credit_above_limit {
+                return Err(format!("keep_credit_above_limit: {only33} (seed 001)"));
+            }
+            if self.level_domain_credits {
+                return Err(format!("level_domain_credits: {only33} (seed 001)"));
+            }
+            if !self.boost_domains.is_empty() {
+                return Err(format!("boost_domains: {only33} (seed 001)"));
+            }
+        }
+        if let Some(b) = self.boost_slice_ms {
+            if !(1..=V33_TSLICE_MS).contains(&b) {
+                return Err(format!("boost_slice_ms: {b} must be in 1..=30 (ms)"));
+            }
+        }
+        for (i, b) in self.boost_domains.iter().enumerate() {
+            if b.domain.is_empty() {
+                return Err(format!("boost_domains: entry {i} names no domain"));
+            }
+            if !(1..=10_000).contains(&b.limit_ms) {
+                return Err(format!(
+                    "boost_domains: limit_ms {} of {} must be in 1..=10000 (ms)",
+                    b.limit_ms, b.domain
+                ));
+            }
+            if !(1..=100).contains(&b.ratio_pct) {
+                return Err(format!(
+                    "boost_domains: ratio_pct {} of {} must be in 1..=100 (% of one CPU)",
+                    b.ratio_pct, b.domain
+                ));
+            }
+            if self.boost_domains[..i].iter().any(|o| o.domain == b.domain) {
+                return Err(format!("boost_domains: {} is named twice", b.domain));
+            }
+        }
         Ok(())
     }
 
@@ -333,6 +443,10 @@ struct Unit {
     soft: CpuSet,
     /// Xen `has_soft_affinity`.
     has_soft: bool,
+    /// [seed 001] boost credit (≥ 0, at most the domain's boost limit).
+    boost_credit: i64,
+    /// [seed 001] the last time `schedule()` picked it (its BOOST slice's start).
+    picked_at: i64,
 }
 
 /// Per-domain state (Xen `struct csched_dom`).
@@ -345,6 +459,10 @@ struct Domain {
     active: Vec<EntityId>,
     /// Every vCPU of the domain, in id order.
     units: Vec<EntityId>,
+    /// [seed 001] boost limit in credits (0: the domain holds no boost credit).
+    boost_limit: i64,
+    /// [seed 001] boost ratio, % of one CPU.
+    boost_ratio: i64,
 }
 
 /// Per-pCPU state (Xen `struct csched_pcpu`).
@@ -394,6 +512,14 @@ pub struct Credit1 {
     lb_ratelimit: i64,
     migr_delay: i64,
     tickle_one: bool,
+    /// ERRATA X6 switches (seed 002).
+    boost_on_wake: bool,
+    tickle_on_wake: bool,
+    /// ERRATA X13 options (seed 001); `boost_slice` 0 = none.
+    exact_debit: bool,
+    boost_slice: i64,
+    keep_above_limit: bool,
+    level_credits: bool,
     /// Active domains, head first.
     active_doms: Vec<usize>,
     pcpus: Vec<Pcpu>,
@@ -460,6 +586,12 @@ impl Credit1 {
             lb_ratelimit: params.load_balance_ratelimit_us.unwrap_or(1000) as i64 * 1000,
             migr_delay: params.vcpu_migration_delay_us.unwrap_or(0) as i64 * 1000,
             tickle_one: params.tickle_one_idle_cpu.unwrap_or(true),
+            boost_on_wake: params.boost_on_wake.unwrap_or(true),
+            tickle_on_wake: params.tickle_on_wake.unwrap_or(true),
+            exact_debit: params.exact_debit,
+            boost_slice: params.boost_slice_ms.unwrap_or(0) as i64 * 1_000_000,
+            keep_above_limit: params.keep_credit_above_limit,
+            level_credits: params.level_domain_credits,
             active_doms: Vec::with_capacity(nr_domains as usize),
             pcpus: (0..n)
                 .map(|_| Pcpu {
@@ -479,6 +611,8 @@ impl Credit1 {
                     cap: 0,
                     active: Vec::new(),
                     units: Vec::new(),
+                    boost_limit: 0,
+                    boost_ratio: 0,
                 })
                 .collect(),
             scratch_doms: Vec::with_capacity(nr_domains as usize),
@@ -503,6 +637,23 @@ impl Credit1 {
         let slop = params.timer_slop_ns.unwrap_or(TIMER_SLOP_DEFAULT_NS);
         let entry = params.timer_entry_ns.unwrap_or(TIMER_ENTRY_DEFAULT_NS);
         XenCore::with_timers(Credit1::new(params, cpus, nr_domains), slop, entry)
+    }
+
+    /// [seed 001] Gives domain `d` boost credit: a boost limit of `limit_ms` and a boost ratio
+    /// of `ratio_pct` % of one CPU (`Credit1Params::boost_domains`, resolved to indices).
+    pub fn set_boost_domain(&mut self, d: usize, limit_ms: u64, ratio_pct: u64) {
+        assert!(
+            self.v == Credit1Version::V3_3,
+            "credit1: boost credit is a 3.3 option"
+        );
+        let dom = &mut self.doms[d];
+        dom.boost_limit = limit_ms as i64 * V33_CREDITS_PER_TICK * 1_000_000 / V33_TICK_NS;
+        dom.boost_ratio = ratio_pct as i64;
+    }
+
+    /// The vCPU's boost credit (seed 001; 0 unless its domain holds boost credit).
+    pub fn boost_credit(&self, e: EntityId) -> i64 {
+        self.units[e.idx()].boost_credit
     }
 
     /// Xen `processor(v)`: where `e` last ran or is queued.
@@ -648,13 +799,28 @@ impl Credit1 {
             return;
         }
         let migrating = std::mem::take(&mut self.units[e.idx()].migrating);
-        let u = &mut self.units[e.idx()];
-        // ERRATA X7: the stored priority decides, not the credit's sign.
-        if !(migrating && self.v.migration_wake_unboosted()) && u.pri == PRI_UNDER && !u.parked {
-            u.pri = PRI_BOOST;
+        if self.wake_boosts(e, migrating) {
+            self.units[e.idx()].pri = PRI_BOOST;
         }
         self.runq_insert(ctx, e);
-        self.runq_tickle(ctx, e, waker);
+        // ERRATA X6: with `tickle_on_wake = false` the wake raises no reschedule.
+        if self.tickle_on_wake {
+            self.runq_tickle(ctx, e, waker);
+        }
+    }
+
+    /// Whether a wake makes `e` BOOST: ERRATA X7, its stored priority is UNDER (whatever its
+    /// credit), unless it is parked or ([4.7+]) the wake ends a migration, and unless BOOST is
+    /// switched off (ERRATA X6); [seed 001] or it holds boost credit and is not parked.
+    fn wake_boosts(&self, e: EntityId, migrating: bool) -> bool {
+        let u = &self.units[e.idx()];
+        if u.parked {
+            return false;
+        }
+        (self.boost_on_wake
+            && u.pri == PRI_UNDER
+            && !(migrating && self.v.migration_wake_unboosted()))
+            || u.boost_credit > 0
     }
 
     /// Xen: __runq_tickle.
@@ -766,7 +932,21 @@ impl Credit1 {
                     };
                 }
             } else {
-                self.units[c.idx()].last_sched_time = now;
+                if self.exact_debit {
+                    self.burn_exact(c, now);
+                }
+                let boost_slice = self.boost_slice;
+                let u = &mut self.units[c.idx()];
+                u.last_sched_time = now;
+                // [seed 001] the BOOST slice is over: back to UNDER, unless boost credit lasts.
+                if boost_slice > 0
+                    && runnable
+                    && u.pri == PRI_BOOST
+                    && u.boost_credit == 0
+                    && now - u.picked_at >= boost_slice
+                {
+                    u.pri = PRI_UNDER;
+                }
             }
         }
         if let Some(c) = scurr {
@@ -813,6 +993,10 @@ impl Credit1 {
             if snext != scurr {
                 u.switch_in = now;
             }
+            u.picked_at = now;
+            if self.exact_debit {
+                u.start_time = now;
+            }
         }
         if v.ticker_stops_when_idle() {
             let key = 1 + cpu.0;
@@ -825,6 +1009,9 @@ impl Credit1 {
         }
         let slice = if snext.is_none() && v.has_master_timer() {
             None
+        } else if self.boost_slice > 0 && self.pri_of(snext) == PRI_BOOST {
+            // [seed 001] a vCPU picked in BOOST gets the short BOOST slice.
+            Some(self.boost_slice as u64)
         } else {
             Some(self.tslice as u64)
         };
@@ -901,6 +1088,8 @@ impl XenOps for Credit1 {
             hard,
             soft,
             has_soft,
+            boost_credit: 0,
+            picked_at: 0,
         });
         let dom = &mut self.doms[d];
         if dom.units.is_empty() {
@@ -929,6 +1118,14 @@ impl XenOps for Credit1 {
             }
             if self.v.has_master_timer() {
                 ctx.set_timer(ACCT_TIMER, Some(now + self.tslice as u64));
+            }
+            if !self.tickle_on_wake {
+                // ERRATA X6: with no tickle on wake only slice ends find work, so each CPU's
+                // idle vCPU must hold a slice from bring-up, as Xen's have run `schedule()`
+                // since boot. (With tickles the first wake does it, and nothing changes.)
+                for c in self.online.iter() {
+                    ctx.resched(c);
+                }
             }
         }
     }

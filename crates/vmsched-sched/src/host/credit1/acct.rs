@@ -35,6 +35,36 @@ impl Credit1 {
         u.start_time += credits * 1_000_000 / CREDITS_PER_MSEC;
     }
 
+    /// [seed 001, 3.3 option `exact_debit`] Debits the run time since the last burn (or the
+    /// switch-in): 10 credits per ms, the sub-credit remainder carried in `residual` (ns ×
+    /// 10 / 10⁶ credits), so nothing is lost or charged twice.
+    pub(super) fn burn_exact(&mut self, e: EntityId, now: i64) {
+        let u = &mut self.units[e.idx()];
+        let delta = now - u.start_time;
+        if delta <= 0 {
+            return;
+        }
+        let val = delta * CREDITS_PER_MSEC + u.residual;
+        u.residual = val % 1_000_000;
+        u.start_time = now;
+        self.debit(e, val / 1_000_000);
+    }
+
+    /// Debits `amount` credits from `e`: [seed 001] from its boost credit first (a vCPU whose
+    /// boost credit runs out while BOOST becomes UNDER), the rest from its credit.
+    pub(super) fn debit(&mut self, e: EntityId, mut amount: i64) {
+        let u = &mut self.units[e.idx()];
+        if u.boost_credit > 0 {
+            let b = amount.min(u.boost_credit);
+            u.boost_credit -= b;
+            amount -= b;
+            if u.boost_credit == 0 && u.pri == PRI_BOOST {
+                u.pri = PRI_UNDER;
+            }
+        }
+        u.credit -= amount;
+    }
+
     /// Xen: csched_tick of `cpu`: charge the running vCPU (`csched_unit_acct`), [3.3] run the
     /// accounting pass on the master CPU every third tick, resort the runqueue after a pass,
     /// and re-arm `now + tick_period` (the period drifts with the timer latency, as upstream).
@@ -60,15 +90,20 @@ impl Credit1 {
     /// UNDER — ERRATA X8: no reschedule for that; it is charged (3.3: 100 credits; 4.20: its
     /// run time); an inactive vCPU becomes active; an active one is checked against the CPU pick
     /// and, if another CPU is better, marked for migration (the only reschedule of the tick).
+    /// [seed 001] A vCPU holding boost credit stays BOOST; with `exact_debit` the tick debits
+    /// the exact run time since the last burn.
     fn unit_acct(&mut self, ctx: &mut XenCtx, cpu: CpuId, e: EntityId) {
         let now = ctx.now() as i64;
-        if self.units[e.idx()].pri == PRI_BOOST {
-            self.units[e.idx()].pri = PRI_UNDER;
+        let u = &mut self.units[e.idx()];
+        if u.pri == PRI_BOOST && u.boost_credit == 0 {
+            u.pri = PRI_UNDER;
         }
         if self.v.burns_exact_time() {
             self.burn_credits(e, now);
+        } else if self.exact_debit {
+            self.burn_exact(e, now);
         } else {
-            self.units[e.idx()].credit -= V33_CREDITS_PER_TICK;
+            self.debit(e, V33_CREDITS_PER_TICK);
         }
         if !self.units[e.idx()].active {
             self.acct_start(e);
@@ -181,13 +216,24 @@ impl Credit1 {
                 }
                 credit_fair = credit_peak;
             }
-            let per_unit = ceil_div(credit_fair, n);
+            // [seed 001] boost ratio: that share of one CPU is handed out as boost credit, in
+            // place of the same amount of the weighted credit.
+            let (boost_limit, boost_ratio) = (dom.boost_limit, dom.boost_ratio);
+            let boost_fair = ceil_div(boost_ratio * cpt, 100);
+            let per_unit = ceil_div((credit_fair - boost_fair).max(0), n);
+            let boost_per_unit = ceil_div(boost_fair, n);
             let capped = dom.cap != 0;
             units.clear();
             units.extend_from_slice(&self.doms[d].active);
+            if self.level_credits {
+                self.level(&units);
+            }
             for &e in &units {
                 let u = &mut self.units[e.idx()];
                 u.credit += per_unit;
+                if boost_limit > 0 {
+                    u.boost_credit = (u.boost_credit + boost_per_unit).min(boost_limit);
+                }
                 if u.credit < 0 {
                     u.pri = PRI_OVER;
                     if capped && u.credit < -credit_cap && !u.parked {
@@ -204,13 +250,26 @@ impl Credit1 {
                     }
                     if self.units[e.idx()].credit > cpt {
                         self.acct_stop(e);
+                        let keep = self.keep_above_limit || boost_limit > 0;
                         let u = &mut self.units[e.idx()];
                         u.credit = if self.v.halves_on_deactivate() {
                             u.credit / 2
+                        } else if keep {
+                            // [seed 001] kept at the upper bound; the excess becomes boost
+                            // credit where the domain holds boost credit.
+                            if boost_limit > 0 {
+                                u.boost_credit = (u.boost_credit + u.credit - cpt).min(boost_limit);
+                            }
+                            cpt
                         } else {
                             0
                         };
                     }
+                }
+                // [seed 001] while boost credit lasts the vCPU is BOOST.
+                let u = &mut self.units[e.idx()];
+                if u.boost_credit > 0 && !u.parked {
+                    u.pri = PRI_BOOST;
                 }
                 credit_balance += self.units[e.idx()].credit;
             }
@@ -230,6 +289,21 @@ impl Credit1 {
         );
         self.credit_balance = credit_balance;
         self.runq_sort = self.runq_sort.wrapping_add(1);
+    }
+
+    /// [seed 001, 3.3 option `level_domain_credits`] Levels the credits of a domain's active
+    /// vCPUs `units` (head first): each gets the floor of the mean, and the remainder goes one
+    /// credit each to the first ones, so the domain's total is unchanged.
+    fn level(&mut self, units: &[EntityId]) {
+        let n = units.len() as i64;
+        if n < 2 {
+            return;
+        }
+        let total: i64 = units.iter().map(|e| self.units[e.idx()].credit).sum();
+        let (each, rem) = (total.div_euclid(n), total.rem_euclid(n));
+        for (i, e) in units.iter().enumerate() {
+            self.units[e.idx()].credit = each + i64::from((i as i64) < rem);
+        }
     }
 
     /// Parks a capped vCPU (`vcpu_pause_nosync` and the flag): the core's `parked` pause flag

@@ -49,6 +49,9 @@ impl Credit1 {
             if self.v.burns_exact_time() {
                 self.burn_credits(c, now);
                 self.units[c.idx()].start_time -= now;
+            } else if self.exact_debit {
+                // [seed 001] `schedule()`'s exact debit (ERRATA X13).
+                self.burn_exact(c, now);
             }
             self.units[c.idx()].last_sched_time = now;
         }
@@ -112,6 +115,11 @@ impl Credit1 {
         } else {
             // The ticker's expiry passed while the CPU was down: it fires at once.
             ctx.set_timer(1 + cpu.0, Some(now as u64));
+            if !self.tickle_on_wake {
+                // ERRATA X6 switch: no wake will tickle it, so its idle vCPU takes a slice now
+                // (as at bring-up, `insert_unit`) and looks for work at each slice end.
+                ctx.resched(cpu);
+            }
         }
         self.refresh_affinities(ctx);
     }

@@ -78,7 +78,7 @@ impl Credit1 {
                 if u.on_runq {
                     self.runq_remove(e);
                     self.unit_wake(ctx, e, None);
-                } else if u.pri == super::PRI_UNDER && !u.parked {
+                } else if self.wake_boosts(e, false) {
                     // Running: it would be descheduled and woken at once; it comes back BOOST.
                     self.units[e.idx()].pri = super::PRI_BOOST;
                 }

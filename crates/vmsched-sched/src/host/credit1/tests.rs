@@ -14,6 +14,7 @@ mod accounting;
 mod boost;
 mod hotplug;
 mod lifecycle;
+mod options;
 mod runqueue;
 mod schedule;
 mod steal;
