@@ -104,3 +104,29 @@ def test_full_length_orders_of_magnitude():
     assert starved["ping_replies"] == 0 and starved["g8_port_served"] == 0
     assert fixed["ping_replies"] >= fixed["ping_requests"] - 2
     assert quiet["ping_max_ms"] < fixed["ping_max_ms"]
+
+
+def test_the_trace_shows_who_dom0_waits_behind(tmp_path):
+    # The schedule of the starving combination: each time dom0 runs, a guest it notified wakes
+    # BOOSTed and takes the pCPU from it (a streaming guest, or G8 with its request), and the
+    # compute guests' 30 ms slices fill dom0's waits.
+    from test_trace import Decoded
+
+    import vmsched
+
+    path = tmp_path / "s.pftrace"
+    vmsched.run("seed002_io_ping", set={"run.duration_ms": 3000, "host.boost_on_wake": True},
+                trace=path)
+    d = Decoded(path)
+    host = next(pid for pid, n in d.processes().items() if n.startswith("host "))
+    (pcpu,) = list(d.threads(host))
+    sl = sorted(s for s in d.slices[pcpu] if s[0] >= 1_000_000_000)
+    after_dom0 = [b[2] for a, b in zip(sl, sl[1:]) if a[2] == "dom0.v0"]
+    assert len(after_dom0) >= 10
+    assert all(n.startswith(("stream", "g8")) for n in after_dom0), after_dom0
+    runs = [s for s in sl if s[2] == "dom0.v0"]
+    gaps = [(a[1], b[0]) for a, b in zip(runs, runs[1:])]
+    gap_ns = sum(hi - lo for lo, hi in gaps)
+    compute_ns = sum(min(s[1], hi) - max(s[0], lo) for lo, hi in gaps for s in sl
+                     if s[2].startswith("compute") and s[1] > lo and s[0] < hi)
+    assert compute_ns > 0.95 * gap_ns
