@@ -90,6 +90,8 @@ def _one(args) -> dict:
         "duration_ms": duration_ms,
         "ping_requests": ping["count_requests"], "ping_replies": replies,
         "ping_lost": ping["count_lost"], "ping_late": ping["count_late"],
+        # Requests that found the NIC's (or G8's) ring full: the streams share the NIC's ring.
+        "ping_dropped": ping["count_dropped"],
         # The mean over the answered requests; None when none was answered in the timeout.
         "ping_mean_ms": ping["value"] / 1e3 if replies else None,
         "ping_p99_ms": ping["rtt_p99_ns"] / 1e6 if replies else None,
