@@ -130,3 +130,16 @@ def test_the_trace_shows_who_dom0_waits_behind(tmp_path):
     compute_ns = sum(min(s[1], hi) - max(s[0], lo) for lo, hi in gaps for s in sl
                      if s[2].startswith("compute") and s[1] > lo and s[0] < hi)
     assert compute_ns > 0.95 * gap_ns
+
+
+def test_the_shipped_scenario_is_the_starving_original():
+    # As shipped, the scenario is Xen 3 unstable's original (lowest-first, BOOST, tickle): run
+    # as it is, G8's backend port in dom0 stays pending and no ping is answered.
+    import polars as pl
+
+    import vmsched
+
+    r = vmsched.run("seed002_io_ping", set={"run.duration_ms": 5000})
+    port = r.ports.filter(pl.col("handler").str.starts_with("netback:g8")).row(0, named=True)
+    assert port["served"] == 0 and port["pending_ns"] > 0
+    assert r.counter("ping", "replies") == 0 and r.counter("ping", "requests") > 0
