@@ -92,6 +92,11 @@ def test_the_reproduction_prints_every_combination(tmp_path):
     assert main(quick=True, jobs=1, out=tmp_path, console=Console(file=buf, width=250)) == 0
     text = buf.getvalue()
     assert "36.6 s" in text and "5.1 ms" in text
+    # Both readings of the slides' pairing are printed; under the shipped one the original
+    # starves G8's port.
+    assert "Reading shipped" in text and "Reading X6" in text
+    assert "original: published 36.6 s / 67.2 ms; simulated no reply in 10 s" in text
+    assert (tmp_path / "seed002_lowest_first_boost_tickle.pftrace").stat().st_size > 0
     assert len(points(1000)) == len(MIXES) * 8
     assert (tmp_path / "seed002.csv").exists()
 

@@ -31,18 +31,34 @@ BOOLS = [False, True]
 COMPUTE = range(1, 8)
 STREAM = range(8, 15)
 #: The guest mixes: which guests keep their workload (the others stay idle, their ports unused).
+FULL_MIX = "compute + stream"
 MIXES = {
-    "compute + stream": (),
+    FULL_MIX: (),
     "compute only": tuple(STREAM),
     "stream only": tuple(COMPUTE),
 }
-#: The slides' configurations, in the order they are presented, with their figures (ms).
+#: The slides' configurations, in the order they are presented, with their figures.
 DOCUMENT = [
     ("original (Xen 3 unstable)", "36.6 s and 67.2 ms (two mixes)"),
     ("event channel fix", "259.2 ms and 6.6 ms (two mixes)"),
     ("fix + BOOST, tickle", "6.6 ms"),
     ("fix + BOOST, no tickle", "5.1 ms"),
 ]
+#: The two readings of which switches each slide had (ERRATA X6; docs/seed002.md): per reading,
+#: (slide, its figures, (scan order, boost_on_wake, tickle_on_wake)).
+READINGS = {
+    "shipped (Xen 3 unstable had BOOST and tickling)": [
+        ("original", "36.6 s / 67.2 ms", ("lowest_first", True, True)),
+        ("event channel fix", "259.2 ms / 6.6 ms", ("round_robin", True, True)),
+        ("Boost/No Tickle", "5.1 ms", ("round_robin", True, False)),
+    ],
+    "X6 (the original had no BOOST)": [
+        ("original", "36.6 s / 67.2 ms", ("lowest_first", False, True)),
+        ("event channel fix", "259.2 ms / 6.6 ms", ("round_robin", False, True)),
+        ("fix + BOOST", "6.6 ms", ("round_robin", True, True)),
+        ("fix + BOOST, no tickle", "5.1 ms", ("round_robin", True, False)),
+    ],
+}
 
 
 def config_name(order: str, boost: bool, tickle: bool) -> str:
@@ -170,6 +186,19 @@ def main(quick: bool = False, jobs: int | None = None, out: str | Path = "out/re
                       f"{_fmt(r['dom0_wait_mean_ms'])}, {_fmt(r['dom0_wait_max_ms'])}",
                       _fmt(r["g8_wait_max_ms"]))
         console.print(t)
+    full = {(r["order"], r["boost"], r["tickle"]): r for r in rows if r["mix"] == FULL_MIX}
+    for reading, slides in READINGS.items():
+        console.print(f"\n[bold]Reading {reading}[/bold], {FULL_MIX}:")
+        for slide, fig, key in slides:
+            r = full[key]
+            if r["ping_replies"]:
+                sim = (f"mean {_fmt(r['ping_mean_ms'])}, p99 {_fmt(r['ping_p99_ms'])}, max "
+                       f"{_fmt(r['ping_max_ms'])}, lost {r['ping_lost']}/{r['ping_requests']}")
+            else:
+                sim = (f"no reply in {duration / 1000:.0f} s (G8's port {r['g8_port']} served "
+                       f"{r['g8_port_served']} times)")
+            console.print(f"  {slide}: published {fig}; simulated {sim}; streams "
+                          f"{r['stream_total_mbps']:.0f} Mbit/s")
     # The starving combination's schedule, to open in Perfetto: dom0 runs a few hundred µs,
     # a streaming guest it woke BOOSTed preempts it, the compute guests' 30 ms slices follow.
     trace = outdir / "seed002_lowest_first_boost_tickle.pftrace"
