@@ -1,11 +1,13 @@
 //! `vmsched-bench`: throughput of the engine on fixed scenarios (a benchmark, not a test).
 //!
 //! ```text
-//! cargo run --release -p vmsched-bench -- [seed000|large|x1024|x4096|all|scale] [--seconds S]
+//! cargo run --release -p vmsched-bench -- [seed000|seed002|large|x1024|x4096|all|scale] [--seconds S]
 //! ```
-//! Scenarios: `seed000` (the shipped seed-000 scenario, 8 pCPUs), `large` (64 pCPUs), `x1024` and
-//! `x4096` (the same Credit2-over-CFS mix at 1,024 and 4,096 pCPUs); `all` runs the first two,
-//! `scale` the last two. Prints the definition of an event, then per scenario the events and the
+//! Scenarios: `seed000` (the shipped seed-000 scenario, 8 pCPUs), `seed002` (the shipped seed-002
+//! scenario, 16 domains on one pCPU under Xen 3.3 Credit1 with the I/O path, run with the
+//! round-robin fix so that packets flow), `large` (64 pCPUs), `x1024` and `x4096` (the same
+//! Credit2-over-CFS mix at 1,024 and 4,096 pCPUs); `all` runs `seed000` and `large` (as before
+//! `seed002` existed, so that totals stay comparable), `scale` the last two. Prints the definition of an event, then per scenario the events and the
 //! same-instant actions, events per second, simulated seconds per wall second and peak memory
 //! (VmHWM, the process's high-water mark: run one scenario per process to read its own). Wall
 //! times on shared machines are noisy: compare versions with instruction counts too
@@ -16,6 +18,7 @@ use std::time::Instant;
 
 const SEED000: &str =
     include_str!("../../../python/vmsched/scenarios/seed000_context1_ratelimit.toml");
+const SEED002: &str = include_str!("../../../python/vmsched/scenarios/seed002_io_ping.toml");
 
 /// A Credit2 host over CFS guests with `pcpus` pCPUs in `sockets` sockets and `pcpus / 2`
 /// domains of 4 vCPUs (2 vCPUs per pCPU), cycling through four workload mixes: Context1 pairs
@@ -62,9 +65,10 @@ struct Outcome {
     wall_s: f64,
 }
 
-fn bench(name: &str, src: &str, seconds: f64) -> Outcome {
+fn bench(name: &str, src: &str, seconds: f64, extra: &[(&str, &str)]) -> Outcome {
     let ms = (seconds * 1000.0).round().max(1.0) as u64;
-    let ov = vec![("run.duration_ms".to_string(), ms.to_string())];
+    let mut ov = vec![("run.duration_ms".to_string(), ms.to_string())];
+    ov.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     let s = vmsched_sched::load(name, src, &ov).unwrap_or_else(|e| panic!("{e}"));
     let t0 = Instant::now();
     let mut sim = vmsched_sched::build(&s);
@@ -113,10 +117,12 @@ fn main() {
         .and_then(|i| args.get(i + 1))
         .and_then(|v| v.parse().ok())
         .unwrap_or(10.0);
-    let known = ["seed000", "large", "x1024", "x4096", "all", "scale"];
+    let known = [
+        "seed000", "seed002", "large", "x1024", "x4096", "all", "scale",
+    ];
     if !known.contains(&which) || seconds.is_nan() || seconds <= 0.0 {
         eprintln!(
-            "usage: vmsched-bench [seed000|large|x1024|x4096|all|scale] [--seconds S]\n\
+            "usage: vmsched-bench [seed000|seed002|large|x1024|x4096|all|scale] [--seconds S]\n\
              (all = seed000 + large; scale = x1024 + x4096; S may be fractional)"
         );
         std::process::exit(2);
@@ -133,13 +139,18 @@ fn main() {
         total.wall_s += o.wall_s;
     };
     if matches!(which, "seed000" | "all") {
-        add(bench("seed000", SEED000, seconds));
+        add(bench("seed000", SEED000, seconds, &[]));
+    }
+    if which == "seed002" {
+        let fix = [("domain.0.kernel.evtchn_order", "round_robin")];
+        add(bench("seed002", SEED002, seconds, &fix));
     }
     if matches!(which, "large" | "all") {
         add(bench(
             "large",
             &mixed_scenario("bench_large", 64, 2),
             seconds,
+            &[],
         ));
     }
     if matches!(which, "x1024" | "scale") {
@@ -147,6 +158,7 @@ fn main() {
             "x1024",
             &mixed_scenario("bench_x1024", 1024, 8),
             seconds,
+            &[],
         ));
     }
     if matches!(which, "x4096" | "scale") {
@@ -154,6 +166,7 @@ fn main() {
             "x4096",
             &mixed_scenario("bench_x4096", 4096, 16),
             seconds,
+            &[],
         ));
     }
     println!(

@@ -1,0 +1,170 @@
+"""Seed 002 (Ongaro, Cox, Rixner, VEE 2008): ping latency to an idle guest behind compute and
+streaming guests on Xen 3.3 Credit1, and the mechanism behind it (docs/seed002.md).
+
+The short form runs 10 s of simulated time per point; VMSCHED_SLOW=1 adds the 120 s form. What
+is asserted is what the mechanism requires of a faithful model, not the slides' numbers: with
+dom0 scanning its event channels lowest-first, the streams' lower ports keep it busy and the
+later guests' backend ports (G8's among them) are never served; the round-robin fix serves
+every port; BOOST and not tickling on every wake shorten the ping.
+"""
+
+import pytest
+
+from vmsched import reproductions
+from vmsched.reproductions.seed002 import MIXES, _one, main, points
+
+FULL = "compute + stream"
+
+
+def point(order, boost, tickle, mix=FULL, duration_ms=10000, seed=None):
+    return _one((mix, order, boost, tickle, duration_ms, *([] if seed is None else [seed])))
+
+
+def test_registered_with_its_source():
+    r = reproductions.get("seed002")
+    assert r.source == "002_c93a1aee7be7816d" and "ping" in r.title
+
+
+def test_lowest_first_starves_the_later_backends_and_the_ping():
+    # BOOST and tickle as Xen 3.x shipped them: every packet netback hands a streaming guest
+    # wakes it BOOSTed and it preempts dom0 after a few ports; each new dom0 upcall starts at
+    # port 0 again, so the NIC and the first backends are served and G8's port, the highest,
+    # never is: no ping is answered.
+    row = point("lowest_first", True, True)
+    assert row["g8_port"] > row["nic_port"]
+    assert row["g8_port_served"] == 0
+    assert row["ping_replies"] == 0 and row["ping_requests"] > 0
+    assert row["g8_port_pending_ms"] > 0.9 * (10000 - 1000), row
+
+
+def test_round_robin_serves_every_port_and_answers_the_ping():
+    starved = point("lowest_first", True, True)
+    fixed = point("round_robin", True, True)
+    assert fixed["g8_port_served"] > 0
+    assert fixed["ping_replies"] >= fixed["ping_requests"] - 1
+    # The whole stream traffic gets through better once no backend is starved.
+    assert fixed["stream_min_mbps"] > starved["stream_min_mbps"]
+
+
+def test_boost_shortens_the_ping_under_round_robin():
+    # Without BOOST a woken dom0 or G8 waits at the tail of UNDER behind the compute guests'
+    # 30 ms slices; with it, it preempts them.
+    boost, plain = point("round_robin", True, True), point("round_robin", False, True)
+    assert boost["ping_mean_ms"] < plain["ping_mean_ms"]
+    assert boost["g8_wait_max_ms"] < plain["g8_wait_max_ms"]
+
+
+def test_no_tickle_keeps_dom0_from_being_preempted_mid_upcall():
+    # Tickling on every wake lets each streaming guest dom0 notifies preempt dom0 mid-upcall;
+    # dom0, no longer BOOST, then waits behind the compute guests. Without the tickle dom0
+    # finishes its upcall first (the slides' "waiting until all events have been processed"),
+    # so the worst ping is shorter. The mean is not asserted: over 120 s the two means are
+    # within 15 % of each other (docs/seed002.md, Disagreements).
+    tickle, quiet = point("round_robin", True, True), point("round_robin", True, False)
+    assert quiet["ping_max_ms"] < tickle["ping_max_ms"]
+
+
+def test_no_tickle_makes_a_lone_wake_wait_for_the_slice_end():
+    # The model's tickle_on_wake = false raises no reschedule at all (docs/credit1.md): with
+    # dom0 idle between pings (compute guests only), the BOOSTed G8 and dom0 wait for the
+    # running compute guest's 30 ms slice to end, where tickling would preempt at once.
+    tickle = point("round_robin", True, True, mix="compute only")
+    quiet = point("round_robin", True, False, mix="compute only")
+    assert tickle["ping_max_ms"] < 1.0
+    assert 1.0 < quiet["ping_max_ms"] <= 3 * 30.0 + 1.0
+
+
+def test_scan_order_is_irrelevant_without_busy_ports():
+    # Compute guests only: dom0's only busy ports are the NIC's and G8's, one ping at a time, so
+    # lowest-first and round-robin serve them the same way.
+    for boost in (False, True):
+        a = point("lowest_first", boost, True, mix="compute only")
+        b = point("round_robin", boost, True, mix="compute only")
+        assert a["ping_mean_ms"] == b["ping_mean_ms"] and a["ping_max_ms"] == b["ping_max_ms"]
+
+
+def test_the_reproduction_prints_every_combination(tmp_path):
+    from io import StringIO
+
+    from rich.console import Console
+
+    buf = StringIO()
+    assert main(quick=True, jobs=1, out=tmp_path, console=Console(file=buf, width=250)) == 0
+    text = buf.getvalue()
+    assert "36.6 s" in text and "5.1 ms" in text
+    # Both readings of the slides' pairing are printed; under the shipped one the original
+    # starves G8's port.
+    assert "Reading shipped" in text and "Reading X6" in text
+    assert "original: published 36.6 s / 67.2 ms; simulated no reply in 10 s" in text
+    assert (tmp_path / "seed002_lowest_first_boost_tickle.pftrace").stat().st_size > 0
+    assert len(points(1000)) == len(MIXES) * 8
+    assert (tmp_path / "seed002.csv").exists()
+
+
+@pytest.mark.slow
+def test_full_length_orders_of_magnitude():
+    starved = point("lowest_first", True, True, duration_ms=120000)
+    fixed = point("round_robin", True, True, duration_ms=120000)
+    quiet = point("round_robin", True, False, duration_ms=120000)
+    assert starved["ping_replies"] == 0 and starved["g8_port_served"] == 0
+    assert fixed["ping_replies"] >= fixed["ping_requests"] - 2
+    assert quiet["ping_max_ms"] < fixed["ping_max_ms"]
+
+
+def test_the_trace_shows_who_dom0_waits_behind(tmp_path):
+    # The schedule of the starving combination: each time dom0 runs, a guest it notified wakes
+    # BOOSTed and takes the pCPU from it (a streaming guest, or G8 with its request), and the
+    # compute guests' 30 ms slices fill dom0's waits.
+    from test_trace import Decoded
+
+    import vmsched
+
+    path = tmp_path / "s.pftrace"
+    vmsched.run("seed002_io_ping", set={"run.duration_ms": 3000, "host.boost_on_wake": True},
+                trace=path)
+    d = Decoded(path)
+    host = next(pid for pid, n in d.processes().items() if n.startswith("host "))
+    (pcpu,) = list(d.threads(host))
+    sl = sorted(s for s in d.slices[pcpu] if s[0] >= 1_000_000_000)
+    after_dom0 = [b[2] for a, b in zip(sl, sl[1:]) if a[2] == "dom0.v0"]
+    assert len(after_dom0) >= 10
+    assert all(n.startswith(("stream", "g8")) for n in after_dom0), after_dom0
+    runs = [s for s in sl if s[2] == "dom0.v0"]
+    gaps = [(a[1], b[0]) for a, b in zip(runs, runs[1:])]
+    gap_ns = sum(hi - lo for lo, hi in gaps)
+    compute_ns = sum(min(s[1], hi) - max(s[0], lo) for lo, hi in gaps for s in sl
+                     if s[2].startswith("compute") and s[1] > lo and s[0] < hi)
+    assert compute_ns > 0.95 * gap_ns
+
+
+def test_the_shipped_scenario_is_the_starving_original():
+    # As shipped, the scenario is Xen 3 unstable's original (lowest-first, BOOST, tickle): run
+    # as it is, G8's backend port in dom0 stays pending and no ping is answered.
+    import polars as pl
+
+    import vmsched
+
+    r = vmsched.run("seed002_io_ping", set={"run.duration_ms": 5000})
+    port = r.ports.filter(pl.col("handler").str.starts_with("netback:g8")).row(0, named=True)
+    assert port["served"] == 0 and port["pending_ns"] > 0
+    assert r.counter("ping", "replies") == 0 and r.counter("ping", "requests") > 0
+
+
+@pytest.mark.parametrize("reserved", [0, 26])
+def test_starvation_does_not_depend_on_the_assumed_port_numbers(reserved):
+    # dom0's ports bound before the NIC's are assumed (16). With none, or with 26 (the streams'
+    # backends then straddle the first 32-bit selector word and G8's is in the second), the
+    # starved ports are still the highest ones: every port never served is above every port
+    # served, G8's is among them and the NIC's is not.
+    import polars as pl
+
+    import vmsched
+
+    r = vmsched.run("seed002_io_ping", set={"run.duration_ms": 5000,
+                                           "domain.0.netback.reserved_ports": reserved})
+    dom0 = r.ports.filter((pl.col("level") == "dom0") & (pl.col("handler") != "reserved"))
+    never = dom0.filter(pl.col("served") == 0)
+    served = dom0.filter(pl.col("served") > 0)
+    assert never["port"].min() > served["port"].max()
+    assert "netback:g8/ping" in never["handler"].to_list()
+    assert "nic" in served["handler"].to_list()
