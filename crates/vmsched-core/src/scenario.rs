@@ -565,6 +565,14 @@ where
         let schema = toml::Value::try_from(&scenario).ok();
         let mut doc: toml::Value = toml::from_str(src).map_err(|e| err(None, "", e.to_string()))?;
         for (k, v) in overrides {
+            if k.trim().is_empty() {
+                // Nothing to name but the option itself (found by the overrides fuzz target).
+                return Err(err(
+                    None,
+                    "--set",
+                    format!("--set {k}={v}: the key is empty (KEY=VALUE)"),
+                ));
+            }
             let target = schema.as_ref().and_then(|s| lookup(s, k));
             typed_value(v, target)
                 .and_then(|tv| set_path(&mut doc, k, tv))
@@ -904,5 +912,9 @@ mod tests {
         );
         let e = S::parse("t.toml", SRC, &[("host.frob".into(), "1".into())]).unwrap_err();
         assert!(e.message.contains("frob"), "{e}");
+        // An empty key is refused, and the error still names where it comes from.
+        let e = S::parse("t.toml", SRC, &[("".into(), "1".into())]).unwrap_err();
+        assert_eq!(e.field, "--set");
+        assert!(e.message.contains("key is empty"), "{e}");
     }
 }
