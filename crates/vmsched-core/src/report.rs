@@ -150,23 +150,14 @@ impl XenmonRow {
 }
 
 /// Per vCPU of a scope (the run or one window), in entity order, to rows: each domain's sum
-/// first (domains in the order of their first vCPU), then its vCPUs.
-fn xenmon_scope(vcpus: Vec<XenmonRow>, out: &mut Vec<XenmonRow>) {
-    let mut domains: Vec<(String, String)> = Vec::new();
-    for v in &vcpus {
-        let key = (v.level.clone(), v.domain.clone());
-        if !domains.contains(&key) {
-            domains.push(key);
-        }
-    }
-    for (level, domain) in domains {
-        let mine: Vec<&XenmonRow> = vcpus
-            .iter()
-            .filter(|v| v.level == level && v.domain == domain)
-            .collect();
+/// first, then its vCPUs. `groups`: each domain's vCPUs as positions in `vcpus`, domains in the
+/// order of their first vCPU (the same for every scope).
+fn xenmon_scope(vcpus: Vec<XenmonRow>, groups: &[Vec<usize>], out: &mut Vec<XenmonRow>) {
+    for members in groups {
+        let first = &vcpus[members[0]];
         let mut d = XenmonRow {
             kind: "domain",
-            name: domain.clone(),
+            name: first.domain.clone(),
             vcpus: 0,
             gotten_ns: 0,
             waited_ns: 0,
@@ -177,13 +168,13 @@ fn xenmon_scope(vcpus: Vec<XenmonRow>, out: &mut Vec<XenmonRow>) {
             allocated_n: 0,
             wait_max_wake_ns: 0,
             wait_max_preempt_ns: 0,
-            ..mine[0].clone()
+            ..first.clone()
         };
-        for v in &mine {
-            d.add(v);
+        for &m in members {
+            d.add(&vcpus[m]);
         }
         out.push(d);
-        out.extend(mine.into_iter().cloned());
+        out.extend(members.iter().map(|&m| vcpus[m].clone()));
     }
 }
 
@@ -211,10 +202,22 @@ fn xenmon_rows(sim: &Simulation, measured: Nanos) -> Vec<XenmonRow> {
             wait_max_preempt_ns: 0,
         }
     };
+    let vcpu_ents: Vec<usize> = (0..ents.len()).filter(|&g| ents[g].is_vcpu).collect();
+    // Each domain's vCPUs (positions among the vCPUs), domains by their first vCPU.
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let mut index = std::collections::BTreeMap::new();
+    for (pos, &g) in vcpu_ents.iter().enumerate() {
+        let key = (ents[g].level, ents[g].domain.unwrap_or_default());
+        let d = *index.entry(key).or_insert_with(|| {
+            groups.push(Vec::new());
+            groups.len() - 1
+        });
+        groups[d].push(pos);
+    }
     let mut out = Vec::new();
-    let run: Vec<XenmonRow> = (0..ents.len())
-        .filter(|&g| ents[g].is_vcpu)
-        .map(|g| {
+    let run: Vec<XenmonRow> = vcpu_ents
+        .iter()
+        .map(|&g| {
             let st = ents[g].stats;
             XenmonRow {
                 gotten_ns: st.time[RunState::Running as usize],
@@ -230,9 +233,11 @@ fn xenmon_rows(sim: &Simulation, measured: Nanos) -> Vec<XenmonRow> {
             }
         })
         .collect();
-    xenmon_scope(run, &mut out);
+    xenmon_scope(run, &groups, &mut out);
     let windows = sim.xenmon_rows();
     for w in windows.chunk_by(|a, b| a.window == b.window) {
+        // A window's rows are every vCPU's, in entity order (sim/xenmon.rs).
+        assert_eq!(w.len(), vcpu_ents.len(), "invariant: a window row per vCPU");
         let scope = w
             .iter()
             .map(|r: &XenmonWindowRow| XenmonRow {
@@ -248,7 +253,7 @@ fn xenmon_rows(sim: &Simulation, measured: Nanos) -> Vec<XenmonRow> {
                 ..row(r.ent as usize, Some(r.window), r.start_ns, r.passed_ns)
             })
             .collect();
-        xenmon_scope(scope, &mut out);
+        xenmon_scope(scope, &groups, &mut out);
     }
     out
 }

@@ -169,6 +169,22 @@ fn a_wake_behind_a_boosted_burst_waits_long_after_the_wake() {
     let io = vcpu(&r, None, "interactive");
     assert!(io.wait_max_wake_ns > MS, "{io:?}");
     assert_eq!(io.wait_max_preempt_ns, 0, "{io:?}");
+    // "batch" has two vCPUs: its row sums theirs (in % of one CPU, so past 100) and keeps the
+    // worse of their worst waits.
+    let vs: Vec<&XenmonRow> = rows(&r, None, "vcpu")
+        .into_iter()
+        .filter(|x| x.domain == "batch")
+        .collect();
+    let d = rows(&r, None, "domain")
+        .into_iter()
+        .find(|x| x.name == "batch")
+        .unwrap();
+    assert_eq!((vs.len(), d.vcpus), (2, 2));
+    assert_eq!(d.gotten_ns, vs[0].gotten_ns + vs[1].gotten_ns);
+    assert_eq!(d.exec_count, vs[0].exec_count + vs[1].exec_count);
+    assert!(d.pct(d.gotten_ns) > 100.0, "{d:?}");
+    let worst = vs[0].wait_max_preempt_ns.max(vs[1].wait_max_preempt_ns);
+    assert_eq!(d.wait_max_preempt_ns, worst);
 }
 
 #[test]
@@ -241,4 +257,15 @@ fn at_most_max_windows_are_kept_and_the_log_says_where_they_stopped() {
         "{:?}",
         sim.log()
     );
+}
+
+#[test]
+fn a_window_beyond_the_time_range_is_refused_naming_the_field() {
+    let src = scenario(300, 1000).replace(
+        "xenmon_window_ms = 1000",
+        "xenmon_window_ms = 18446744073709551615",
+    );
+    let e = vmsched_sched::load("xm.toml", &src, &[]).unwrap_err();
+    assert_eq!(e.field, "run.xenmon_window_ms", "{e}");
+    assert_eq!(e.line, Some(6), "{e}");
 }
