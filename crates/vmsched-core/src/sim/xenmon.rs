@@ -148,7 +148,11 @@ impl Simulation {
         if x.rows.try_reserve_exact(n).is_err() {
             panic!("allocation failed: {n} xenmon window rows (run.xenmon_window_ms)");
         }
-        self.q.arm(x.slot, self.warmup + x.window);
+        // A window that ends after the run is the run's end's (`xenmon_rows`): no slot for it,
+        // so a run shorter than one window has no extra queue entry.
+        if self.warmup + x.window < self.end {
+            self.q.arm(x.slot, self.warmup + x.window);
+        }
     }
 
     /// The warm-up's end: the accounting was reset, so the windows start again from zero.
@@ -212,14 +216,14 @@ impl Simulation {
         }
         x.index += 1;
         x.start = self.now;
-        if x.index < MAX_WINDOWS {
-            self.q.arm(x.slot, self.now + x.window);
-        } else {
+        if x.index >= MAX_WINDOWS {
             x.full = true;
             self.log.push(format!(
                 "xenmon: {MAX_WINDOWS} windows kept, the last ending at {} ns; no more windows",
                 self.now
             ));
+        } else if self.now + x.window < self.end {
+            self.q.arm(x.slot, self.now + x.window);
         }
         self.xenmon = Some(x);
     }
