@@ -269,3 +269,22 @@ fn a_window_beyond_the_time_range_is_refused_naming_the_field() {
     assert_eq!(e.field, "run.xenmon_window_ms", "{e}");
     assert_eq!(e.line, Some(6), "{e}");
 }
+
+#[test]
+fn offline_time_is_its_own_share_and_the_windows_see_it_where_it_was() {
+    let src = scenario(300, 1000)
+        + "[[event]]\nat_ms = 1000\naction = \"pause\"\ndomain = \"hog1\"\n\
+           [[event]]\nat_ms = 1200\naction = \"unpause\"\ndomain = \"hog1\"\n";
+    let r = run(&src);
+    let h = vcpu(&r, None, "hog1");
+    assert_eq!(h.offline_ns, 200 * MS, "{h:?}");
+    // Window 0 is 300..1300 ms: the whole pause; windows 1 and 2 have none.
+    assert_eq!(vcpu(&r, Some(0), "hog1").offline_ns, 200 * MS);
+    assert_eq!(vcpu(&r, Some(1), "hog1").offline_ns, 0);
+    for w in [None, Some(0), Some(1), Some(2)] {
+        let x = vcpu(&r, w, "hog1");
+        let sum = x.gotten_ns + x.waited_ns + x.blocked_ns + x.offline_ns;
+        assert_eq!(sum, x.passed_ns, "{w:?}");
+        assert!((x.pct(x.offline_ns) + x.pct(sum - x.offline_ns) - 100.0).abs() < 1e-9);
+    }
+}

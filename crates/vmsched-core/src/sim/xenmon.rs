@@ -241,3 +241,24 @@ impl Simulation {
         v
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waits_are_classed_by_the_state_they_began_from() {
+        let mut x = XmStats::default();
+        x.waited(RunState::Blocked, 3);
+        x.waited(RunState::Running, 7);
+        x.waited(RunState::Blocked, 2);
+        // An unpaused vCPU's wait is in neither class.
+        x.waited(RunState::Offline, 100);
+        assert_eq!((x.wait_max_wake, x.wait_max_preempt), (3, 7));
+        assert_eq!((x.win_wait_max_wake, x.win_wait_max_preempt), (3, 7));
+        x.dispatched(Some(30));
+        x.dispatched(None);
+        x.dispatched(Some(10));
+        assert_eq!((x.allocated, x.allocated_n), (40, 2));
+    }
+}
