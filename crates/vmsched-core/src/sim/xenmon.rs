@@ -178,37 +178,36 @@ impl Simulation {
         }
     }
 
-    /// Rows of the window from `x.start` to now, one per vCPU.
-    fn xenmon_open_rows(&self, x: &Windows) -> impl Iterator<Item = XenmonWindowRow> + '_ {
-        let (index, start, now) = (x.index, x.start, self.now);
-        let prev = x.prev.clone();
-        x.ents.clone().into_iter().zip(prev).map(move |(g, p)| {
-            let c = self.xenmon_snap(g);
-            let xm = &self.ents[g.idx()].stats.xm;
-            XenmonWindowRow {
-                window: index,
-                start_ns: start,
-                passed_ns: now - start,
-                ent: g.0,
-                time: std::array::from_fn(|s| c.time[s] - p.time[s]),
-                runs: c.runs - p.runs,
-                allocated: c.allocated - p.allocated,
-                allocated_n: c.allocated_n - p.allocated_n,
-                wait_max_wake: xm.win_wait_max_wake,
-                wait_max_preempt: xm.win_wait_max_preempt,
-            }
-        })
+    /// The row of the `i`-th vCPU followed, for the window from `x.start` to now.
+    fn xenmon_row(&self, x: &Windows, i: usize) -> XenmonWindowRow {
+        let (g, p) = (x.ents[i], &x.prev[i]);
+        let c = self.xenmon_snap(g);
+        let xm = &self.ents[g.idx()].stats.xm;
+        XenmonWindowRow {
+            window: x.index,
+            start_ns: x.start,
+            passed_ns: self.now - x.start,
+            ent: g.0,
+            time: std::array::from_fn(|s| c.time[s] - p.time[s]),
+            runs: c.runs - p.runs,
+            allocated: c.allocated - p.allocated,
+            allocated_n: c.allocated_n - p.allocated_n,
+            wait_max_wake: xm.win_wait_max_wake,
+            wait_max_preempt: xm.win_wait_max_preempt,
+        }
     }
 
-    /// The window slot: one row per vCPU, then the next window.
+    /// The window slot: one row per vCPU (into the rows reserved at the build), then the next
+    /// window.
     pub(super) fn xenmon_window_end(&mut self) {
         let mut x = self
             .xenmon
             .take()
             .expect("invariant: a xenmon slot has windows");
-        let rows: Vec<XenmonWindowRow> = self.xenmon_open_rows(&x).collect();
-        x.rows.extend(rows);
-        for (i, &g) in x.ents.iter().enumerate() {
+        for i in 0..x.ents.len() {
+            let row = self.xenmon_row(&x, i);
+            x.rows.push(row);
+            let g = x.ents[i];
             x.prev[i] = self.xenmon_snap(g);
             let xm = &mut self.ents[g.idx()].stats.xm;
             xm.win_wait_max_wake = 0;
@@ -236,7 +235,7 @@ impl Simulation {
         };
         let mut v = x.rows.clone();
         if self.now > x.start && !x.full {
-            v.extend(self.xenmon_open_rows(x));
+            v.extend((0..x.ents.len()).map(|i| self.xenmon_row(x, i)));
         }
         v
     }
