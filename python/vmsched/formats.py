@@ -96,9 +96,10 @@ def xenmon_screen(xenmon, window: int | None = None, vcpus: bool = False) -> str
         r0 = run_rows[0] if run_rows else None
         left = (f"Whole run, {r0['passed_ns'] / 1e9:.3f} s ({total_run:3.2f}%)" if r0
                 else "Whole run")
+        # The column groups start where their figures do (xenmon's layout: a fixed grid).
         head = f" Host = {level}"
-        out.append(f"{head:<{idw + 4}}{left:<42}{right}")
-        out.append(" " + "=" * (idw + 2 + 42 + 48 + 26))
+        out.append(f"{head:<{idw + 2}}{left:<43}{right}")
+        out.append(" " + "=" * (idw + 2 + 43 + 43 + 26))
         for r in run_rows:
             a = _xenmon_cells(r)
             b = _xenmon_cells(win.get((r["kind"], r["name"])))
@@ -106,5 +107,6 @@ def xenmon_screen(xenmon, window: int | None = None, vcpus: bool = False) -> str
                 t2, p2, e2 = b.get(label, ("", "", ""))
                 out.append(f"  {r['name']:<{idw}}{t:>10}  {p:>9}  {e:>16}    "
                            f"{t2:>10}  {p2:>9}  {e2:>16}    {label}")
-        out.append(f" *{'':<{idw}}{total_run:>21.2f}%{'':<30}{total_win:>17.2f}%")
+        tr, tw = f"{total_run:3.2f}%", f"{total_win:3.2f}%"
+        out.append(f" *{'':<{idw + 1}}{'':>10}  {tr:>9}  {'':>16}    {'':>10}  {tw:>9}")
     return "\n".join(out)
