@@ -24,7 +24,8 @@ def test_new_directory_is_complete_and_no_temporary_is_left(tmp_path):
     vmsched.run("seed000_ncopy", set=SMALL, out=out)
     # Every non-empty result table as Parquet; no per-sample JSON (issue 18 item 4).
     assert {p.name for p in out.iterdir()} == {
-        "summary.json", "entities.parquet", "workloads.parquet", "counters.parquet"}
+        "summary.json", "entities.parquet", "workloads.parquet", "counters.parquet",
+        "xenmon.parquet"}
     assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["b"]
 
 

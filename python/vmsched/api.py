@@ -189,7 +189,7 @@ def field_value(scenario: str | os.PathLike, key: str, text: str, set=None) -> A
 
 
 #: The tables a run returns, each a polars DataFrame (see `Result`).
-TABLES = ("entities", "workloads", "counters", "histograms", "series")
+TABLES = ("entities", "workloads", "counters", "histograms", "series", "xenmon")
 
 
 @dataclass(eq=False)
@@ -201,7 +201,8 @@ class Result:
     counters as `count_<name>` and its histograms' figures as `<histogram>_<figure>` columns
     (null where a workload has no such counter or histogram); `counters`: the counters long
     (level, workload, counter, value); `histograms`: one row per histogram with its figures and
-    its buckets as a list; `series`: sampled series, long (name, t_ns, value).
+    its buckets as a list; `series`: sampled series, long (name, t_ns, value); `xenmon`:
+    xenmon's figures per domain and vCPU, over the run and each window (docs/xenmon.md).
     """
 
     scenario: str
@@ -249,6 +250,20 @@ class Result:
         """Event-channel ports of the I/O path (docs/io.md): level, port, vcpu, handler,
         served, max_wait_ns, pending_ns; empty without I/O."""
         return self.tables.get("ports", pl.DataFrame())
+
+    @property
+    def xenmon(self) -> pl.DataFrame:
+        """xenmon's figures (docs/xenmon.md): one row per domain and per host vCPU over the
+        measured run (`window` null) and over each `run.xenmon_window_ms` window: gotten,
+        blocked, waited and offline time and %, execution count, slice allocated and waited
+        per execution, worst wait after a wake and after a preemption."""
+        return self.tables.get("xenmon", pl.DataFrame())
+
+    def xenmon_text(self, window: int | None = None, vcpus: bool = False) -> str:
+        """`xenmon` printed as xenmon prints it (`vmsched.formats.xenmon_screen`)."""
+        from vmsched.formats import xenmon_screen
+
+        return xenmon_screen(self.xenmon, window=window, vcpus=vcpus)
 
     @property
     def series(self) -> pl.DataFrame:

@@ -123,6 +123,8 @@ def cmd_run(a) -> int:
         for wl in r.workload_records():
             if wl["kind"] == "cyclictest":
                 print(cyclictest_histogram(wl))
+    if a.xenmon:
+        print(r.xenmon_text(), flush=True)
     if a.output:
         console.print(f"results written to {escape(str(a.output))}/ (summary.json, *.parquet)")
     return 0
@@ -147,6 +149,19 @@ def _print_trace(path: str, info: dict) -> None:
         console.print(f"[yellow]warning:[/yellow] trace truncated at "
                       f"{info['truncated_at_ns'] / 1e6:.3f} ms: {info['dropped']:,} records dropped "
                       f"beyond --trace-limit {info['max_records']:,}", highlight=False)
+
+
+def cmd_xenmon(a) -> int:
+    import polars as pl
+
+    from vmsched.formats import xenmon_screen
+
+    path = Path(a.run_dir) / "xenmon.parquet"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no xenmon table (a run directory written by "
+                                "`vmsched run -o DIR`, whose run had vCPUs)")
+    print(xenmon_screen(pl.read_parquet(path), window=a.window, vcpus=a.vcpus), flush=True)
+    return 0
 
 
 def cmd_sweep(a) -> int:
@@ -262,6 +277,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="replace an existing output directory whole")
     p.add_argument("--cyclictest", action="store_true",
                    help="also print cyclictest's own -q -h output for cyclictest workloads")
+    p.add_argument("--xenmon", action="store_true",
+                   help="also print xenmon's per-domain lines, over the run and its last "
+                        "window (docs/xenmon.md)")
     p.add_argument("--trace", metavar="FILE",
                    help="write the schedule as a Perfetto trace (open it in ui.perfetto.dev)")
     p.add_argument("--trace-limit", type=_positive_int, metavar="N",
@@ -292,6 +310,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int)
     p.add_argument("-o", "--output", default="out/reproduce", help="output directory")
     p.set_defaults(fn=cmd_reproduce)
+
+    p = sub.add_parser("xenmon", help="print a run's xenmon figures as xenmon prints them",
+                       description="Print the xenmon table of a run directory (vmsched run -o "
+                       "DIR) as xenmon prints its per-domain lines: the whole run beside one "
+                       "window (docs/xenmon.md).")
+    p.add_argument("run_dir", metavar="RUN_DIR")
+    p.add_argument("--window", type=int, metavar="N",
+                   help="the window to show beside the run (default: the last)")
+    p.add_argument("--vcpus", action="store_true", help="also a block of lines per vCPU")
+    p.set_defaults(fn=cmd_xenmon)
 
     p = sub.add_parser("check", help="validate a scenario file")
     p.add_argument("scenario")

@@ -14,7 +14,9 @@
 //!   1-µs buckets, [`BUCKET_BYTES`] each (the engine's, the summary's, the result column's and the
 //!   Arrow and polars copies);
 //! * a sampled series [`SAMPLE_BYTES`] per sample (plus its name per row in the long table);
-//! * a trace buffer, when the run writes a trace, [`TRACE_RECORD_BYTES`] per record.
+//! * a trace buffer, when the run writes a trace, [`TRACE_RECORD_BYTES`] per record;
+//! * xenmon's figures (docs/xenmon.md), [`XENMON_ROW_BYTES`] per vCPU and window (the whole
+//!   run's rows and one per `run.xenmon_window_ms` window).
 //!
 //! The constants are calibrated against the peak resident size of real runs
 //! (`tests/test_budgets.py` holds the estimate within a factor of two of it). The estimate
@@ -42,6 +44,9 @@ pub const BUCKET_BYTES: u64 = 40;
 /// One sample of a series, over all its copies (engine, results, table, Arrow, polars), plus
 /// twice the series' name (repeated on every row of the long table, as text and in Arrow).
 pub const SAMPLE_BYTES: u64 = 120;
+/// xenmon's rows of one vCPU in one window, over all their copies (the engine's window row, the
+/// report's vCPU row and its share of its domain's, the table, Arrow, polars).
+pub const XENMON_ROW_BYTES: u64 = 1536;
 /// One trace record in the buffer and while it is written.
 pub const TRACE_RECORD_BYTES: u64 = 48;
 /// The engine's own, whatever the scenario (the event queue's first blocks, the levels).
@@ -53,6 +58,8 @@ const OUT_ENTITY_BYTES: u64 = 256;
 const OUT_HIST_BYTES: u64 = 256;
 const OUT_BUCKET_BYTES: u64 = 8;
 const OUT_SAMPLE_BYTES: u64 = 16;
+/// A vCPU's xenmon row and its share of its domain's.
+const OUT_XENMON_BYTES: u64 = 512;
 
 /// One part of the estimate: the field that sets its size, what it is, and its bytes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -422,6 +429,31 @@ impl Estimate {
                 bytes: series.1,
             });
         }
+        let vcpus = s
+            .domains
+            .iter()
+            .fold(0u64, |a, d| a.saturating_add(u64::from(d.vcpus)));
+        let windows = match (
+            s.run.xenmon_window_ns(),
+            s.run.duration_ns(),
+            s.run.warmup_ns(),
+        ) {
+            (Ok(w), Ok(d), Ok(wu)) if w > 0 => d
+                .saturating_sub(wu)
+                .div_ceil(w)
+                .min(crate::sim::XENMON_MAX_WINDOWS),
+            _ => 0,
+        };
+        let xm_rows = vcpus.saturating_mul(windows + 1);
+        parts.push(Part {
+            field: "run.xenmon_window_ms".into(),
+            what: format!("{xm_rows} xenmon rows ({vcpus} vCPUs, {windows} windows)"),
+            bytes: xm_rows.saturating_mul(XENMON_ROW_BYTES),
+        });
+        out.push((
+            "run.xenmon_window_ms".into(),
+            xm_rows.saturating_mul(OUT_XENMON_BYTES),
+        ));
         if let Some(n) = trace_records {
             parts.push(Part {
                 field: "trace_max_records".into(),

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::metrics::HistSummary;
 use crate::sched::RunState;
-use crate::sim::{Series, Simulation};
+use crate::sim::{Series, Simulation, XenmonWindowRow};
 use crate::time::Nanos;
 use crate::workload::{Figure, WorkloadKind};
 
@@ -78,6 +78,184 @@ pub struct Results {
     /// Event-channel ports, when the scenario has I/O.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub ports: Vec<PortResult>,
+    /// xenmon's figures (docs/xenmon.md): per domain and vCPU, over the measured window and
+    /// over each `run.xenmon_window_ms` window. In the `xenmon` table, not in the JSON.
+    #[serde(skip)]
+    pub xenmon: Vec<XenmonRow>,
+}
+
+/// One row of xenmon's figures: a vCPU or a domain (the sum of its vCPUs), over the measured
+/// window (`window` None) or one fixed window.
+#[derive(Clone, Debug, PartialEq)]
+pub struct XenmonRow {
+    pub window: Option<u64>,
+    pub start_ns: Nanos,
+    pub passed_ns: Nanos,
+    /// The scheduling level (the host) and the domain (the guest level the vCPU runs).
+    pub level: String,
+    pub domain: String,
+    /// "domain" or "vcpu".
+    pub kind: &'static str,
+    pub name: String,
+    pub vcpus: u32,
+    pub gotten_ns: Nanos,
+    pub waited_ns: Nanos,
+    pub blocked_ns: Nanos,
+    pub offline_ns: Nanos,
+    /// Switch-ins (xenmon's execution count).
+    pub exec_count: u64,
+    /// Slices granted at those switch-ins, and how many had one.
+    pub allocated_ns: Nanos,
+    pub allocated_n: u64,
+    pub wait_max_wake_ns: Nanos,
+    pub wait_max_preempt_ns: Nanos,
+}
+
+impl XenmonRow {
+    /// A figure as a percentage of the row's window (a domain's can pass 100: one CPU is 100).
+    pub fn pct(&self, ns: Nanos) -> f64 {
+        100.0 * ns as f64 / self.passed_ns.max(1) as f64
+    }
+
+    /// Nanoseconds per execution (0 without one).
+    pub fn per_ex(&self, ns: Nanos) -> f64 {
+        if self.exec_count == 0 {
+            0.0
+        } else {
+            ns as f64 / self.exec_count as f64
+        }
+    }
+
+    /// The mean slice granted per execution that had one.
+    pub fn allocated_per_ex(&self) -> f64 {
+        if self.allocated_n == 0 {
+            0.0
+        } else {
+            self.allocated_ns as f64 / self.allocated_n as f64
+        }
+    }
+
+    fn add(&mut self, o: &XenmonRow) {
+        self.vcpus += o.vcpus;
+        self.gotten_ns += o.gotten_ns;
+        self.waited_ns += o.waited_ns;
+        self.blocked_ns += o.blocked_ns;
+        self.offline_ns += o.offline_ns;
+        self.exec_count += o.exec_count;
+        self.allocated_ns += o.allocated_ns;
+        self.allocated_n += o.allocated_n;
+        self.wait_max_wake_ns = self.wait_max_wake_ns.max(o.wait_max_wake_ns);
+        self.wait_max_preempt_ns = self.wait_max_preempt_ns.max(o.wait_max_preempt_ns);
+    }
+}
+
+/// Per vCPU of a scope (the run or one window), in entity order, to rows: each domain's sum
+/// first, then its vCPUs. `groups`: each domain's vCPUs as positions in `vcpus`, domains in the
+/// order of their first vCPU (the same for every scope).
+fn xenmon_scope(vcpus: Vec<XenmonRow>, groups: &[Vec<usize>], out: &mut Vec<XenmonRow>) {
+    for members in groups {
+        let first = &vcpus[members[0]];
+        let mut d = XenmonRow {
+            kind: "domain",
+            name: first.domain.clone(),
+            vcpus: 0,
+            gotten_ns: 0,
+            waited_ns: 0,
+            blocked_ns: 0,
+            offline_ns: 0,
+            exec_count: 0,
+            allocated_ns: 0,
+            allocated_n: 0,
+            wait_max_wake_ns: 0,
+            wait_max_preempt_ns: 0,
+            ..first.clone()
+        };
+        for &m in members {
+            d.add(&vcpus[m]);
+        }
+        out.push(d);
+        out.extend(members.iter().map(|&m| vcpus[m].clone()));
+    }
+}
+
+fn xenmon_rows(sim: &Simulation, measured: Nanos) -> Vec<XenmonRow> {
+    let ents: Vec<_> = sim.ent_rows().collect();
+    let row = |g: usize, window: Option<u64>, start: Nanos, passed: Nanos| {
+        let e = &ents[g];
+        XenmonRow {
+            window,
+            start_ns: start,
+            passed_ns: passed,
+            level: e.level.to_string(),
+            domain: e.domain.unwrap_or_default().to_string(),
+            kind: "vcpu",
+            name: e.name.to_string(),
+            vcpus: 1,
+            gotten_ns: 0,
+            waited_ns: 0,
+            blocked_ns: 0,
+            offline_ns: 0,
+            exec_count: 0,
+            allocated_ns: 0,
+            allocated_n: 0,
+            wait_max_wake_ns: 0,
+            wait_max_preempt_ns: 0,
+        }
+    };
+    let vcpu_ents: Vec<usize> = (0..ents.len()).filter(|&g| ents[g].is_vcpu).collect();
+    // Each domain's vCPUs (positions among the vCPUs), domains by their first vCPU.
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let mut index = std::collections::BTreeMap::new();
+    for (pos, &g) in vcpu_ents.iter().enumerate() {
+        let key = (ents[g].level, ents[g].domain.unwrap_or_default());
+        let d = *index.entry(key).or_insert_with(|| {
+            groups.push(Vec::new());
+            groups.len() - 1
+        });
+        groups[d].push(pos);
+    }
+    let mut out = Vec::new();
+    let run: Vec<XenmonRow> = vcpu_ents
+        .iter()
+        .map(|&g| {
+            let st = ents[g].stats;
+            XenmonRow {
+                gotten_ns: st.time[RunState::Running as usize],
+                waited_ns: st.time[RunState::Runnable as usize],
+                blocked_ns: st.time[RunState::Blocked as usize],
+                offline_ns: st.time[RunState::Offline as usize],
+                exec_count: st.runs,
+                allocated_ns: st.xm.allocated,
+                allocated_n: st.xm.allocated_n,
+                wait_max_wake_ns: st.xm.wait_max_wake,
+                wait_max_preempt_ns: st.xm.wait_max_preempt,
+                ..row(g, None, sim.warmup(), measured)
+            }
+        })
+        .collect();
+    xenmon_scope(run, &groups, &mut out);
+    let windows = sim.xenmon_rows();
+    for w in windows.chunk_by(|a, b| a.window == b.window) {
+        // A window's rows are every vCPU's, in entity order (sim/xenmon.rs).
+        assert_eq!(w.len(), vcpu_ents.len(), "invariant: a window row per vCPU");
+        let scope = w
+            .iter()
+            .map(|r: &XenmonWindowRow| XenmonRow {
+                gotten_ns: r.time[RunState::Running as usize],
+                waited_ns: r.time[RunState::Runnable as usize],
+                blocked_ns: r.time[RunState::Blocked as usize],
+                offline_ns: r.time[RunState::Offline as usize],
+                exec_count: r.runs,
+                allocated_ns: r.allocated,
+                allocated_n: r.allocated_n,
+                wait_max_wake_ns: r.wait_max_wake,
+                wait_max_preempt_ns: r.wait_max_preempt,
+                ..row(r.ent as usize, Some(r.window), r.start_ns, r.passed_ns)
+            })
+            .collect();
+        xenmon_scope(scope, &groups, &mut out);
+    }
+    out
 }
 
 pub(crate) fn collect(sim: &Simulation) -> Results {
@@ -149,6 +327,7 @@ pub(crate) fn collect(sim: &Simulation) -> Results {
         workloads,
         series: sim.series().to_vec(),
         ports: sim.port_rows(),
+        xenmon: xenmon_rows(sim, measured),
     }
 }
 
@@ -243,7 +422,52 @@ impl Results {
         if !self.ports.is_empty() {
             v.push(self.port_table());
         }
+        v.push(self.xenmon_table());
         v
+    }
+
+    /// xenmon's figures (docs/xenmon.md): one row per domain and per vCPU, over the measured
+    /// window (`window` null) and over each fixed window; xenmon's derived figures as columns.
+    fn xenmon_table(&self) -> Table {
+        let x = &self.xenmon;
+        let s = |f: fn(&XenmonRow) -> String| Column::Str(x.iter().map(f).collect());
+        let u = |f: fn(&XenmonRow) -> u64| Column::U64(x.iter().map(f).collect());
+        let f = |f: fn(&XenmonRow) -> f64| Column::F64(x.iter().map(f).collect());
+        let mut t = Table::new("xenmon");
+        t.col(
+            "window",
+            Column::OptU64(x.iter().map(|r| r.window).collect()),
+        );
+        t.col("start_ns", u(|r| r.start_ns));
+        t.col("passed_ns", u(|r| r.passed_ns));
+        t.col("level", s(|r| r.level.clone()));
+        t.col("domain", s(|r| r.domain.clone()));
+        t.col("kind", s(|r| r.kind.to_string()));
+        t.col("name", s(|r| r.name.clone()));
+        t.col("vcpus", Column::U32(x.iter().map(|r| r.vcpus).collect()));
+        t.col("gotten_ns", u(|r| r.gotten_ns));
+        t.col("gotten_pct", f(|r| r.pct(r.gotten_ns)));
+        t.col("gotten_per_ex_ns", f(|r| r.per_ex(r.gotten_ns)));
+        t.col("allocated_per_ex_ns", f(|r| r.allocated_per_ex()));
+        t.col("blocked_ns", u(|r| r.blocked_ns));
+        t.col("blocked_pct", f(|r| r.pct(r.blocked_ns)));
+        t.col("waited_ns", u(|r| r.waited_ns));
+        t.col("waited_pct", f(|r| r.pct(r.waited_ns)));
+        t.col("waited_per_ex_ns", f(|r| r.per_ex(r.waited_ns)));
+        t.col("offline_ns", u(|r| r.offline_ns));
+        t.col("offline_pct", f(|r| r.pct(r.offline_ns)));
+        t.col("exec_count", u(|r| r.exec_count));
+        t.col(
+            "exec_per_s",
+            f(|r| r.exec_count as f64 * 1e9 / r.passed_ns.max(1) as f64),
+        );
+        t.col(
+            "wait_max_ns",
+            u(|r| r.wait_max_wake_ns.max(r.wait_max_preempt_ns)),
+        );
+        t.col("wait_max_wake_ns", u(|r| r.wait_max_wake_ns));
+        t.col("wait_max_preempt_ns", u(|r| r.wait_max_preempt_ns));
+        t
     }
 
     fn port_table(&self) -> Table {
@@ -488,6 +712,7 @@ mod tests {
                 },
             ],
             ports: vec![],
+            xenmon: vec![],
         }
     }
 
@@ -514,7 +739,14 @@ mod tests {
         let names: Vec<&str> = tables.iter().map(|t| t.name).collect();
         assert_eq!(
             names,
-            ["entities", "workloads", "counters", "histograms", "series"]
+            [
+                "entities",
+                "workloads",
+                "counters",
+                "histograms",
+                "series",
+                "xenmon"
+            ]
         );
         for t in &tables {
             let n = len(&t.columns[0].1);

@@ -76,6 +76,10 @@ pub struct RunConfig {
     /// Sample traced per-workload series (e.g. Context1's vruntime gap) this often; 0: off.
     #[serde(default)]
     pub sample_interval_us: u64,
+    /// xenmon's figures over fixed windows of this length from the end of the warm-up (the
+    /// `xenmon` table's rows with a window number; docs/xenmon.md); 0: only the whole run's.
+    #[serde(default = "d_xenmon_window")]
+    pub xenmon_window_ms: u64,
     /// The memory the run may plan to use (MB); absent: 80% of the machine's available memory
     /// (`crate::budget`, docs/limits.md). A run whose estimate exceeds it is refused before it
     /// starts. Not a property of the run's results.
@@ -88,6 +92,9 @@ fn d_duration() -> u64 {
 }
 fn d_seed() -> u64 {
     1
+}
+fn d_xenmon_window() -> u64 {
+    1000
 }
 
 impl RunConfig {
@@ -106,10 +113,16 @@ impl RunConfig {
         time_ns("run.sample_interval_us", self.sample_interval_us, NS_PER_US)
     }
 
+    /// `xenmon_window_ms` in ns, checked (0: no windows).
+    pub fn xenmon_window_ns(&self) -> Result<Nanos, (String, String)> {
+        time_ns("run.xenmon_window_ms", self.xenmon_window_ms, NS_PER_MS)
+    }
+
     fn validate(&self) -> Result<(), (String, String)> {
         let end = self.duration_ns()?;
         let warmup = self.warmup_ns()?;
         self.sample_interval_ns()?;
+        self.xenmon_window_ns()?;
         if end == 0 {
             return Err(("run.duration_ms".into(), "must be positive".into()));
         }
@@ -138,6 +151,7 @@ impl Default for RunConfig {
             warmup_ms: 0,
             seed: d_seed(),
             sample_interval_us: 0,
+            xenmon_window_ms: d_xenmon_window(),
             memory_limit_mb: None,
         }
     }

@@ -134,6 +134,8 @@ pub struct EntStats {
     pub preemptions: u64,
     pub migrations: u64,
     pub wait: LatHist,
+    /// xenmon's further figures (sim/xenmon.rs).
+    pub xm: xenmon::XmStats,
 }
 
 struct EntState {
@@ -148,6 +150,9 @@ struct EntState {
     /// Paused by its scheduler ([`Request::Pause`]): it wants a CPU but is held back, so it is
     /// accounted offline when it leaves its CPU or wakes up.
     paused: bool,
+    /// The state it left when it last became runnable: how its current wait began (a wake
+    /// from blocked, a preemption while running), for xenmon's split worst waits.
+    wait_from: RunState,
     stats: EntStats,
 }
 
@@ -231,6 +236,8 @@ enum SlotKind {
     Kwork(GCpu),
     Upcall(GCpu),
     Packet(u32),
+    /// The end of a xenmon window (sim/xenmon.rs).
+    XenmonWindow,
     Sample,
     Warmup,
     End,
@@ -287,6 +294,8 @@ pub struct Simulation {
     log: Vec<String>,
     /// The I/O path: event channels, kernel work, packets (sim/io.rs); None without I/O.
     io: Option<Box<io::IoState>>,
+    /// xenmon's fixed windows (sim/xenmon.rs); None when they are off.
+    xenmon: Option<Box<xenmon::Windows>>,
 }
 
 /// Events between two looks at the stop flag and at the progress of simulated time (a power of
@@ -314,11 +323,13 @@ mod io;
 mod lifecycle;
 mod tasks;
 mod trace_io;
+mod xenmon;
 
 pub use builder::SimBuilder;
 pub use evtchn::ScanOrder;
 pub use io::{FlowKind, IoSpec, NetFlow};
 pub use lifecycle::TimelineAction;
+pub use xenmon::{XenmonWindowRow, XmStats, MAX_WINDOWS as XENMON_MAX_WINDOWS};
 
 impl Simulation {
     pub fn now(&self) -> SimTime {
@@ -518,6 +529,7 @@ impl Simulation {
                 self.sample();
                 self.q.arm(self.sample_slot, self.now + self.sample_every);
             }
+            SlotKind::XenmonWindow => self.xenmon_window_end(),
             SlotKind::Warmup => self.reset_metrics(),
             SlotKind::End => {}
         }
@@ -682,7 +694,7 @@ impl Simulation {
             None => self.end_halt_window(c),
         }
         if let Some(n) = pick.next {
-            self.switch_in(l, n, c);
+            self.switch_in(l, n, c, pick.slice);
         }
         if let Some(p) = prev {
             self.with_sched(l, |s, ctx| s.context_saved(ctx, p));
@@ -700,6 +712,9 @@ impl Simulation {
         e.stats.time[e.state as usize] += d;
         if matches!(e.state, RunState::Runnable | RunState::Offline) {
             e.steal += d;
+        }
+        if new == RunState::Runnable && e.state != new {
+            e.wait_from = e.state;
         }
         e.state = new;
         e.since = now;
@@ -735,7 +750,8 @@ impl Simulation {
         }
     }
 
-    fn switch_in(&mut self, l: LevelId, e: EntityId, c: GCpu) {
+    /// `slice`: what the pick granted (xenmon's "allocated").
+    fn switch_in(&mut self, l: LevelId, e: EntityId, c: GCpu, slice: Option<Nanos>) {
         let lc = self.cpus[c.idx()].local;
         let lv = &mut self.levels[l.idx()];
         let g = lv.ent_g[e.idx()];
@@ -745,9 +761,12 @@ impl Simulation {
         let has_tick = lv.tick_period.is_some();
         let es = &mut self.ents[g.idx()];
         if es.state == RunState::Runnable && self.now >= self.warmup {
-            es.stats.wait.record(self.now - es.since);
+            let w = self.now - es.since;
+            es.stats.wait.record(w);
+            es.stats.xm.waited(es.wait_from, w);
         }
         es.stats.runs += 1;
+        es.stats.xm.dispatched(slice);
         if es.last_cpu.is_some_and(|p| p != c) {
             es.stats.migrations += 1;
         }

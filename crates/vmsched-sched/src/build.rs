@@ -413,6 +413,7 @@ pub fn build(s: &Scenario) -> Simulation {
     };
     add_io(&mut b, s, flows);
     add_events(&mut b, s, host);
+    b.xenmon_window(ns(s.run.xenmon_window_ns()));
     b.build(
         ns(s.run.duration_ns()),
         ns(s.run.warmup_ns()),

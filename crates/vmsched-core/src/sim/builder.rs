@@ -89,6 +89,7 @@ impl SimBuilder {
                 timeline: Vec::new(),
                 log: Vec::new(),
                 io: None,
+                xenmon: None,
             },
             seed,
         }
@@ -187,12 +188,14 @@ impl SimBuilder {
             last_cpu: None,
             steal: 0,
             paused: false,
+            wait_from: RunState::Blocked,
             stats: EntStats {
                 time: [0; 4],
                 runs: 0,
                 preemptions: 0,
                 migrations: 0,
                 wait: LatHist::with_precision(0, 2),
+                xm: Default::default(),
             },
         });
         g
@@ -377,6 +380,7 @@ impl SimBuilder {
             }
             sim.q.arm(sim.sample_slot, sample_every);
         }
+        sim.xenmon_start();
         sim
     }
 }

@@ -30,6 +30,7 @@ impl Simulation {
             e.stats.preemptions = 0;
             e.stats.migrations = 0;
             e.stats.wait.reset();
+            e.stats.xm = Default::default();
         }
         for t in 0..self.tasks.len() {
             self.tasks[t].executed_base = self.executed_ns(t);
@@ -39,6 +40,7 @@ impl Simulation {
             w.hists.iter_mut().for_each(|h| h.reset());
         }
         self.io_reset_metrics();
+        self.xenmon_reset();
     }
 
     /// CPU time task `t` really executed so far (its open interval included), since the start.
@@ -165,6 +167,8 @@ pub(crate) mod view {
         pub level: &'a str,
         pub name: &'a str,
         pub is_vcpu: bool,
+        /// For a vCPU, the guest level (domain) it runs.
+        pub domain: Option<&'a str>,
         pub group: u32,
         pub state: RunState,
         /// How long it has been waiting for a CPU, if it is runnable now.
@@ -193,6 +197,12 @@ pub(crate) mod view {
                     level: &lv.name,
                     name: &p.name,
                     is_vcpu: matches!(e.kind, EntKind::Vcpu(_)),
+                    domain: match e.kind {
+                        EntKind::Vcpu(vc) => {
+                            Some(self.levels[self.cpus[vc.idx()].level.idx()].name.as_str())
+                        }
+                        EntKind::Task(_) => None,
+                    },
                     group: p.group,
                     state: e.state,
                     open_wait: if e.state == RunState::Runnable {
