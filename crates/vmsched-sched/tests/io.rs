@@ -586,6 +586,68 @@ fn random_io_scenarios_keep_the_invariants() {
 }
 
 #[test]
+fn random_io_scenarios_with_guest_cpu_hotplug_keep_the_invariants() {
+    // The random I/O scenarios, with vCPU 1 of each two-vCPU domain that lives the whole run
+    // (the driver domain included) offlined mid-run and sometimes onlined again, on the hosts
+    // that take it (not the pinned one): its ports move with their events and handlers in
+    // progress (debug checks on).
+    let mut with_events = 0;
+    for seed in 0..60u64 {
+        let mut src = random_io(seed);
+        if src.contains("scheduler = \"pinned\"") {
+            // The pinned host takes no guest CPU hot-plug.
+            continue;
+        }
+        let mut ev = String::new();
+        for (k, block) in src.split("[[domain]]\n").skip(1).enumerate() {
+            if !block.contains("vcpus = 2\n") || block.contains("_at_ms") {
+                continue;
+            }
+            let name = block
+                .strip_prefix("name = \"")
+                .and_then(|b| b.split('"').next())
+                .unwrap();
+            let off = 5 + (seed * 7 + k as u64 * 13) % 40;
+            ev += &format!(
+                "\n[[event]]\nat_ms = {off}\naction = \"cpu_offline\"\ndomain = \"{name}\"\ncpu = 1\n"
+            );
+            if (seed + k as u64).is_multiple_of(2) {
+                ev += &format!(
+                    "\n[[event]]\nat_ms = {}\naction = \"cpu_online\"\ndomain = \"{name}\"\ncpu = 1\n",
+                    off + 3 + seed % 10
+                );
+            }
+        }
+        if ev.is_empty() {
+            continue;
+        }
+        with_events += 1;
+        src += &ev;
+        let s = vmsched_sched::load("random.toml", &src, &[])
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{src}"));
+        let mut sim = vmsched_sched::build(&s);
+        sim.set_debug_checks(true);
+        sim.run();
+        let r = sim.results();
+        for e in &r.entities {
+            let sum = e.running_ns + e.runnable_ns + e.blocked_ns + e.offline_ns;
+            assert_eq!(sum, r.measured_ns, "seed {seed}: {}\n{src}", e.name);
+        }
+        for p in &r.ports {
+            let offline_now = src.contains(&format!("domain = \"{}\"\ncpu = 1", p.level))
+                && !src.contains(&format!("\"cpu_online\"\ndomain = \"{}\"", p.level));
+            assert!(
+                !(offline_now && p.vcpu == 1),
+                "seed {seed}: port {} of {} left on offline vCPU 1\n{src}",
+                p.port,
+                p.level
+            );
+        }
+    }
+    assert!(with_events >= 20, "{with_events} scenarios with hot-plug");
+}
+
+#[test]
 fn the_shipped_io_scenario_is_deterministic_and_pings_behind_the_hogs() {
     let p = concat!(
         env!("CARGO_MANIFEST_DIR"),

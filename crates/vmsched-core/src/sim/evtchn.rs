@@ -58,10 +58,6 @@ pub(crate) enum PortFn {
 pub(crate) struct Port {
     /// The local vCPU the port notifies (`EVTCHNOP_bind_vcpu`; vCPU 0 by default).
     pub vcpu: u32,
-    /// The vCPUs its interrupt may go to (Linux's IRQ affinity mask): the bound vCPU at
-    /// first (the scenario pins it there), every vCPU online at the time once an offline has
-    /// broken it (see [`Evtchn::rebind_off`]).
-    pub affinity: CpuSet,
     pub func: PortFn,
     /// When it last became pending (meaningful while pending).
     pub since: u64,
@@ -98,6 +94,11 @@ pub(crate) struct Evtchn {
     pub vcpus: Vec<VcpuEvt>,
     /// Per vCPU, the ports bound to it, as words (Linux's `cpu_evtchn_mask`).
     cpu_mask: Vec<Vec<u64>>,
+    /// The ports whose affinity an offline has broken, with their affinity now (every vCPU
+    /// online at the time). Any other port's affinity (Linux's IRQ affinity mask) is its bound
+    /// vCPU: the scenario pins it there. Cold: read and written only at an offline
+    /// ([`Evtchn::rebind_off`]), and kept out of [`Port`] (a `CpuSet` is large).
+    broken: std::collections::BTreeMap<u32, CpuSet>,
 }
 
 impl Evtchn {
@@ -117,6 +118,7 @@ impl Evtchn {
             ports: vec![None],
             vcpus: vec![VcpuEvt::default(); nr_vcpus as usize],
             cpu_mask: vec![vec![0; 64]; nr_vcpus as usize],
+            broken: std::collections::BTreeMap::new(),
         }
     }
 
@@ -143,12 +145,12 @@ impl Evtchn {
         }
         self.ports[port] = Some(Port {
             vcpu,
-            affinity: CpuSet::single(CpuId(vcpu)),
             func,
             since: 0,
             served: 0,
             max_wait: 0,
         });
+        self.broken.remove(&(port as u32));
         let (w, b) = self.at(port as u32);
         self.cpu_mask[vcpu as usize][w] |= b;
         Ok(port as u32)
@@ -275,11 +277,11 @@ impl Evtchn {
             if p.vcpu != v {
                 continue;
             }
-            let mut aff = p.affinity;
+            let aff = self.affinity(port);
             let to = match aff.and(online).first() {
                 Some(c) => c.0,
                 None => {
-                    aff = *online;
+                    self.broken.insert(port, *online);
                     let c = online
                         .first()
                         .expect("invariant: a domain keeps an online vCPU");
@@ -287,7 +289,7 @@ impl Evtchn {
                     c.0
                 }
             };
-            if let Some(k) = self.rebind(port, to, aff) {
+            if let Some(k) = self.rebind(port, to) {
                 kicks.push(k);
             }
         }
@@ -299,16 +301,27 @@ impl Evtchn {
         (kicks, broken)
     }
 
-    /// Moves `port` to vCPU `to` with affinity `aff` (Xen `evtchn_bind_vcpu` inside Linux's
-    /// mask/unmask): Some(vCPU) when its pending event newly marked `to`'s upcall.
-    fn rebind(&mut self, port: u32, to: u32, aff: CpuSet) -> Option<u32> {
+    /// `port`'s affinity (Linux's IRQ affinity mask): its bound vCPU, or what an offline that
+    /// broke it left.
+    pub fn affinity(&self, port: u32) -> CpuSet {
+        match self.broken.get(&port) {
+            Some(a) => *a,
+            None => {
+                let p = self.ports[port as usize].expect("invariant: a bound port");
+                CpuSet::single(CpuId(p.vcpu))
+            }
+        }
+    }
+
+    /// Moves `port` to vCPU `to` (Xen `evtchn_bind_vcpu` inside Linux's mask/unmask): Some(vCPU)
+    /// when its pending event newly marked `to`'s upcall.
+    fn rebind(&mut self, port: u32, to: u32) -> Option<u32> {
         let (w, b) = self.at(port);
         let p = self.ports[port as usize]
             .as_mut()
             .expect("invariant: a rebound port is bound");
         let from = p.vcpu;
         p.vcpu = to;
-        p.affinity = aff;
         self.cpu_mask[from as usize][w] &= !b;
         self.cpu_mask[to as usize][w] |= b;
         if self.pending[w] & b != 0 && self.masked[w] & b == 0 {
@@ -553,6 +566,11 @@ mod tests {
         assert_eq!(kicks, vec![0], "the pending event marks vCPU 0's upcall");
         assert_eq!(broken, vec![(a, 0)]);
         assert_eq!(d.ports[a as usize].unwrap().vcpu, 0);
+        assert!(d.affinity(a) == online, "broken to the online vCPUs");
+        assert!(
+            d.affinity(b) == CpuSet::single(CpuId(2)),
+            "unbroken: its vCPU"
+        );
         assert!(
             !d.vcpus[1].upcall && d.vcpus[1].sel == 0,
             "vCPU 1 is left clean"
