@@ -256,10 +256,10 @@ impl Evtchn {
     /// longer affine to CPU" case) and the target is the lowest of them.
     ///
     /// Each move is Linux `xen_rebind_evtchn_to_cpu`: mask the port, `EVTCHNOP_bind_vcpu` (Xen
-    /// `evtchn_bind_vcpu` changes the port's notified vCPU), move the port in the guest's
-    /// per-vCPU masks (`bind_evtchn_to_cpu`), unmask. The unmask (Xen `evtchn_2l_unmask`)
-    /// re-raises a port that is still pending on the *new* vCPU's selector and upcall, so a
-    /// pending event moves with its port. A port masked by a handler in progress stays masked
+    /// `evtchn_bind_vcpu` only changes an interdomain port's notified vCPU: it raises nothing
+    /// itself), move the port in the guest's per-vCPU masks (`bind_evtchn_to_cpu`), unmask.
+    /// The unmask (Xen `evtchn_2l_unmask`) re-raises a port that is still pending on the *new*
+    /// vCPU's selector and upcall, so a pending event moves with its port. A port masked by a handler in progress stays masked
     /// (the engine completes that handler first; its unmask then marks the new vCPU).
     ///
     /// Afterwards vCPU `v` has no port: its selector, upcall flag and scan state are cleared,
