@@ -23,7 +23,11 @@
 //!
 //! Simplified (docs/io.md): round-robin looks at every port's current pending bit when it picks
 //! the next one (upstream reads a word's bits once per visit); FIFO event channels (4.4+) are
-//! not modelled; a port is bound to one vCPU for the whole run.
+//! not modelled; a port moves only when its vCPU goes offline ([`Evtchn::rebind`], driven by
+//! `sim/io.rs` from the guest CPU's offline), never at the guest's or irqbalance's wish.
+
+use crate::cpuset::CpuSet;
+use crate::ids::CpuId;
 
 /// The guest's order of serving pending ports (`[domain.kernel] evtchn_order`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
@@ -90,6 +94,11 @@ pub(crate) struct Evtchn {
     pub vcpus: Vec<VcpuEvt>,
     /// Per vCPU, the ports bound to it, as words (Linux's `cpu_evtchn_mask`).
     cpu_mask: Vec<Vec<u64>>,
+    /// The ports whose affinity an offline has broken, with their affinity now (every vCPU
+    /// online at the time). Any other port's affinity (Linux's IRQ affinity mask) is its bound
+    /// vCPU: the scenario pins it there. Cold: read and written only at an offline
+    /// ([`Evtchn::rebind_off`]), and kept out of [`Port`] (a `CpuSet` is large).
+    broken: std::collections::BTreeMap<u32, CpuSet>,
 }
 
 impl Evtchn {
@@ -109,6 +118,7 @@ impl Evtchn {
             ports: vec![None],
             vcpus: vec![VcpuEvt::default(); nr_vcpus as usize],
             cpu_mask: vec![vec![0; 64]; nr_vcpus as usize],
+            broken: std::collections::BTreeMap::new(),
         }
     }
 
@@ -140,6 +150,7 @@ impl Evtchn {
             served: 0,
             max_wait: 0,
         });
+        self.broken.remove(&(port as u32));
         let (w, b) = self.at(port as u32);
         self.cpu_mask[vcpu as usize][w] |= b;
         Ok(port as u32)
@@ -229,6 +240,91 @@ impl Evtchn {
         let (w, b) = self.at(port);
         self.masked[w] &= !b;
         if self.pending[w] & b != 0 {
+            self.mark(port, w)
+        } else {
+            None
+        }
+    }
+
+    /// vCPU `v` goes offline, `online` being the domain's vCPUs still online: every port bound
+    /// to it moves to another one, in port order. Returns the vCPUs whose upcall became newly
+    /// pending (to kick), and the ports whose affinity was broken (to log).
+    ///
+    /// The target, as Linux v5.10 picks it (`irq_migrate_all_off_this_cpu` → `migrate_one_irq`,
+    /// then the Xen IRQ chip's `set_affinity_irq`): the lowest online vCPU of the port's
+    /// affinity; if none is online, the affinity becomes every online vCPU (the kernel's "no
+    /// longer affine to CPU" case) and the target is the lowest of them.
+    ///
+    /// Each move is Linux `xen_rebind_evtchn_to_cpu`: mask the port, `EVTCHNOP_bind_vcpu` (Xen
+    /// `evtchn_bind_vcpu` only changes an interdomain port's notified vCPU: it raises nothing
+    /// itself), move the port in the guest's per-vCPU masks (`bind_evtchn_to_cpu`), unmask.
+    /// The unmask (Xen `evtchn_2l_unmask`) re-raises a port that is still pending on the *new*
+    /// vCPU's selector and upcall, so a pending event moves with its port. A port masked by a handler in progress stays masked
+    /// (the engine completes that handler first; its unmask then marks the new vCPU).
+    ///
+    /// Afterwards vCPU `v` has no port: its selector, upcall flag and scan state are cleared,
+    /// so a port bound there again later starts from a clean upcall.
+    pub fn rebind_off(&mut self, v: u32, online: &CpuSet) -> (Vec<u32>, Vec<(u32, u32)>) {
+        assert!(
+            !online.contains(CpuId(v)),
+            "invariant: the vCPU going offline is not in the online set"
+        );
+        let (mut kicks, mut broken) = (Vec::new(), Vec::new());
+        for port in 1..self.ports.len() as u32 {
+            let Some(p) = self.ports[port as usize] else {
+                continue;
+            };
+            if p.vcpu != v {
+                continue;
+            }
+            let aff = self.affinity(port);
+            let to = match aff.and(online).first() {
+                Some(c) => c.0,
+                None => {
+                    self.broken.insert(port, *online);
+                    let c = online
+                        .first()
+                        .expect("invariant: a domain keeps an online vCPU");
+                    broken.push((port, c.0));
+                    c.0
+                }
+            };
+            if let Some(k) = self.rebind(port, to) {
+                kicks.push(k);
+            }
+        }
+        let keep = self.vcpus[v as usize].last;
+        self.vcpus[v as usize] = VcpuEvt {
+            last: keep,
+            ..VcpuEvt::default()
+        };
+        (kicks, broken)
+    }
+
+    /// `port`'s affinity (Linux's IRQ affinity mask): its bound vCPU, or what an offline that
+    /// broke it left.
+    pub fn affinity(&self, port: u32) -> CpuSet {
+        match self.broken.get(&port) {
+            Some(a) => *a,
+            None => {
+                let p = self.ports[port as usize].expect("invariant: a bound port");
+                CpuSet::single(CpuId(p.vcpu))
+            }
+        }
+    }
+
+    /// Moves `port` to vCPU `to` (Xen `evtchn_bind_vcpu` inside Linux's mask/unmask): Some(vCPU)
+    /// when its pending event newly marked `to`'s upcall.
+    fn rebind(&mut self, port: u32, to: u32) -> Option<u32> {
+        let (w, b) = self.at(port);
+        let p = self.ports[port as usize]
+            .as_mut()
+            .expect("invariant: a rebound port is bound");
+        let from = p.vcpu;
+        p.vcpu = to;
+        self.cpu_mask[from as usize][w] &= !b;
+        self.cpu_mask[to as usize][w] |= b;
+        if self.pending[w] & b != 0 && self.masked[w] & b == 0 {
             self.mark(port, w)
         } else {
             None
@@ -455,5 +551,60 @@ mod tests {
         assert_eq!(l.set_pending(2, 0), Some(1));
         assert_eq!(l.next_port(0), None);
         assert_eq!(l.next_port(1), Some(2));
+    }
+
+    #[test]
+    fn offline_rebinds_to_the_lowest_online_vcpu_of_the_affinity_and_moves_the_pending_event() {
+        let mut d = Evtchn::new(ScanOrder::RoundRobin, 64, 4);
+        let a = d.bind(1, PortFn::Idle).unwrap();
+        let b = d.bind(2, PortFn::Idle).unwrap();
+        assert_eq!(d.set_pending(a, 0), Some(1));
+        // vCPU 1 goes offline with 0, 2 and 3 online: the port's affinity {1} has no online
+        // vCPU, so it is broken to every online vCPU and the port goes to the lowest, 0.
+        let online = CpuSet::from_ids([0, 2, 3]);
+        let (kicks, broken) = d.rebind_off(1, &online);
+        assert_eq!(kicks, vec![0], "the pending event marks vCPU 0's upcall");
+        assert_eq!(broken, vec![(a, 0)]);
+        assert_eq!(d.ports[a as usize].unwrap().vcpu, 0);
+        assert!(d.affinity(a) == online, "broken to the online vCPUs");
+        assert!(
+            d.affinity(b) == CpuSet::single(CpuId(2)),
+            "unbroken: its vCPU"
+        );
+        assert!(
+            !d.vcpus[1].upcall && d.vcpus[1].sel == 0,
+            "vCPU 1 is left clean"
+        );
+        assert_eq!(d.next_port(1), None);
+        assert_eq!(d.next_port(0), Some(a), "served on vCPU 0");
+        d.ack(a, 0);
+        assert_eq!(
+            d.ports[b as usize].unwrap().vcpu,
+            2,
+            "another vCPU's port stays"
+        );
+        // vCPU 0 goes offline next: the port's (broken) affinity {0, 2, 3} still holds online
+        // vCPUs, so it goes to the lowest of them, 2, without breaking again. It is masked (its
+        // handler runs): it moves, but marks nothing until the unmask, which marks vCPU 2.
+        d.set_pending(a, 0);
+        let (kicks, broken) = d.rebind_off(0, &CpuSet::from_ids([2, 3]));
+        assert!(
+            kicks.is_empty() && broken.is_empty(),
+            "{kicks:?} {broken:?}"
+        );
+        assert_eq!(d.ports[a as usize].unwrap().vcpu, 2);
+        assert_eq!(d.unmask(a), Some(2));
+        assert_eq!(d.next_port(2), Some(a));
+    }
+
+    #[test]
+    fn offline_rebinds_in_lowest_first_order_too() {
+        let mut d = Evtchn::new(ScanOrder::LowestFirst, 64, 2);
+        d.bind(0, PortFn::Idle).unwrap();
+        let p = d.bind(1, PortFn::Idle).unwrap();
+        assert_eq!(d.set_pending(p, 0), Some(1));
+        let (kicks, _) = d.rebind_off(1, &CpuSet::from_ids([0]));
+        assert_eq!(kicks, vec![0]);
+        assert_eq!(d.next_port(0), Some(p));
     }
 }

@@ -14,6 +14,10 @@
 //! modelled. Sleep timers armed on a guest CPU move to the lowest online CPU of the guest (Linux
 //! `hrtimers_dead_cpu` moves them to the CPU doing the offline), its tick stops, and its vCPU
 //! goes down at the host (`VCPUOP_down`: `Scheduler::set_down`), `offline` until it comes up.
+//! Before all that, a guest CPU's event channels move (`Simulation::evtchn_cpu_offline` in
+//! `sim/io.rs`, Linux `irq_migrate_all_off_this_cpu` → `xen_rebind_evtchn_to_cpu`): the
+//! handler in progress there completes, every port bound there is rebound to an online vCPU
+//! and its pending event follows it. They stay there when the CPU comes back online.
 //!
 //! **Online** (`cpupool_cpu_add` → `schedule_cpu_add`; `sched_cpu_activate`). The engine marks
 //! the CPU online and calls `Scheduler::cpu_online`; for a guest CPU it then brings the vCPU up
@@ -43,6 +47,10 @@ impl Simulation {
             self.levels[l.idx()].name
         );
         self.levels[l.idx()].cpu_info[lc.idx()].online = false;
+        // Its event channels move first: the handler in progress there completes, then the
+        // interrupted task is the scheduler's to move like any other.
+        self.evtchn_cpu_offline(l, lc);
+        self.run_actions();
         self.break_affinities(l, lc);
         self.with_sched(l, |s, ctx| s.cpu_offline(ctx, lc));
         // The reschedules it asked for (raised outside any CPU: at once).

@@ -29,6 +29,7 @@
 
 use super::evtchn::{Evtchn, PortFn};
 use super::*;
+use crate::cpuset::CpuSet;
 use crate::scenario::io::NetbackConfig;
 use crate::workload::ping::{self, PingTimes};
 use crate::workload::stream::{self, StreamParams};
@@ -456,6 +457,69 @@ impl Simulation {
             let at = now + k.remaining;
             let slot = k.slot.expect("invariant: a kernel-work slot");
             self.q.arm(slot, at);
+        }
+    }
+
+    /// Guest CPU `lc` of level `l` goes offline (already marked offline; cold path, from
+    /// [`Self::cpu_offline`]): its event channels follow Linux's CPU offline.
+    ///
+    /// 1. Kernel work in progress there completes first, at the offline's instant: Linux takes
+    ///    a CPU down from its stopper task (`take_cpu_down` under `stop_machine`), which runs
+    ///    only once the CPU has left the interrupt handler it was in, so a handler is never
+    ///    cut off. The model does not delay the offline by the handler's remaining cost: the
+    ///    handler's effects (its packets move on, the port is unmasked) happen now, and the
+    ///    rest of its cost is not charged (at most one port's batch, docs/io.md).
+    /// 2. Every port bound to that vCPU moves to an online vCPU ([`Evtchn::rebind_off`]: the
+    ///    lowest online vCPU of the port's affinity, else the affinity is broken to every
+    ///    online vCPU and logged, as Linux's "IRQ no longer affine to CPU" warning); a pending
+    ///    event moves with its port and kicks its new vCPU.
+    /// 3. The upcall on the dying CPU ends: nothing is bound there any more.
+    ///
+    /// Ports stay where they moved when the CPU comes back (Linux does not move them back;
+    /// irqbalance in the guest might, which is not modelled).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn evtchn_cpu_offline(&mut self, l: LevelId, lc: CpuId) {
+        if self.io.as_ref().is_none_or(|io| io.doms[l.idx()].is_none()) {
+            return;
+        }
+        let c = self.levels[l.idx()].cpu_g[lc.idx()];
+        if self.io().kcpu[c.idx()].port != 0 {
+            let k = &mut self.io().kcpu[c.idx()];
+            k.remaining = 0;
+            k.since = None;
+            let s = k.slot.expect("invariant: a kernel-work slot");
+            self.q.cancel(s);
+            self.port_done(c);
+        }
+        if let Some(s) = self.io().kcpu[c.idx()].upcall_slot {
+            self.q.cancel(s);
+        }
+        let mut online = CpuSet::empty();
+        for (i, ci) in self.levels[l.idx()].cpu_info.iter().enumerate() {
+            if ci.online {
+                online.insert(CpuId(i as u32));
+            }
+        }
+        let (kicks, broken) = self.evt(l).rebind_off(lc.0, &online);
+        for (port, to) in broken {
+            self.log.push(format!(
+                "t={} ns {}: CPU {} offline: event-channel port {} no longer affine to it \
+                 (now every online CPU; bound to CPU {})",
+                self.now,
+                self.levels[l.idx()].name,
+                lc.0,
+                port,
+                to
+            ));
+        }
+        self.cpus[c.idx()].pending.clear(PendingIrqs::EVTCHN);
+        if self.cpus[c.idx()].kwork {
+            self.kwork_end(c);
+        }
+        for v in kicks {
+            let t = self.levels[l.idx()].cpu_g[v as usize];
+            self.upcall_kick(t);
         }
     }
 
