@@ -166,7 +166,9 @@ pub fn small_enough(s: &vmsched_sched::Scenario) -> bool {
 
 /// A random scenario over every table, each choice drawn from the fuzzer's bytes: the grammar of
 /// `random_scenario` in crates/vmsched-sched/tests/hardening.rs, with values at and past the
-/// edges of their ranges. When the bytes run out every further choice is the first option.
+/// edges of their ranges. When the bytes run out every further choice is the first option. The
+/// Credit1 host (either era) and the `[[event]]` timeline are drawn last, after the domains, so
+/// inputs written before they were added keep their scenario.
 pub fn generate(u: &mut Unstructured) -> String {
     let mut p = Pick(u);
     let mut s = String::new();
@@ -189,18 +191,27 @@ pub fn generate(u: &mut Unstructured) -> String {
         _ if sockets > 0 && (pcpus / sockets) % 2 == 0 => 1 + p.pick(2),
         _ => 1,
     };
-    s += &format!(
-        "[machine]\npcpus = {pcpus}\narch = \"{}\"\nsockets = {}\nthreads_per_core = {}\n\
-         ipi_latency_ns = {}\nctxsw_cost_ns = {}\nvwfi = \"{}\"\nwfe_trap_ns = {}\n",
-        ["x86", "arm64"][p.pick(2) as usize],
-        sockets,
-        threads,
+    let arch = ["x86", "arm64"][p.pick(2) as usize];
+    let (ipi, ctxsw) = (
         p.among(&[0, 0, 1, 1000, 50_000], &[10_000_000]),
         p.among(&[0, 0, 1, 2000], &[5_000_000]),
-        ["trap", "native"][p.pick(2) as usize],
+    );
+    // "native" is an Arm option (refused on x86 since the hypervisor seam): x86 keeps the draw,
+    // so later choices keep their bytes, and traps.
+    let vwfi = match (arch, p.pick(2)) {
+        ("arm64", 1) => "native",
+        _ => "trap",
+    };
+    s += &format!(
+        "[machine]\npcpus = {pcpus}\narch = \"{arch}\"\nsockets = {}\nthreads_per_core = {}\n\
+         ipi_latency_ns = {ipi}\nctxsw_cost_ns = {ctxsw}\nvwfi = \"{vwfi}\"\nwfe_trap_ns = {}\n",
+        sockets,
+        threads,
         [0, 1, 2000][p.pick(3) as usize],
     );
-    if p.pick(4) == 0 {
+    let host_at = s.len();
+    let pinned = p.pick(4) == 0;
+    if pinned {
         s += "[host]\nscheduler = \"pinned\"\n";
     } else {
         s += &format!(
@@ -214,8 +225,11 @@ pub fn generate(u: &mut Unstructured) -> String {
             p.pick(2) == 1,
         );
     }
+    let host_end = s.len();
+    let mut doms = Vec::new();
     for d in 0..1 + p.pick(3) {
         let vcpus = p.among(&[1, 2, 3, 4], &[0]);
+        doms.push(vcpus);
         s += &format!(
             "[[domain]]\nname = \"d{d}\"\nvcpus = {vcpus}\nweight = {}\ncap = {}\n",
             p.among(&[1, 256, 512, 65535], &[0]),
@@ -267,7 +281,7 @@ pub fn generate(u: &mut Unstructured) -> String {
         }
         for w in 0..p.pick(4) {
             let aff = if p.pick(3) == 0 {
-                format!("affinity = [{}]\n", p.index(vcpus as u64))
+                format!("affinity = [{}]\n", p.index(vcpus))
             } else {
                 String::new()
             };
@@ -342,7 +356,163 @@ pub fn generate(u: &mut Unstructured) -> String {
             };
         }
     }
+    // Appended choices: drawn after every earlier one, so an input written for the generator
+    // before them keeps its scenario (with no bytes left each is its first option: no change).
+    let mut host = if pinned { Host::Pinned } else { Host::Credit2 };
+    if !pinned {
+        if let Some((h, text)) = credit1_host(&mut p) {
+            s.replace_range(host_at..host_end, &text);
+            host = h;
+        }
+    }
+    timeline(&mut p, &mut s, host, duration, pcpus, &doms);
     s
+}
+
+/// The host scheduler drawn, for the timeline's choices.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Host {
+    Pinned,
+    Credit2,
+    Credit33,
+    Credit4,
+}
+
+/// `[host]` of Xen Credit1, or None (first option: keep the Credit2 host drawn before). One time
+/// in 32 one field takes an edge value (past its range, or an option the release lacks), to be
+/// refused.
+fn credit1_host(p: &mut Pick) -> Option<(Host, String)> {
+    let (host, version) = match p.pick(3) {
+        0 => return None,
+        1 => (Host::Credit33, "3.3"),
+        _ => (Host::Credit4, ["4.20", "4.18", "4.19"][p.pick(3) as usize]),
+    };
+    let bad = (p.pick(32) == 31).then(|| p.pick(6));
+    // Field `f`'s value: one of `usual`, or of `edge` if `f` is the broken one.
+    let mut or = |f: u64, usual: &[u64], edge: &[u64]| {
+        let v = if bad == Some(f) { edge } else { usual };
+        v[p.pick(v.len() as u64) as usize]
+    };
+    let mut s = format!(
+        "[host]\nscheduler = \"credit\"\nversion = \"{}\"\nsmt_power_savings = {}\n",
+        if bad == Some(0) { "4.17" } else { version },
+        or(9, &[0, 1], &[]) == 1,
+    );
+    if host == Host::Credit33 && bad.is_some() {
+        s += "tslice_ms = 10\n";
+    }
+    if host == Host::Credit4 {
+        s += &format!(
+            "tslice_ms = {}\nratelimit_us = {}\ntickle_one_idle_cpu = {}\n\
+             vcpu_migration_delay_us = {}\nload_balance_ratelimit_us = {}\n",
+            or(1, &[30, 1, 5, 1000], &[0, 1001]),
+            or(2, &[1000, 0, 100, 5000], &[1, 500_001]),
+            or(9, &[1, 0], &[]) == 1,
+            or(3, &[0, 1000, 100_000], &[100_001]),
+            or(4, &[1000, 0, 1_000_000], &[1_000_001]),
+        );
+    }
+    s += &format!(
+        "timer_slop_ns = {}\ntimer_entry_ns = {}\n",
+        or(9, &[50_000, 0, 1], &[]),
+        or(5, &[1000, 0], &[1_000_001]),
+    );
+    Some((host, s))
+}
+
+/// Up to four `[[event]]`s at 0 or 1 ms (the `run` target's runs last 2 ms; only 0 if the file
+/// says 1 ms, which the events are checked against): a domain's weight and cap, a pause or
+/// unpause, a pCPU or a guest CPU offline or back online, a scheduler-wide change the host takes. A valid timeline by construction, but one time in 32 one of its
+/// events takes edge values (a CPU 0 or past the last one, a domain that does not exist, a time
+/// past the end, values past their ranges), and one time in 32 the pinned host, which takes no
+/// event, gets events too.
+fn timeline(p: &mut Pick, s: &mut String, host: Host, duration: u64, pcpus: u64, doms: &[u64]) {
+    let n = p.pick(5);
+    if host == Host::Pinned && !p.among(&[false], &[true]) {
+        return;
+    }
+    let bad = (p.pick(32) == 31).then(|| p.pick(n.max(1)));
+    let mut t = 0;
+    let mut host_on = vec![true; pcpus as usize];
+    let mut guest_on: Vec<Vec<bool>> = doms.iter().map(|&v| vec![true; v as usize]).collect();
+    let mut paused = vec![false; doms.len()];
+    for k in 0..n {
+        let e = bad == Some(k);
+        // One of `usual`, or of `edge` in the edge event.
+        let mut or = |usual: &[u64], edge: &[u64]| {
+            let v = if e { edge } else { usual };
+            v[p.pick(v.len() as u64) as usize]
+        };
+        let last = duration.clamp(1, 2) - 1;
+        t = (t + or(&[0, 1], &[2])).min(if e { 2 } else { last });
+        let at = t;
+        let all: Vec<u64> = (0..doms.len() as u64).collect();
+        let d = or(&all, &[doms.len() as u64]) as usize;
+        let dom = format!("d{d}");
+        let ev = match or(&[0, 1, 2, 3, 4], &[0, 1, 2, 3, 4]) {
+            0 => {
+                let mut ev = format!("action = \"sched_domain\"\ndomain = \"{dom}\"\n");
+                match or(&[0, 1, 2], &[0, 1, 2]) {
+                    0 => ev += &format!("weight = {}\n", or(&[128, 256, 1024], &[0, 65536])),
+                    1 => ev += &format!("cap = {}\n", or(&[0, 10, 50, 100], &[100_000])),
+                    _ => ev += "weight = 512\ncap = 0\n",
+                }
+                ev
+            }
+            1 => {
+                let on = paused.get_mut(d).is_some_and(|x| {
+                    *x = !*x;
+                    *x
+                });
+                let action = if on { "pause" } else { "unpause" };
+                format!("action = \"{action}\"\ndomain = \"{dom}\"\n")
+            }
+            2 if e || pcpus > 1 => {
+                let cpus: Vec<u64> = (1..pcpus.max(2)).collect();
+                let c = or(&cpus, &[0, pcpus]);
+                let action = match host_on.get_mut(c as usize) {
+                    Some(on) if !e => {
+                        *on = !*on;
+                        if *on {
+                            "cpu_online"
+                        } else {
+                            "cpu_offline"
+                        }
+                    }
+                    _ => "cpu_offline",
+                };
+                format!("action = \"{action}\"\ncpu = {c}\n")
+            }
+            3 if e || doms.get(d).is_some_and(|&v| v > 1) => {
+                let v = doms.get(d).copied().unwrap_or(1);
+                let cpus: Vec<u64> = (1..v.max(2)).collect();
+                let c = or(&cpus, &[0, v]);
+                let on = guest_on
+                    .get_mut(d)
+                    .and_then(|g| g.get_mut(c as usize))
+                    .is_some_and(|on| {
+                        *on = !*on;
+                        *on
+                    });
+                let action = if on { "cpu_online" } else { "cpu_offline" };
+                format!("action = \"{action}\"\ndomain = \"{dom}\"\ncpu = {c}\n")
+            }
+            2 | 3 => continue,
+            _ if host == Host::Credit33 && !e => continue,
+            _ => match or(&[0, 1], &[0, 1]) {
+                0 => format!(
+                    "action = \"sched_host\"\nratelimit_us = {}\n",
+                    or(&[0, 100, 1000], &[1, 500_001])
+                ),
+                _ if host == Host::Credit2 && !e => continue,
+                _ => format!(
+                    "action = \"sched_host\"\ntslice_ms = {}\n",
+                    or(&[1, 10, 30], &[0, 1001])
+                ),
+            },
+        };
+        *s += &format!("[[event]]\nat_ms = {at}\n{ev}");
+    }
 }
 
 /// The fuzzer's choices. `among` takes an edge value (one the validator should refuse, or one at

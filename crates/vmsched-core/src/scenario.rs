@@ -329,10 +329,11 @@ impl MachineConfig {
 pub struct DomainConfig<G> {
     pub name: String,
     pub vcpus: u32,
-    /// Xen weight (xl sched-credit2 -w).
+    /// Xen weight (`xl sched-credit -w`, `xl sched-credit2 -w`; xl.cfg `cpu_weight`).
     #[serde(default = "d_weight")]
     pub weight: u32,
-    /// Xen cap in percent of one pCPU, 0 = none (xl sched-credit2 -c).
+    /// Xen cap in percent of one pCPU, 0 = none (`xl sched-credit -c`, `xl sched-credit2 -c`;
+    /// xl.cfg `cap`).
     #[serde(default)]
     pub cap: u32,
     /// Hard affinity of every vCPU (pCPU ids); default all.
@@ -656,7 +657,10 @@ where
             if d.weight == 0 || d.weight > 65535 {
                 return Err((
                     at("weight"),
-                    format!("must be 1..=65535 (xl sched-credit2 -w), got {}", d.weight),
+                    format!(
+                        "must be 1..=65535 (xl sched-credit -w, xl sched-credit2 -w), got {}",
+                        d.weight
+                    ),
                 ));
             }
             if d.cap > 100 * d.vcpus {

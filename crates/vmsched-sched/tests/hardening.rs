@@ -609,6 +609,7 @@ fn random_scenario(seed: u64) -> String {
         );
     }
     let pinned = pick(4) == 0;
+    let host_at = s.len();
     if pinned {
         s += "[host]\nscheduler = \"pinned\"\n";
     } else {
@@ -623,8 +624,11 @@ fn random_scenario(seed: u64) -> String {
             pick(2) == 1,
         );
     }
+    let host_end = s.len();
+    let mut doms = Vec::new();
     for d in 0..1 + pick(3) {
         let vcpus = 1 + pick(4);
+        doms.push(vcpus);
         s += &format!(
             "[[domain]]\nname = \"d{d}\"\nvcpus = {vcpus}\nweight = {}\ncap = {}\n",
             [1, 256, 512, 65535][pick(4) as usize],
@@ -731,6 +735,89 @@ fn random_scenario(seed: u64) -> String {
                     )
                 }
             };
+        }
+    }
+    // Drawn last, so every earlier choice of a seed stays what it was: a Credit1 host instead
+    // of Credit2 (either era), and a timeline of events.
+    let mut host = if pinned { "pinned" } else { "credit2" };
+    if !pinned && pick(3) != 0 {
+        let v33 = pick(2) == 0;
+        host = if v33 { "credit 3.3" } else { "credit 4.x" };
+        let mut h = format!(
+            "[host]\nscheduler = \"credit\"\nversion = \"{}\"\nsmt_power_savings = {}\n",
+            if v33 {
+                "3.3"
+            } else {
+                ["4.18", "4.19", "4.20"][pick(3) as usize]
+            },
+            pick(2) == 1
+        );
+        if !v33 {
+            h += &format!(
+                "tslice_ms = {}\nratelimit_us = {}\ntickle_one_idle_cpu = {}\n\
+                 vcpu_migration_delay_us = {}\nload_balance_ratelimit_us = {}\n",
+                [30, 1, 5, 1000][pick(4) as usize],
+                [1000, 0, 100, 5000][pick(4) as usize],
+                pick(2) == 0,
+                [0, 1000, 100_000][pick(3) as usize],
+                [1000, 0, 1_000_000][pick(3) as usize],
+            );
+        }
+        s.replace_range(host_at..host_end, &h);
+    }
+    // Timeline events, valid by construction for the host drawn (the pinned host takes none).
+    if !pinned {
+        let mut host_on = vec![true; pcpus as usize];
+        let mut guest_on: Vec<Vec<bool>> = doms.iter().map(|&v| vec![true; v as usize]).collect();
+        let mut paused = vec![false; doms.len()];
+        let mut t = 0;
+        for _ in 0..pick(6) {
+            t += pick(duration / 3 + 1);
+            if t >= duration {
+                break;
+            }
+            let d = pick(doms.len() as u64) as usize;
+            let ev = match pick(5) {
+                0 => format!(
+                    "action = \"sched_domain\"\ndomain = \"d{d}\"\nweight = {}\ncap = {}\n",
+                    [128, 256, 1024][pick(3) as usize],
+                    [0, 10, 50][pick(3) as usize]
+                ),
+                1 => {
+                    paused[d] = !paused[d];
+                    let action = if paused[d] { "pause" } else { "unpause" };
+                    format!("action = \"{action}\"\ndomain = \"d{d}\"\n")
+                }
+                2 if pcpus > 1 => {
+                    let c = 1 + pick(pcpus - 1);
+                    let on = &mut host_on[c as usize];
+                    *on = !*on;
+                    let action = if *on { "cpu_online" } else { "cpu_offline" };
+                    format!("action = \"{action}\"\ncpu = {c}\n")
+                }
+                3 if doms[d] > 1 => {
+                    let c = 1 + pick(doms[d] - 1);
+                    let on = &mut guest_on[d][c as usize];
+                    *on = !*on;
+                    let action = if *on { "cpu_online" } else { "cpu_offline" };
+                    format!("action = \"{action}\"\ndomain = \"d{d}\"\ncpu = {c}\n")
+                }
+                4 if host != "credit 3.3" => {
+                    if host == "credit 4.x" && pick(2) == 0 {
+                        format!(
+                            "action = \"sched_host\"\ntslice_ms = {}\n",
+                            [1, 10, 30][pick(3) as usize]
+                        )
+                    } else {
+                        format!(
+                            "action = \"sched_host\"\nratelimit_us = {}\n",
+                            [0, 100, 1000][pick(3) as usize]
+                        )
+                    }
+                }
+                _ => continue,
+            };
+            s += &format!("[[event]]\nat_ms = {t}\n{ev}");
         }
     }
     s

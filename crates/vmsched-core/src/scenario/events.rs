@@ -1,5 +1,5 @@
 //! The `[[event]]` timeline of a scenario: run-time changes delivered at given times (Xen `xl
-//! sched-credit2 -d/-s`, `xl pause`/`xl unpause`, `xen-hptool cpu-offline/cpu-online`; Linux
+//! sched-credit -d/-s` and `xl sched-credit2 -d/-s`, `xl pause`/`xl unpause`, `xen-hptool cpu-offline/cpu-online`; Linux
 //! nice, `sched_setattr` and CPU hot-plug through `/sys/devices/system/cpu/cpuN/online`), and
 //! their validation. The engine side is `sim::TimelineAction`; docs/scenarios.md lists the actions.
 
@@ -13,9 +13,11 @@ use crate::time::{time_ns, Nanos, NS_PER_MS};
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum EventAction {
-    /// `xl sched-credit2 -d NAME -w W -c C`: a domain's weight and/or cap.
+    /// `xl sched-credit -d NAME -w W -c C` (`xl sched-credit2 -d ...`): a domain's weight
+    /// and/or cap.
     SchedDomain,
-    /// `xl sched-credit2 -s -r R` (`xl sched-credit -s -t T -r R`): scheduler-wide parameters.
+    /// `xl sched-credit -s -t T -r R` (Credit1 4.2+) or `xl sched-credit2 -s -r R`:
+    /// scheduler-wide parameters.
     SchedHost,
     /// `renice` / `sched_setattr` of a workload's tasks (one task with `task`).
     SchedTask,
@@ -192,7 +194,7 @@ impl EventConfig {
                     if w == 0 || w > 65535 {
                         return Err((
                             at("weight"),
-                            format!("must be 1..=65535 (xl sched-credit2 -w), got {w}"),
+                            format!("must be 1..=65535 (xl sched-credit -w, xl sched-credit2 -w), got {w}"),
                         ));
                     }
                     host_takes("weight", w.into())?;
