@@ -20,14 +20,14 @@ use crate::sched::GlobalParam;
 /// One timeline action, with its targets resolved to the level's ids.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TimelineAction {
-    /// `xl sched-credit2 -d`: the Xen attributes of every entity of `group` (a domain).
+    /// `xl sched-credit -d` / `xl sched-credit2 -d`: the Xen attributes of every entity of `group` (a domain).
     DomainAttr {
         level: LevelId,
         group: u32,
         weight: Option<u32>,
         cap_pct: Option<u32>,
     },
-    /// `xl sched-credit2 -s`: a scheduler-wide parameter of `level`.
+    /// `xl sched-credit -s` / `xl sched-credit2 -s`: a scheduler-wide parameter of `level`.
     Global { level: LevelId, param: GlobalParam },
     /// nice / `sched_setattr` of `task`, or of every entity of `group` (a workload).
     TaskAttr {
