@@ -20,7 +20,8 @@ use crate::sched::GlobalParam;
 /// One timeline action, with its targets resolved to the level's ids.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TimelineAction {
-    /// `xl sched-credit -d` / `xl sched-credit2 -d`: the Xen attributes of every entity of `group` (a domain).
+    /// `xl sched-credit -d` / `xl sched-credit2 -d`: the Xen attributes of every entity of
+    /// `group` (a domain).
     DomainAttr {
         level: LevelId,
         group: u32,
