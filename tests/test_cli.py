@@ -54,6 +54,17 @@ def test_check_bad_file_exit_2(tmp_path):
     assert "bad.toml:3" in p.stdout and "frobnicate" in p.stdout
 
 
+def test_check_says_what_a_run_costs():
+    p = vmsched("check", "seed000_context1_ratelimit")
+    assert p.returncode == 0, p.stderr
+    assert "estimate: peak memory" in p.stdout and "results up to" in p.stdout, p.stdout
+    # A file this machine's limit refuses to run is still a valid file: said, not failed.
+    p = vmsched("check", "seed000_context1_ratelimit", "--set", "run.duration_ms=100000000",
+                "--set", "run.memory_limit_mb=1")
+    assert p.returncode == 0, p.stderr
+    assert ": ok" in p.stdout and "more than the limit of 1 MB" in p.stdout, p.stdout
+
+
 def test_sweep_writes_table_and_plot(tmp_path):
     p = vmsched("sweep", "seed000_context1_ratelimit", "--set", "host.ratelimit_us=1000,20000",
                 "--set", "run.duration_ms=200", "--set", "run.warmup_ms=0", "--jobs", "2",

@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 import vmsched
+from vmsched import api
 from vmsched.api import SCENARIO_DIR, Result, check_output_dir, field_value
 from vmsched.errors import SweepError, point_label
 
@@ -212,8 +213,23 @@ def cmd_reproduce(a) -> int:
 
 
 def cmd_check(a) -> int:
+    """Validates the file, then says what running it would cost (docs/limits.md). A run this
+    machine's memory limit would refuse is still a valid file: that is said, not failed."""
     vmsched.check(a.scenario, set=a.set)
     console.print(f"{escape(str(a.scenario))}: ok", highlight=False)
+    try:
+        est = vmsched.estimate(a.scenario, set=a.set)
+    except vmsched.ScenarioError as e:
+        console.print(f"note: {escape(str(e))}", highlight=False)
+        return 0
+    field, _what, _n = est.parts[0] if est.parts else ("", "", 0)
+    line = f"estimate: peak memory {api._mb(est.memory_bytes)}"
+    if field:
+        line += f" (most for {field})"
+    line += f", results up to {api._mb(est.output_bytes)}"
+    if est.events is not None:
+        line += f", up to {est.events[0]:,} events (most for {est.events[1]})"
+    console.print(escape(line), highlight=False)
     return 0
 
 
