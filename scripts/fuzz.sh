@@ -54,9 +54,11 @@ for k in range(64):
         f.write(bytes([1 + r.randrange(255)]) + r.randbytes(600))' "$i"
                 ;;
             overrides)
-                printf "\\x$(printf %02x "$i")run.duration_ms=5\nmachine.pcpus=4\n" >"corpus/overrides/cli-$i"
-                printf "\\x$(printf %02x "$i")domain.0.vcpus=2\ndomain.0.workload.0.copies=3\nhost.ratelimit_us=0\n" >"corpus/overrides/cli2-$i"
-                printf "\\x$(printf %02x $((i + 4)))\\x00\\x03\\x02\\x05" >"corpus/overrides/typed-$i"
+                # the selector: bits 0-1 and 5 pick the scenario, bit 2 the typed form
+                sel=$(( (i & 3) | ((i & 4) << 3) ))
+                printf "\\x$(printf %02x "$sel")run.duration_ms=5\nmachine.pcpus=4\n" >"corpus/overrides/cli-$i"
+                printf "\\x$(printf %02x "$sel")domain.0.vcpus=2\ndomain.0.workload.0.copies=3\nhost.ratelimit_us=0\n" >"corpus/overrides/cli2-$i"
+                printf "\\x$(printf %02x $((sel + 4)))\\x00\\x03\\x02\\x05" >"corpus/overrides/typed-$i"
                 ;;
         esac
         i=$((i + 1))

@@ -6,8 +6,9 @@
 use arbitrary::{Arbitrary, Unstructured};
 use vmsched_core::scenario::{ScenarioError, SetValue};
 
-/// The scenarios shipped in python/vmsched/scenarios, as (file name, text).
-pub const SHIPPED: [(&str, &str); 3] = [
+/// The scenarios shipped in python/vmsched/scenarios, as (file name, text): seed 000's three
+/// first, in the order the `overrides` target's older inputs select them.
+pub const SHIPPED: [(&str, &str); 8] = [
     (
         "seed000_context1_ratelimit.toml",
         include_str!("../../python/vmsched/scenarios/seed000_context1_ratelimit.toml"),
@@ -19,6 +20,26 @@ pub const SHIPPED: [(&str, &str); 3] = [
     (
         "seed000_unpinned.toml",
         include_str!("../../python/vmsched/scenarios/seed000_unpinned.toml"),
+    ),
+    (
+        "credit1_boost_interactive.toml",
+        include_str!("../../python/vmsched/scenarios/credit1_boost_interactive.toml"),
+    ),
+    (
+        "hotplug_rightsizing.toml",
+        include_str!("../../python/vmsched/scenarios/hotplug_rightsizing.toml"),
+    ),
+    (
+        "io_ping.toml",
+        include_str!("../../python/vmsched/scenarios/io_ping.toml"),
+    ),
+    (
+        "lifecycle_boot_fork.toml",
+        include_str!("../../python/vmsched/scenarios/lifecycle_boot_fork.toml"),
+    ),
+    (
+        "seed002_io_ping.toml",
+        include_str!("../../python/vmsched/scenarios/seed002_io_ping.toml"),
     ),
 ];
 
@@ -89,6 +110,34 @@ pub const KEYS: &[&str] = &[
     "domain.0.workload.0.threads",
     "domain.0.workload.0.interval_us",
     "domain.0.workload.0.histogram_us",
+    "run.xenmon_window_ms",
+    "run.memory_limit_mb",
+    "machine.hypervisor",
+    "machine.halt_poll_ns",
+    "machine.kick_ns",
+    "machine.hypercall_ns",
+    "host.tslice_ms",
+    "host.tickle_one_idle_cpu",
+    "host.vcpu_migration_delay_us",
+    "host.boost_on_wake",
+    "host.tickle_on_wake",
+    "host.exact_debit",
+    "host.boost_slice_ms",
+    "host.keep_credit_above_limit",
+    "host.level_domain_credits",
+    "domain.0.create_at_ms",
+    "domain.0.destroy_at_ms",
+    "domain.0.guest_type",
+    "domain.0.driver",
+    "domain.0.kernel.tick",
+    "domain.0.kernel.skew_tick",
+    "domain.0.kernel.tick_phase_ns",
+    "domain.0.kernel.evtchn_order",
+    "domain.0.kernel.evtchn_word_bits",
+    "event.0.at_ms",
+    "event.0.action",
+    "event.0.cpu",
+    "event.0.domain",
 ];
 
 /// An override value as the Python front passes it (typed) or the CLI does (text).
