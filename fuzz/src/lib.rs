@@ -415,7 +415,42 @@ pub fn generate(u: &mut Unstructured) -> String {
         }
     }
     timeline(&mut p, &mut s, host, duration, pcpus, &doms);
+    hypervisor(&mut p, &mut s, host_at, doms.len());
     s
+}
+
+/// The hypervisor seam as `hardening.rs` draws it: `[machine] hypervisor` (Xen or KVM) with its
+/// kick and hypercall costs and KVM's halt-polling window, and now and then a domain's
+/// `guest_type` (PV is refused outside Xen on x86). `machine_end`: where `[machine]` ends. First
+/// option: nothing added.
+fn hypervisor(p: &mut Pick, s: &mut String, machine_end: usize, ndoms: usize) {
+    if p.pick(2) == 0 {
+        return;
+    }
+    let kvm = p.pick(2) == 1;
+    let mut m = format!(
+        "hypervisor = \"{}\"\nkick_ns = {}\nhypercall_ns = {}\n",
+        if kvm { "kvm" } else { "xen" },
+        p.among(&[0, 1, 20_000], &[u64::MAX]),
+        p.among(&[0, 1, 5_000], &[u64::MAX]),
+    );
+    if kvm && p.pick(2) == 0 {
+        m += &format!(
+            "halt_poll_ns = {}\n",
+            p.among(&[0, 1, 50_000, 1_000_000], &[u64::MAX])
+        );
+    }
+    for d in 0..ndoms {
+        if p.pick(3) == 0 {
+            let name = format!("name = \"d{d}\"\n");
+            let typed = format!(
+                "{name}guest_type = \"{}\"\n",
+                ["pv", "hvm"][p.pick(2) as usize]
+            );
+            *s = s.replacen(&name, &typed, 1);
+        }
+    }
+    s.insert_str(machine_end, &m);
 }
 
 /// The host scheduler drawn, for the timeline's choices.

@@ -873,6 +873,12 @@ impl Simulation {
                 HaltWindow::Never => return,
                 HaltWindow::After(w) => {
                     let cs = &mut self.cpus[c.idx()];
+                    if !cs.executing {
+                        // A vCPU that is not running cannot halt (e.g. a paused domain's CPU
+                        // emptied by an offline): it idles when it runs again and finds nothing
+                        // (`start_executing` asks for that check).
+                        return;
+                    }
                     if !std::mem::take(&mut cs.halt_due) {
                         if !self.q.is_armed(cs.halt_slot) {
                             self.q.arm(cs.halt_slot, self.now + w);

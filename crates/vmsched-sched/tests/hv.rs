@@ -418,3 +418,55 @@ fn configurations_that_do_not_exist_are_refused_naming_the_field() {
         .replace("vcpus = 1\n", "vcpus = 1\nguest_type = \"pv\"\n");
     assert_eq!(refused(&kvm_pv, &[]).field, "domain.0.guest_type");
 }
+
+/// Found by the `run` fuzz target once it drew hypervisor costs: a guest CPU taken offline while
+/// its domain is paused leaves that CPU with nothing to run though its vCPU is not running. A
+/// vCPU that is not running cannot halt, so no halt window (here the block hypercall's cost)
+/// may start; it starts when the vCPU runs again and finds nothing (engine invariant: a halt
+/// window ends only while its vCPU runs).
+#[test]
+fn a_cpu_of_a_paused_domain_going_offline_starts_no_halt_window() {
+    let src = r#"
+[run]
+duration_ms = 3
+warmup_ms = 0
+[machine]
+pcpus = 2
+hypercall_ns = 1
+[host]
+scheduler = "credit2"
+[[domain]]
+name = "d0"
+vcpus = 3
+[domain.sched]
+scheduler = "cfs"
+[[domain.workload]]
+kind = "cpu_loop"
+name = "spin"
+copies = 2
+[[event]]
+at_ms = 1
+action = "pause"
+domain = "d0"
+[[event]]
+at_ms = 1
+action = "cpu_offline"
+domain = "d0"
+cpu = 1
+[[event]]
+at_ms = 2
+action = "unpause"
+domain = "d0"
+"#;
+    let r = run_src(src, &[]);
+    // The run reaches its end; both spinners ran until the pause (2 vCPUs on 2 pCPUs for 1 ms)
+    // and one runs again on the CPUs left after the unpause, for at least most of the last ms.
+    assert_eq!(r.duration_ns, 3_000_000);
+    let spun: u64 = r
+        .entities
+        .iter()
+        .filter(|e| e.name.starts_with("spin."))
+        .map(|e| e.executed_ns)
+        .sum();
+    assert!(spun > 2_500_000, "the spinners ran {spun} ns");
+}
