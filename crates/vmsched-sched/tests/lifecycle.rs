@@ -205,6 +205,53 @@ fn bad_events_are_refused_by_field() {
     assert_eq!(e.field, "event.0.nice", "{e}");
 }
 
+/// A file is judged after its overrides: an event past the file's own end is fine once `--set`
+/// makes the run longer; an error the overrides leave alone still points at its line; one they
+/// cause names the override.
+#[test]
+fn events_are_checked_against_the_run_the_overrides_make() {
+    let src = format!(
+        "{TWO_DOMAINS_ONE_PCPU}\n[[event]]\nat_ms = 4000\naction = \"pause\"\ndomain = \"a\"\n"
+    );
+    let ov = |v: &str| vec![("run.duration_ms".to_string(), v.to_string())];
+    let line = src.lines().position(|l| l == "at_ms = 4000").map(|i| i + 1);
+    let e = vmsched_sched::load("ev.toml", &src, &[]).expect_err("past the file's end");
+    assert_eq!((e.field.as_str(), e.line), ("event.0.at_ms", line), "{e}");
+    let s = vmsched_sched::load("ev.toml", &src, &ov("5000")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(s.run.duration_ms, 5000);
+    assert_eq!(s.events[0].at_ms, 4000);
+    // Not long enough: the error is the event's, at its line, said with the overrides.
+    let e = vmsched_sched::load("ev.toml", &src, &ov("3500")).expect_err("still past the end");
+    assert_eq!((e.field.as_str(), e.line), ("event.0.at_ms", line), "{e}");
+    assert!(
+        e.message.contains("after --set run.duration_ms=3500"),
+        "{e}"
+    );
+    assert!(e.message.contains("(3500 ms)"), "{e}");
+    // An error the overrides do not touch is the file's own, unchanged.
+    let bad = src.replace(
+        "scheduler = \"credit2\"",
+        "scheduler = \"credit2\"\nratelimit_us = 5",
+    );
+    let e = vmsched_sched::load("ev.toml", &bad, &ov("5000")).expect_err("ratelimit too small");
+    assert_eq!(e.field, "host.ratelimit_us", "{e}");
+    assert!(
+        e.line.is_some() && !e.message.contains("after --set"),
+        "{e}"
+    );
+    // A valid file that an override makes invalid: the error says which overrides.
+    let ok = TWO_DOMAINS_ONE_PCPU.replace(
+        "[[domain]]\nname = \"a\"",
+        "[[event]]\nat_ms = 2000\naction = \"pause\"\ndomain = \"a\"\n[[domain]]\nname = \"a\"",
+    );
+    let e = vmsched_sched::load("ev.toml", &ok, &ov("1000")).expect_err("the run ends first");
+    assert_eq!(e.field, "event.0.at_ms", "{e}");
+    assert!(
+        e.message.contains("after --set run.duration_ms=1000"),
+        "{e}"
+    );
+}
+
 const FORKER: &str = r#"
 [run]
 duration_ms = 200
