@@ -50,6 +50,23 @@ def test_events_pause_a_domain(tmp_path):
     assert vcpu(vmsched.run(f), "a.v0")["offline_ns"] == 0
 
 
+def test_added_events_are_part_of_the_result(tmp_path):
+    """A result says what it was made of: the events added (in summary.json too). A generator
+    of events is read once and serves both the estimate and the run."""
+    import json
+
+    f = tmp_path / "two.toml"
+    f.write_text(SRC)
+    evs = [{"at_ms": 100, "action": "pause", "domain": "a"},
+           {"at_ms": 300, "action": "unpause", "domain": "a"}]
+    r = vmsched.run(f, events=(e for e in evs), out=tmp_path / "out")
+    assert r.added_events == tuple(evs)
+    assert vcpu(r, "a.v0")["offline_ns"] == 200_000_000
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["added_events"] == evs
+    assert vmsched.run(f).added_events == ()
+
+
 def test_bad_events_name_the_field(tmp_path):
     f = tmp_path / "two.toml"
     f.write_text(SRC)

@@ -216,6 +216,9 @@ class Result:
     trace_info: dict | None = None
     #: What the run logged as Xen or Linux would (a CPU going offline breaking an affinity).
     log: tuple[str, ...] = ()
+    #: The `events=` given to `run`, added to the file's `[[event]]` timeline (with `scenario`
+    #: and `overrides`, what the run was made of).
+    added_events: tuple[dict, ...] = ()
 
     @classmethod
     def _from_core(cls, scenario: str, overrides: list[Override], out: dict) -> Result:
@@ -337,6 +340,7 @@ class Result:
         return {
             "scenario": self.scenario,
             "overrides": dict(self.overrides),
+            "added_events": [dict(e) for e in self.added_events],
             "duration_ns": self.duration_ns,
             "measured_ns": self.measured_ns,
             "events": self.events,
@@ -484,6 +488,8 @@ def run(scenario: str | os.PathLike, set=None, seed: int | None = None,
         raise ValueError(f"trace_max_records must be at least 1, got {trace_max_records}")
     if out is not None:
         check_output_dir(out, overwrite)
+    events = None if events is None else [dict(e) if isinstance(e, Mapping) else e
+                                          for e in events]
     est = estimate(p, set=ov, events=events, trace=trace is not None,
                    trace_max_records=trace_max_records, memory_limit_mb=memory_limit_mb)
     for note in (est.output_notice() if out is not None else None, est.events_notice()):
@@ -493,6 +499,7 @@ def run(scenario: str | os.PathLike, set=None, seed: int | None = None,
                                                 ov, progress,
                                                 None if trace is None else str(trace),
                                                 trace_max_records, memory_limit_mb))
+    r.added_events = tuple(events or ())
     if out is not None:
         r.write(out, overwrite=overwrite)
     return r
