@@ -22,6 +22,7 @@ use crate::guest::cfs::{Cfs, CfsParams};
 use crate::host::credit1::{Credit1, Credit1Params};
 use crate::host::credit2::{Credit2, Credit2Params};
 use crate::host::pinned::{Pinned, PinnedParams};
+use crate::host::rtds::{Rtds, RtdsParams};
 use crate::host::{DomainSchedParams, HostConfig};
 
 /// `[host] scheduler = "..."`
@@ -32,6 +33,8 @@ pub enum HostSchedConfig {
     Credit(Credit1Params),
     Credit2(Credit2Params),
     Pinned(PinnedParams),
+    /// Xen RTDS (`sched=rtds`), 4.20.
+    Rtds(RtdsParams),
 }
 
 /// `[domain.sched] scheduler = "..."`
@@ -47,6 +50,7 @@ impl ConfigCheck for HostSchedConfig {
             HostSchedConfig::Credit(p) => p.validate().map_err(split_field),
             HostSchedConfig::Credit2(p) => p.validate().map_err(split_field),
             HostSchedConfig::Pinned(_) => Ok(()),
+            HostSchedConfig::Rtds(p) => p.validate().map_err(split_field),
         }
     }
 
@@ -105,6 +109,17 @@ impl ConfigCheck for HostSchedConfig {
             (HostSchedConfig::Pinned(_), _) => Err(format!(
                 "the pinned host takes no run-time change of `{field}`"
             )),
+            (
+                HostSchedConfig::Rtds(_),
+                "pause" | "create_at_ms" | "destroy_at_ms" | "cpu_offline" | "cpu_online"
+                | "vcpu_down",
+            ) => Ok(()),
+            (HostSchedConfig::Rtds(_), "weight" | "cap") => Err(format!(
+                "rtds has no `{field}` (xl sched-rtds takes a period, a budget and extratime)"
+            )),
+            (HostSchedConfig::Rtds(_), _) => {
+                Err(format!("rtds takes no run-time change of `{field}`"))
+            }
         }
     }
 }
@@ -172,6 +187,7 @@ pub fn load_with(
 
 /// Checks that need the host policy and the whole machine together.
 fn check_layout(s: &Scenario) -> Result<(), (String, String)> {
+    check_rtds_fields(s)?;
     match &s.host {
         HostSchedConfig::Credit(p) => {
             // Seed 001's boost credit names domains.
@@ -187,7 +203,33 @@ fn check_layout(s: &Scenario) -> Result<(), (String, String)> {
         }
         HostSchedConfig::Credit2(_) => Ok(()),
         HostSchedConfig::Pinned(_) => crate::host::pinned::check_layout(s),
+        HostSchedConfig::Rtds(_) => Ok(()),
     }
+}
+
+/// A domain's RTDS fields (`budget_us`, `period_us`, `extratime`): checked as `xl sched-rtds`
+/// checks them under an RTDS host, refused under any other (they would be silently ignored).
+fn check_rtds_fields(s: &Scenario) -> Result<(), (String, String)> {
+    let rtds = matches!(s.host, HostSchedConfig::Rtds(_));
+    for (i, d) in s.domains.iter().enumerate() {
+        if rtds {
+            crate::host::rtds::validate_domain(d.period_us, d.budget_us)
+                .map_err(|(f, m)| (format!("domain.{i}.{f}"), m))?;
+            continue;
+        }
+        let given = [
+            ("budget_us", d.budget_us.is_some()),
+            ("period_us", d.period_us.is_some()),
+            ("extratime", d.extratime.is_some()),
+        ];
+        if let Some((f, _)) = given.iter().find(|(_, g)| *g) {
+            return Err((
+                format!("domain.{i}.{f}"),
+                "an RTDS parameter: only `[host] scheduler = \"rtds\"` reads it".into(),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// How a host configuration places vCPUs at build time.
@@ -204,6 +246,7 @@ impl HostSchedConfig {
         match self {
             HostSchedConfig::Credit(_) | HostSchedConfig::Credit2(_) => VcpuPlacement::Affinity,
             HostSchedConfig::Pinned(_) => VcpuPlacement::OwnPcpu,
+            HostSchedConfig::Rtds(_) => VcpuPlacement::Affinity,
         }
     }
 
@@ -213,6 +256,7 @@ impl HostSchedConfig {
             HostSchedConfig::Credit(p) => p,
             HostSchedConfig::Credit2(p) => p,
             HostSchedConfig::Pinned(p) => p,
+            HostSchedConfig::Rtds(p) => p,
         }
     }
 
@@ -222,6 +266,9 @@ impl HostSchedConfig {
         let p = DomainSchedParams {
             weight: d.weight,
             cap: d.cap,
+            budget_us: d.budget_us,
+            period_us: d.period_us,
+            extratime: d.extratime,
         };
         self.config().vcpu_attr(&p)
     }
@@ -247,6 +294,7 @@ fn make_host(
         }
         HostSchedConfig::Credit2(p) => Box::new(Credit2::sched(p.clone(), topo, nr_domains)),
         HostSchedConfig::Pinned(_) => Box::new(Pinned::new(topo.len())),
+        HostSchedConfig::Rtds(p) => Box::new(Rtds::sched(p.clone(), topo)),
     }
 }
 
