@@ -21,6 +21,7 @@ use vmsched_core::{
 use crate::guest::cfs::{Cfs, CfsParams};
 use crate::host::credit1::{Credit1, Credit1Params};
 use crate::host::credit2::{Credit2, Credit2Params};
+use crate::host::null::{Null, NullParams};
 use crate::host::pinned::{Pinned, PinnedParams};
 use crate::host::rtds::{Rtds, RtdsParams};
 use crate::host::{DomainSchedParams, HostConfig};
@@ -35,6 +36,8 @@ pub enum HostSchedConfig {
     Pinned(PinnedParams),
     /// Xen RTDS (`sched=rtds`), 4.20.
     Rtds(RtdsParams),
+    /// Xen's null scheduler (`sched=null`), 4.20.
+    Null(NullParams),
 }
 
 /// `[domain.sched] scheduler = "..."`
@@ -51,6 +54,7 @@ impl ConfigCheck for HostSchedConfig {
             HostSchedConfig::Credit2(p) => p.validate().map_err(split_field),
             HostSchedConfig::Pinned(_) => Ok(()),
             HostSchedConfig::Rtds(p) => p.validate().map_err(split_field),
+            HostSchedConfig::Null(_) => Ok(()),
         }
     }
 
@@ -120,6 +124,14 @@ impl ConfigCheck for HostSchedConfig {
             (HostSchedConfig::Rtds(_), _) => {
                 Err(format!("rtds takes no run-time change of `{field}`"))
             }
+            (
+                HostSchedConfig::Null(_),
+                "pause" | "create_at_ms" | "destroy_at_ms" | "cpu_offline" | "cpu_online"
+                | "vcpu_down",
+            ) => Ok(()),
+            (HostSchedConfig::Null(_), _) => Err(format!(
+                "null has no parameters: it takes no run-time change of `{field}`"
+            )),
         }
     }
 }
@@ -203,7 +215,7 @@ fn check_layout(s: &Scenario) -> Result<(), (String, String)> {
         }
         HostSchedConfig::Credit2(_) => Ok(()),
         HostSchedConfig::Pinned(_) => crate::host::pinned::check_layout(s),
-        HostSchedConfig::Rtds(_) => Ok(()),
+        HostSchedConfig::Rtds(_) | HostSchedConfig::Null(_) => Ok(()),
     }
 }
 
@@ -246,7 +258,7 @@ impl HostSchedConfig {
         match self {
             HostSchedConfig::Credit(_) | HostSchedConfig::Credit2(_) => VcpuPlacement::Affinity,
             HostSchedConfig::Pinned(_) => VcpuPlacement::OwnPcpu,
-            HostSchedConfig::Rtds(_) => VcpuPlacement::Affinity,
+            HostSchedConfig::Rtds(_) | HostSchedConfig::Null(_) => VcpuPlacement::Affinity,
         }
     }
 
@@ -257,6 +269,7 @@ impl HostSchedConfig {
             HostSchedConfig::Credit2(p) => p,
             HostSchedConfig::Pinned(p) => p,
             HostSchedConfig::Rtds(p) => p,
+            HostSchedConfig::Null(p) => p,
         }
     }
 
@@ -295,6 +308,7 @@ fn make_host(
         HostSchedConfig::Credit2(p) => Box::new(Credit2::sched(p.clone(), topo, nr_domains)),
         HostSchedConfig::Pinned(_) => Box::new(Pinned::new(topo.len())),
         HostSchedConfig::Rtds(p) => Box::new(Rtds::sched(p.clone(), topo)),
+        HostSchedConfig::Null(_) => Box::new(Null::sched(topo.len())),
     }
 }
 

@@ -2,6 +2,7 @@
 //! of a domain's scheduling parameters ([`HostConfig`]).
 pub mod credit1;
 pub mod credit2;
+pub mod null;
 pub mod pinned;
 pub mod rtds;
 pub mod xen_core;
@@ -73,5 +74,12 @@ impl HostConfig for rtds::RtdsParams {
             extratime: d.extratime.unwrap_or(true),
             ..Default::default()
         }
+    }
+}
+
+impl HostConfig for null::NullParams {
+    /// null reads no domain parameter.
+    fn vcpu_attr(&self, _d: &DomainSchedParams) -> XenAttr {
+        XenAttr::default()
     }
 }

@@ -729,3 +729,28 @@ mod pinned_host {
         super::lone_entity_runs(vmsched_sched::host::pinned::Pinned::new(1));
     }
 }
+
+/// Xen's null scheduler shares no CPU (a vCPU beyond the pCPUs waits until one is freed, a
+/// blocked vCPU's CPU idles), so the cases about sharing a CPU do not apply; its own forms of
+/// them are in `host/null/tests.rs`. These hold as for every policy.
+mod null_host {
+    fn null(n: usize) -> vmsched_sched::host::null::NullSched {
+        vmsched_sched::host::null::Null::sched(n)
+    }
+    #[test]
+    fn lone_entity_runs() {
+        super::lone_entity_runs(null(1));
+    }
+    #[test]
+    fn idle_cpu_takes_waking_entity() {
+        super::idle_cpu_takes_waking_entity(null(2));
+    }
+    #[test]
+    fn work_conserving() {
+        super::work_conserving(null(4));
+    }
+    #[test]
+    fn wake_reschedules_cpu_in_affinity() {
+        super::wake_reschedules_cpu_in_affinity(null(3));
+    }
+}

@@ -56,3 +56,41 @@ fn rtds_reservation_scenario() {
         "cyclictest waits out the spent budget, up to ~1 ms: {max} ns"
     );
 }
+
+/// `null_static`: every vCPU keeps its pCPU (never preempted, never waiting once it runs), the
+/// vCPU of the domain created with no pCPU free runs only after another domain is destroyed,
+/// and cyclictest sees no host interference.
+#[test]
+fn null_static_scenario() {
+    let r = run("null_static.toml", &shipped("null_static.toml"));
+    for n in ["rt.v0", "rt.v1", "be.v0", "be.v1"] {
+        let v = host_vcpu(&r, n);
+        // be's vCPUs leave their pCPUs once, when the domain is destroyed.
+        let destroyed = u64::from(n.starts_with("be"));
+        assert_eq!((v.preemptions, v.migrations), (destroyed, 0), "{n}");
+    }
+    for n in ["be.v0", "be.v1"] {
+        let v = host_vcpu(&r, n);
+        assert!(v.running_ns >= 999 * MS, "{n} ran {} ns", v.running_ns);
+    }
+    let late = host_vcpu(&r, "late.v0");
+    // Created at 700 ms, it waits for be's pCPU until 1000 ms, then runs to the end.
+    assert!(
+        late.running_ns <= 500 * MS && late.running_ns >= 499 * MS,
+        "late ran {} ns",
+        late.running_ns
+    );
+    assert!(
+        late.wait_max_ns >= 299 * MS,
+        "late waited {} ns",
+        late.wait_max_ns
+    );
+    let ct = r.workloads.iter().find(|w| w.name == "ct").unwrap();
+    for (_, h) in &ct.histograms {
+        assert!(
+            h.max_ns < 100_000,
+            "no host preemption: worst {} ns",
+            h.max_ns
+        );
+    }
+}

@@ -130,6 +130,12 @@ impl<'c, 'a> XenCtx<'c, 'a> {
         self.pause[e.idx()] & VPF_PARKED != 0
     }
 
+    /// Whether `_VPF_down` is set: the guest took the vCPU down (Xen `!is_unit_online`).
+    #[inline]
+    pub fn is_down(&self, e: EntityId) -> bool {
+        self.pause[e.idx()] & VPF_DOWN != 0
+    }
+
     /// Whether `_VPF_migrating` is set.
     #[inline]
     pub fn is_migrating(&self, e: EntityId) -> bool {
