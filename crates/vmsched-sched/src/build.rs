@@ -19,6 +19,7 @@ use vmsched_core::{
 };
 
 use crate::guest::cfs::{Cfs, CfsParams};
+use crate::host::arinc653::{Arinc653, Arinc653Params, Slot};
 use crate::host::credit1::{Credit1, Credit1Params};
 use crate::host::credit2::{Credit2, Credit2Params};
 use crate::host::null::{Null, NullParams};
@@ -38,6 +39,8 @@ pub enum HostSchedConfig {
     Rtds(RtdsParams),
     /// Xen's null scheduler (`sched=null`), 4.20.
     Null(NullParams),
+    /// Xen's ARINC 653 scheduler (`sched=arinc653`), 4.20.
+    Arinc653(Arinc653Params),
 }
 
 /// `[domain.sched] scheduler = "..."`
@@ -55,6 +58,7 @@ impl ConfigCheck for HostSchedConfig {
             HostSchedConfig::Pinned(_) => Ok(()),
             HostSchedConfig::Rtds(p) => p.validate().map_err(split_field),
             HostSchedConfig::Null(_) => Ok(()),
+            HostSchedConfig::Arinc653(p) => p.validate().map_err(split_field),
         }
     }
 
@@ -131,6 +135,14 @@ impl ConfigCheck for HostSchedConfig {
             ) => Ok(()),
             (HostSchedConfig::Null(_), _) => Err(format!(
                 "null has no parameters: it takes no run-time change of `{field}`"
+            )),
+            (
+                HostSchedConfig::Arinc653(_),
+                "pause" | "create_at_ms" | "destroy_at_ms" | "cpu_offline" | "cpu_online"
+                | "vcpu_down",
+            ) => Ok(()),
+            (HostSchedConfig::Arinc653(_), _) => Err(format!(
+                "arinc653 follows its table: it takes no run-time change of `{field}`"
             )),
         }
     }
@@ -216,6 +228,27 @@ fn check_layout(s: &Scenario) -> Result<(), (String, String)> {
         HostSchedConfig::Credit2(_) => Ok(()),
         HostSchedConfig::Pinned(_) => crate::host::pinned::check_layout(s),
         HostSchedConfig::Rtds(_) | HostSchedConfig::Null(_) => Ok(()),
+        HostSchedConfig::Arinc653(p) => {
+            // A slot names a domain of the scenario and one of its vCPUs.
+            for (i, slot) in p.schedule.iter().flatten().enumerate() {
+                let Some(d) = s.domains.iter().find(|d| d.name == slot.domain) else {
+                    return Err((
+                        format!("host.schedule.{i}.domain"),
+                        format!("no [[domain]] is named {:?}", slot.domain),
+                    ));
+                };
+                if slot.vcpu >= d.vcpus {
+                    return Err((
+                        format!("host.schedule.{i}.vcpu"),
+                        format!(
+                            "domain {:?} has {} vCPUs (ids 0..{})",
+                            d.name, d.vcpus, d.vcpus
+                        ),
+                    ));
+                }
+            }
+            Ok(())
+        }
     }
 }
 
@@ -258,7 +291,9 @@ impl HostSchedConfig {
         match self {
             HostSchedConfig::Credit(_) | HostSchedConfig::Credit2(_) => VcpuPlacement::Affinity,
             HostSchedConfig::Pinned(_) => VcpuPlacement::OwnPcpu,
-            HostSchedConfig::Rtds(_) | HostSchedConfig::Null(_) => VcpuPlacement::Affinity,
+            HostSchedConfig::Rtds(_) | HostSchedConfig::Null(_) | HostSchedConfig::Arinc653(_) => {
+                VcpuPlacement::Affinity
+            }
         }
     }
 
@@ -270,6 +305,7 @@ impl HostSchedConfig {
             HostSchedConfig::Pinned(p) => p,
             HostSchedConfig::Rtds(p) => p,
             HostSchedConfig::Null(p) => p,
+            HostSchedConfig::Arinc653(p) => p,
         }
     }
 
@@ -309,6 +345,25 @@ fn make_host(
         HostSchedConfig::Pinned(_) => Box::new(Pinned::new(topo.len())),
         HostSchedConfig::Rtds(p) => Box::new(Rtds::sched(p.clone(), topo)),
         HostSchedConfig::Null(_) => Box::new(Null::sched(topo.len())),
+        HostSchedConfig::Arinc653(p) => {
+            let table = p.schedule.as_ref().map(|slots| {
+                let slots = slots
+                    .iter()
+                    .map(|sl| {
+                        let d = domain_names
+                            .iter()
+                            .position(|n| *n == sl.domain)
+                            .expect("validated: a slot names a domain");
+                        Slot::new(d as u32, sl.vcpu, sl.runtime_us as i64 * 1000)
+                    })
+                    .collect();
+                (
+                    slots,
+                    p.major_frame_ns().expect("a table has a major frame"),
+                )
+            });
+            Box::new(Arinc653::sched(p, topo.len(), table))
+        }
     }
 }
 

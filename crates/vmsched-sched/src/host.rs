@@ -1,5 +1,6 @@
 //! Host schedulers (place vCPUs on physical CPUs), and what a host policy's configuration makes
 //! of a domain's scheduling parameters ([`HostConfig`]).
+pub mod arinc653;
 pub mod credit1;
 pub mod credit2;
 pub mod null;
@@ -79,6 +80,13 @@ impl HostConfig for rtds::RtdsParams {
 
 impl HostConfig for null::NullParams {
     /// null reads no domain parameter.
+    fn vcpu_attr(&self, _d: &DomainSchedParams) -> XenAttr {
+        XenAttr::default()
+    }
+}
+
+impl HostConfig for arinc653::Arinc653Params {
+    /// ARINC653 reads no domain parameter: the `[host]` table names the vCPUs.
     fn vcpu_attr(&self, _d: &DomainSchedParams) -> XenAttr {
         XenAttr::default()
     }

@@ -754,3 +754,22 @@ mod null_host {
         super::wake_reschedules_cpu_in_affinity(null(3));
     }
 }
+
+/// Xen's ARINC653 follows a fixed table (Xen 4.20's default here: a 10 ms slot per vCPU of
+/// domain 0, so entity 0), so the cases where a policy must share a CPU or hand a blocked
+/// vCPU's time to another do not apply: a slot is never given away. Its own rules, and the
+/// whole-run check that it follows its table to the nanosecond, are in
+/// `host/arinc653/tests.rs` and `tests/xen_family.rs`.
+mod arinc653_host {
+    fn arinc653(n: usize) -> vmsched_sched::host::arinc653::Arinc653Sched {
+        vmsched_sched::host::arinc653::Arinc653::sched(&Default::default(), n, None)
+    }
+    #[test]
+    fn lone_entity_runs() {
+        super::lone_entity_runs(arinc653(1));
+    }
+    #[test]
+    fn wake_reschedules_cpu_in_affinity() {
+        super::wake_reschedules_cpu_in_affinity(arinc653(3));
+    }
+}

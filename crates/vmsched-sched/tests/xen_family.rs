@@ -94,3 +94,110 @@ fn null_static_scenario() {
         );
     }
 }
+
+/// Every host run on pCPU 0 of a traced run of `src`: (vCPU name, start, end).
+fn host_runs(name: &str, src: &str, ov: &[(&str, &str)]) -> (Vec<(String, u64, u64)>, u64) {
+    let ov: Vec<(String, String)> = ov
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let s = vmsched_sched::load(name, src, &ov).unwrap_or_else(|e| panic!("{e}"));
+    let mut sim = vmsched_sched::build(&s);
+    sim.enable_trace(10_000_000);
+    sim.run();
+    let tr = sim.take_trace().unwrap();
+    assert_eq!(tr.dropped, 0);
+    let host = tr.meta.cpus[0].level;
+    let mut out = Vec::new();
+    let mut cur: Option<(usize, u64)> = None;
+    for r in &tr.records {
+        if let vmsched_core::trace::Record::Switch { t, level, next, .. } = *r {
+            if level != host {
+                continue;
+            }
+            if let Some((e, since)) = cur.take() {
+                out.push((tr.meta.ents[e].name.clone(), since, t));
+            }
+            cur = next.map(|n| (n.idx(), t));
+        }
+    }
+    if let Some((e, since)) = cur {
+        out.push((tr.meta.ents[e].name.clone(), since, tr.end));
+    }
+    (out, tr.end)
+}
+
+/// `arinc653_partitions`: the pCPU follows its table. With exact timers every frame is 12 ms
+/// from the first: the hogs (dom0, p1) run exactly their slots, to the nanosecond, every frame;
+/// p2 runs only inside its slot; the spare 2 ms are idle. With the default timer entry latency
+/// `e` every switch comes `e` after the slot boundary it is due at, and each frame starts when
+/// the last one's end is handled (upstream's drift: frames of 12 ms + `e`); the slot
+/// boundaries inside a frame stay anchored at its start, so slot i runs [start + offset + e,
+/// start + offset + length + e), the first slot from the frame's start.
+#[test]
+fn arinc653_follows_its_table_to_the_nanosecond() {
+    let src = shipped("arinc653_partitions.toml");
+    // (slot owner, offset, length) in ns; major frame 12 ms.
+    let slots = [
+        ("dom0.v0", 0, 2 * MS),
+        ("p1.v0", 2 * MS, 5 * MS),
+        ("p2.v0", 7 * MS, 3 * MS),
+    ];
+    for (entry, drift) in [("0", 0u64), ("1000", 1000)] {
+        let ov = [("host.timer_entry_ns", entry), ("host.timer_slop_ns", "0")];
+        let (runs, end) = host_runs("arinc653_partitions.toml", &src, &ov);
+        let first = runs.iter().find(|r| r.0 == "dom0.v0").expect("dom0 runs").1;
+        let frame = 12 * MS + drift;
+        let frames = (end - first) / frame;
+        assert!(frames >= 90, "{frames} frames");
+        // Where each run lies: inside its owner's slot of some frame.
+        for (name, s, e) in &runs {
+            let k = (s - first) / frame;
+            let at = s - first - k * frame;
+            let (_, off, len) = slots
+                .iter()
+                .find(|(n, ..)| n == name)
+                .unwrap_or_else(|| panic!("{name} has no slot"));
+            let lead = if *off > 0 { drift } else { 0 };
+            assert!(
+                at >= off + lead && at + (e - s) <= off + len + drift,
+                "{name} ran [{s}, {e}) outside its slot (frame {k}, offset {at})"
+            );
+        }
+        // The hogs run exactly their slots in every whole frame.
+        for k in 0..frames {
+            let base = first + k * frame;
+            for (name, off, len) in &slots[..2] {
+                let lead = if *off > 0 { drift } else { 0 };
+                let want = (base + off + lead, base + off + len + drift);
+                assert!(
+                    runs.iter().any(|r| r.0 == *name && (r.1, r.2) == want),
+                    "{name}: no run [{}, {}) in frame {k}",
+                    want.0,
+                    want.1
+                );
+            }
+        }
+        // p2 runs in its slots, at least once per frame for its 1 ms timer.
+        let p2 = runs.iter().filter(|r| r.0 == "p2.v0").count() as u64;
+        assert!(p2 >= frames, "p2 ran {p2} times in {frames} frames");
+    }
+}
+
+/// `arinc653_partitions`: p2's cyclictest timers that fire outside p2's 3 ms slot wait for it:
+/// the worst latency is the 9 ms the rest of the frame takes, and the hogs get exactly their
+/// slots' share (2/12 and 5/12), nothing of the spare time.
+#[test]
+fn arinc653_partitions_scenario() {
+    let r = run(
+        "arinc653_partitions.toml",
+        &shipped("arinc653_partitions.toml"),
+    );
+    let ct = r.workloads.iter().find(|w| w.name == "ct").unwrap();
+    let max = ct.histograms[0].1.max_ns;
+    assert!((8 * MS..=9 * MS + 100_000).contains(&max), "worst {max} ns");
+    for (n, share) in [("dom0.v0", 2.0 / 12.0), ("p1.v0", 5.0 / 12.0)] {
+        let s = host_vcpu(&r, n).cpu_share;
+        assert!((s - share).abs() < 0.003, "{n}: {s}, table {share}");
+    }
+}
