@@ -5,7 +5,7 @@
 //!
 //! # Policy and core
 //!
-//! A Xen policy (Credit2 and Credit1 today; RTDS, null, ARINC653 later) implements [`XenOps`],
+//! A Xen policy (Credit2, Credit1, RTDS, null and ARINC653) implements [`XenOps`],
 //! the hooks of Xen's `struct scheduler`. [`XenCore`] implements the engine's `Scheduler` by
 //! doing what `core.c` does around them, and is generic over the policy, so the calls are static
 //! (`Box<XenCore<Credit2>>` is the only indirection of the level).
