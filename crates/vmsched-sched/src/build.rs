@@ -119,8 +119,8 @@ impl ConfigCheck for HostSchedConfig {
             )),
             (
                 HostSchedConfig::Rtds(_),
-                "pause" | "create_at_ms" | "destroy_at_ms" | "cpu_offline" | "cpu_online"
-                | "vcpu_down",
+                "budget_us" | "pause" | "create_at_ms" | "destroy_at_ms" | "cpu_offline"
+                | "cpu_online" | "vcpu_down",
             ) => Ok(()),
             (HostSchedConfig::Rtds(_), "weight" | "cap") => Err(format!(
                 "rtds has no `{field}` (xl sched-rtds takes a period, a budget and extratime)"
@@ -615,6 +615,10 @@ fn add_events(b: &mut SimBuilder, s: &Scenario, host: LevelId) {
                 group: dom(&e.domain) as u32,
                 weight: e.weight,
                 cap_pct: e.cap,
+                rtds: match (e.budget_us, e.period_us, e.extratime) {
+                    (Some(b), Some(p), Some(x)) => Some((b, p, x)),
+                    _ => None,
+                },
             },
             EventAction::SchedHost => {
                 // One action per parameter given (`-t` before `-r`, as xl passes both at once).
