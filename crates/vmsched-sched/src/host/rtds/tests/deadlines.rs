@@ -211,3 +211,45 @@ fn replenishment_resorts_a_queued_vcpu() {
     assert_eq!(runq(&h), vec![2, 1], "e1 (now 6 ms) behind e2 (5 ms)");
     assert_eq!(repl_timer(&h), Some(ms(4)));
 }
+
+/// Upstream quirk kept (module doc): `replq` is ordered by (level, deadline) like the runqueue,
+/// so a vCPU that wakes at level 1 before its deadline is queued behind a level-0 vCPU with a
+/// later deadline; the timer follows the head, and the vCPU's replenishment comes late.
+#[test]
+fn replq_by_level_first_delays_a_level_one_replenishment() {
+    let ents = vec![
+        rt_on(0, 1, 0, 1000, 10_000, true),
+        rt_on(1, 1, 0, 1000, 20_000, false),
+    ];
+    let mut h = harness(1, ents);
+    wake(&mut h, 0);
+    h.pump();
+    // A uses its budget (level 1, deadline 10 ms), then blocks at 1.5 ms.
+    h.advance(ms(1));
+    h.schedule(0);
+    assert_eq!(unit(&h, 0).priority_level, 1);
+    h.advance(us(500));
+    h.block(0);
+    h.pump();
+    // B (level 0, deadline 20 ms) wakes and runs; A wakes at 2 ms, before its deadline.
+    wake(&mut h, 1);
+    h.pump();
+    h.advance(us(500));
+    wake(&mut h, 0);
+    h.pump();
+    assert_eq!(unit(&h, 0).cur_deadline, 10 * MS);
+    assert_eq!(
+        replq(&h),
+        vec![1, 0],
+        "level 1 goes behind level 0, whatever the deadlines"
+    );
+    assert_eq!(repl_timer(&h), Some(ms(20)), "armed for the head, B");
+    fire_repl(&mut h);
+    assert_eq!(h.now, 20 * MS as u64);
+    let a = unit(&h, 0);
+    assert_eq!(
+        (a.cur_deadline, a.priority_level),
+        (30 * MS, 0),
+        "A's 10 ms replenishment came at 20 ms"
+    );
+}
