@@ -80,6 +80,22 @@ def test_list_names_shipped_scenarios():
     assert "seed000_context1_ratelimit" in p.stdout
 
 
+def test_list_names_host_schedulers_and_each_loads(tmp_path):
+    import vmsched as api
+    from vmsched.cli import HOST_SCHEDULERS
+
+    p = vmsched("list")
+    assert p.returncode == 0
+    for name in ("rtds", "null", "arinc653", "rtds_reservation", "null_static",
+                 "arinc653_partitions"):
+        assert name in p.stdout
+    for name, _ in HOST_SCHEDULERS:
+        f = tmp_path / f"{name}.toml"
+        f.write_text(f'[machine]\npcpus = 1\n[host]\nscheduler = "{name}"\n'
+                     '[[domain]]\nname = "a"\nvcpus = 1\n[domain.sched]\nscheduler = "cfs"\n')
+        assert api.check(f)["host"]["scheduler"] == name
+
+
 def test_version_strings_survive_set():
     p = vmsched("check", "seed000_context1_ratelimit", "--set", "domain.0.sched.version=5.10",
                 "--set", "host.version=4.20.2")

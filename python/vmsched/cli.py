@@ -233,11 +233,26 @@ def cmd_check(a) -> int:
     return 0
 
 
+# `[host] scheduler = "..."`: the registry's names (crates/vmsched-sched/src/build.rs), with the
+# release modelled and the page that documents each. tests/test_cli.py checks every name loads.
+HOST_SCHEDULERS = (
+    ("credit2", "Xen Credit2, 4.20.0-4.21 (docs/credit2.md)"),
+    ("credit", "Xen Credit1, 3.3 or 4.20 (docs/credit1.md)"),
+    ("rtds", "Xen RTDS, 4.20: budget/period per vCPU, global EDF (docs/rtds.md)"),
+    ("null", "Xen null, 4.20: one vCPU per pCPU, a waitqueue (docs/null.md)"),
+    ("arinc653", "Xen ARINC 653, 4.20: a fixed table of slots (docs/arinc653.md)"),
+    ("pinned", "vCPU k owns pCPU k; for tests, not a real scheduler"),
+)
+
+
 def cmd_list(a) -> int:
     for p in sorted(SCENARIO_DIR.glob("*.toml")):
         first = next((ln for ln in p.read_text().splitlines() if ln.startswith("description")), "")
         desc = escape(first.split("=", 1)[-1].strip().strip(chr(34)))
         console.print(f"[bold]{escape(p.stem)}[/bold] {desc}")
+    console.print(escape("\nhost schedulers ([host] scheduler = ...):"), highlight=False)
+    for name, desc in HOST_SCHEDULERS:
+        console.print(f"  [bold]{name}[/bold] {escape(desc)}", highlight=False)
     return 0
 
 

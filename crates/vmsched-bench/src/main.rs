@@ -1,11 +1,13 @@
 //! `vmsched-bench`: throughput of the engine on fixed scenarios (a benchmark, not a test).
 //!
 //! ```text
-//! cargo run --release -p vmsched-bench -- [seed000|seed002|large|x1024|x4096|all|scale] [--seconds S]
+//! cargo run --release -p vmsched-bench -- [seed000|seed002|large|rtds|x1024|x4096|all|scale] [--seconds S]
 //! ```
 //! Scenarios: `seed000` (the shipped seed-000 scenario, 8 pCPUs), `seed002` (the shipped seed-002
 //! scenario, 16 domains on one pCPU under Xen 3.3 Credit1 with the I/O path, run with the
-//! round-robin fix so that packets flow), `large` (64 pCPUs), `x1024` and `x4096` (the same
+//! round-robin fix so that packets flow), `large` (64 pCPUs), `rtds` (the same mix on 64 pCPUs
+//! under Xen RTDS with 64 domains, 256 vCPUs, at RTDS's default 4 ms / 10 ms with extratime:
+//! issue 17's RTDS benchmark; not in `all`), `x1024` and `x4096` (the same
 //! Credit2-over-CFS mix at 1,024 and 4,096 pCPUs); `all` runs `seed000` and `large` (as before
 //! `seed002` existed, so that totals stay comparable), `scale` the last two. Prints the definition of an event, then per scenario the events and the
 //! same-instant actions, events per second, simulated seconds per wall second and peak memory
@@ -24,11 +26,16 @@ const SEED002: &str = include_str!("../../../python/vmsched/scenarios/seed002_io
 /// domains of 4 vCPUs (2 vCPUs per pCPU), cycling through four workload mixes: Context1 pairs
 /// with CPU hogs, cyclictest with a hog, CPU loops, and a sleep/compute program.
 fn mixed_scenario(name: &str, pcpus: u32, sockets: u32) -> String {
+    mixed_on(name, pcpus, sockets, "credit2", pcpus / 2)
+}
+
+/// The same mix under host scheduler `host` with `domains` domains of 4 vCPUs.
+fn mixed_on(name: &str, pcpus: u32, sockets: u32, host: &str, domains: u32) -> String {
     let mut s = format!(
         "name = \"{name}\"\n[run]\nduration_ms = 1000\n[machine]\npcpus = {pcpus}\n\
-         sockets = {sockets}\n[host]\nscheduler = \"credit2\"\n",
+         sockets = {sockets}\n[host]\nscheduler = \"{host}\"\n",
     );
-    for d in 0..pcpus / 2 {
+    for d in 0..domains {
         s += &format!(
             "[[domain]]\nname = \"d{d}\"\nvcpus = 4\n[domain.sched]\nscheduler = \"cfs\"\n"
         );
@@ -118,11 +125,11 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(10.0);
     let known = [
-        "seed000", "seed002", "large", "x1024", "x4096", "all", "scale",
+        "seed000", "seed002", "large", "rtds", "x1024", "x4096", "all", "scale",
     ];
     if !known.contains(&which) || seconds.is_nan() || seconds <= 0.0 {
         eprintln!(
-            "usage: vmsched-bench [seed000|seed002|large|x1024|x4096|all|scale] [--seconds S]\n\
+            "usage: vmsched-bench [seed000|seed002|large|rtds|x1024|x4096|all|scale] [--seconds S]\n\
              (all = seed000 + large; scale = x1024 + x4096; S may be fractional)"
         );
         std::process::exit(2);
@@ -149,6 +156,14 @@ fn main() {
         add(bench(
             "large",
             &mixed_scenario("bench_large", 64, 2),
+            seconds,
+            &[],
+        ));
+    }
+    if which == "rtds" {
+        add(bench(
+            "rtds",
+            &mixed_on("bench_rtds", 64, 2, "rtds", 64),
             seconds,
             &[],
         ));
@@ -211,6 +226,22 @@ mod tests {
             big > 0.5 && (big - old_max).abs() < 0.03,
             "256 pCPUs: {old_max}, 1024 pCPUs: {big}"
         );
+    }
+
+    /// The RTDS benchmark scenario loads and runs: 256 vCPUs on 64 pCPUs, every pCPU busy
+    /// (hogs with extratime leave no idle time).
+    #[test]
+    fn rtds_bench_runs_256_vcpus_on_64_pcpus() {
+        let ov = vec![("run.duration_ms".to_string(), "30".to_string())];
+        let src = mixed_on("r", 64, 2, "rtds", 64);
+        let s = vmsched_sched::load("r", &src, &ov).unwrap_or_else(|e| panic!("{e}"));
+        let mut sim = vmsched_sched::build(&s);
+        sim.run();
+        let r = sim.results();
+        let vcpus: Vec<_> = r.entities.iter().filter(|e| e.kind == "vcpu").collect();
+        assert_eq!(vcpus.len(), 256);
+        let busy: u64 = vcpus.iter().map(|e| e.running_ns).sum();
+        assert!(busy as f64 / (64 * r.measured_ns) as f64 > 0.99, "{busy}");
     }
 
     #[test]

@@ -336,6 +336,16 @@ pub struct DomainConfig<G> {
     /// xl.cfg `cap`).
     #[serde(default)]
     pub cap: u32,
+    /// RTDS budget per period of every vCPU (µs; `xl sched-rtds -d D -v all -b`); absent:
+    /// Xen's 4000. Read by the RTDS host only; validated by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_us: Option<u64>,
+    /// RTDS period of every vCPU (µs; `xl sched-rtds -p`); absent: Xen's 10000.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub period_us: Option<u64>,
+    /// RTDS extratime of every vCPU (`xl sched-rtds -e 1/0`); absent: on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extratime: Option<bool>,
     /// Hard affinity of every vCPU (pCPU ids); default all.
     #[serde(default)]
     pub pcpus: Option<Vec<u32>>,

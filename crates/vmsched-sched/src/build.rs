@@ -19,9 +19,12 @@ use vmsched_core::{
 };
 
 use crate::guest::cfs::{Cfs, CfsParams};
+use crate::host::arinc653::{Arinc653, Arinc653Params, Slot};
 use crate::host::credit1::{Credit1, Credit1Params};
 use crate::host::credit2::{Credit2, Credit2Params};
+use crate::host::null::{Null, NullParams};
 use crate::host::pinned::{Pinned, PinnedParams};
+use crate::host::rtds::{Rtds, RtdsParams};
 use crate::host::{DomainSchedParams, HostConfig};
 
 /// `[host] scheduler = "..."`
@@ -32,6 +35,12 @@ pub enum HostSchedConfig {
     Credit(Credit1Params),
     Credit2(Credit2Params),
     Pinned(PinnedParams),
+    /// Xen RTDS (`sched=rtds`), 4.20.
+    Rtds(RtdsParams),
+    /// Xen's null scheduler (`sched=null`), 4.20.
+    Null(NullParams),
+    /// Xen's ARINC 653 scheduler (`sched=arinc653`), 4.20.
+    Arinc653(Arinc653Params),
 }
 
 /// `[domain.sched] scheduler = "..."`
@@ -47,6 +56,9 @@ impl ConfigCheck for HostSchedConfig {
             HostSchedConfig::Credit(p) => p.validate().map_err(split_field),
             HostSchedConfig::Credit2(p) => p.validate().map_err(split_field),
             HostSchedConfig::Pinned(_) => Ok(()),
+            HostSchedConfig::Rtds(p) => p.validate().map_err(split_field),
+            HostSchedConfig::Null(_) => Ok(()),
+            HostSchedConfig::Arinc653(p) => p.validate().map_err(split_field),
         }
     }
 
@@ -104,6 +116,33 @@ impl ConfigCheck for HostSchedConfig {
             }
             (HostSchedConfig::Pinned(_), _) => Err(format!(
                 "the pinned host takes no run-time change of `{field}`"
+            )),
+            (
+                HostSchedConfig::Rtds(_),
+                "budget_us" | "pause" | "create_at_ms" | "destroy_at_ms" | "cpu_offline"
+                | "cpu_online" | "vcpu_down",
+            ) => Ok(()),
+            (HostSchedConfig::Rtds(_), "weight" | "cap") => Err(format!(
+                "rtds has no `{field}` (xl sched-rtds takes a period, a budget and extratime)"
+            )),
+            (HostSchedConfig::Rtds(_), _) => {
+                Err(format!("rtds takes no run-time change of `{field}`"))
+            }
+            (
+                HostSchedConfig::Null(_),
+                "pause" | "create_at_ms" | "destroy_at_ms" | "cpu_offline" | "cpu_online"
+                | "vcpu_down",
+            ) => Ok(()),
+            (HostSchedConfig::Null(_), _) => Err(format!(
+                "null has no parameters: it takes no run-time change of `{field}`"
+            )),
+            (
+                HostSchedConfig::Arinc653(_),
+                "pause" | "create_at_ms" | "destroy_at_ms" | "cpu_offline" | "cpu_online"
+                | "vcpu_down",
+            ) => Ok(()),
+            (HostSchedConfig::Arinc653(_), _) => Err(format!(
+                "arinc653 follows its table: it takes no run-time change of `{field}`"
             )),
         }
     }
@@ -172,6 +211,7 @@ pub fn load_with(
 
 /// Checks that need the host policy and the whole machine together.
 fn check_layout(s: &Scenario) -> Result<(), (String, String)> {
+    check_rtds_fields(s)?;
     match &s.host {
         HostSchedConfig::Credit(p) => {
             // Seed 001's boost credit names domains.
@@ -187,7 +227,54 @@ fn check_layout(s: &Scenario) -> Result<(), (String, String)> {
         }
         HostSchedConfig::Credit2(_) => Ok(()),
         HostSchedConfig::Pinned(_) => crate::host::pinned::check_layout(s),
+        HostSchedConfig::Rtds(_) | HostSchedConfig::Null(_) => Ok(()),
+        HostSchedConfig::Arinc653(p) => {
+            // A slot names a domain of the scenario and one of its vCPUs.
+            for (i, slot) in p.schedule.iter().flatten().enumerate() {
+                let Some(d) = s.domains.iter().find(|d| d.name == slot.domain) else {
+                    return Err((
+                        format!("host.schedule.{i}.domain"),
+                        format!("no [[domain]] is named {:?}", slot.domain),
+                    ));
+                };
+                if slot.vcpu >= d.vcpus {
+                    return Err((
+                        format!("host.schedule.{i}.vcpu"),
+                        format!(
+                            "domain {:?} has {} vCPUs (ids 0..{})",
+                            d.name, d.vcpus, d.vcpus
+                        ),
+                    ));
+                }
+            }
+            Ok(())
+        }
     }
+}
+
+/// A domain's RTDS fields (`budget_us`, `period_us`, `extratime`): checked as `xl sched-rtds`
+/// checks them under an RTDS host, refused under any other (they would be silently ignored).
+fn check_rtds_fields(s: &Scenario) -> Result<(), (String, String)> {
+    let rtds = matches!(s.host, HostSchedConfig::Rtds(_));
+    for (i, d) in s.domains.iter().enumerate() {
+        if rtds {
+            crate::host::rtds::validate_domain(d.period_us, d.budget_us)
+                .map_err(|(f, m)| (format!("domain.{i}.{f}"), m))?;
+            continue;
+        }
+        let given = [
+            ("budget_us", d.budget_us.is_some()),
+            ("period_us", d.period_us.is_some()),
+            ("extratime", d.extratime.is_some()),
+        ];
+        if let Some((f, _)) = given.iter().find(|(_, g)| *g) {
+            return Err((
+                format!("domain.{i}.{f}"),
+                "an RTDS parameter: only `[host] scheduler = \"rtds\"` reads it".into(),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// How a host configuration places vCPUs at build time.
@@ -204,6 +291,9 @@ impl HostSchedConfig {
         match self {
             HostSchedConfig::Credit(_) | HostSchedConfig::Credit2(_) => VcpuPlacement::Affinity,
             HostSchedConfig::Pinned(_) => VcpuPlacement::OwnPcpu,
+            HostSchedConfig::Rtds(_) | HostSchedConfig::Null(_) | HostSchedConfig::Arinc653(_) => {
+                VcpuPlacement::Affinity
+            }
         }
     }
 
@@ -213,6 +303,9 @@ impl HostSchedConfig {
             HostSchedConfig::Credit(p) => p,
             HostSchedConfig::Credit2(p) => p,
             HostSchedConfig::Pinned(p) => p,
+            HostSchedConfig::Rtds(p) => p,
+            HostSchedConfig::Null(p) => p,
+            HostSchedConfig::Arinc653(p) => p,
         }
     }
 
@@ -222,6 +315,9 @@ impl HostSchedConfig {
         let p = DomainSchedParams {
             weight: d.weight,
             cap: d.cap,
+            budget_us: d.budget_us,
+            period_us: d.period_us,
+            extratime: d.extratime,
         };
         self.config().vcpu_attr(&p)
     }
@@ -247,6 +343,27 @@ fn make_host(
         }
         HostSchedConfig::Credit2(p) => Box::new(Credit2::sched(p.clone(), topo, nr_domains)),
         HostSchedConfig::Pinned(_) => Box::new(Pinned::new(topo.len())),
+        HostSchedConfig::Rtds(p) => Box::new(Rtds::sched(p.clone(), topo)),
+        HostSchedConfig::Null(_) => Box::new(Null::sched(topo.len())),
+        HostSchedConfig::Arinc653(p) => {
+            let table = p.schedule.as_ref().map(|slots| {
+                let slots = slots
+                    .iter()
+                    .map(|sl| {
+                        let d = domain_names
+                            .iter()
+                            .position(|n| *n == sl.domain)
+                            .expect("validated: a slot names a domain");
+                        Slot::new(d as u32, sl.vcpu, sl.runtime_us as i64 * 1000)
+                    })
+                    .collect();
+                (
+                    slots,
+                    p.major_frame_ns().expect("a table has a major frame"),
+                )
+            });
+            Box::new(Arinc653::sched(p, topo.len(), table))
+        }
     }
 }
 
@@ -498,6 +615,10 @@ fn add_events(b: &mut SimBuilder, s: &Scenario, host: LevelId) {
                 group: dom(&e.domain) as u32,
                 weight: e.weight,
                 cap_pct: e.cap,
+                rtds: match (e.budget_us, e.period_us, e.extratime) {
+                    (Some(b), Some(p), Some(x)) => Some((b, p, x)),
+                    _ => None,
+                },
             },
             EventAction::SchedHost => {
                 // One action per parameter given (`-t` before `-r`, as xl passes both at once).

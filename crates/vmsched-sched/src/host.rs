@@ -1,8 +1,11 @@
 //! Host schedulers (place vCPUs on physical CPUs), and what a host policy's configuration makes
 //! of a domain's scheduling parameters ([`HostConfig`]).
+pub mod arinc653;
 pub mod credit1;
 pub mod credit2;
+pub mod null;
 pub mod pinned;
+pub mod rtds;
 pub mod xen_core;
 
 use vmsched_core::XenAttr;
@@ -15,6 +18,12 @@ pub struct DomainSchedParams {
     pub weight: u32,
     /// `cap` in percent of one pCPU, 0 = none (`-c`; xl.cfg `cap`).
     pub cap: u32,
+    /// RTDS `budget_us` (`xl sched-rtds -b`), if given.
+    pub budget_us: Option<u64>,
+    /// RTDS `period_us` (`xl sched-rtds -p`), if given.
+    pub period_us: Option<u64>,
+    /// RTDS `extratime` (`xl sched-rtds -e`), if given.
+    pub extratime: Option<bool>,
 }
 
 /// A host policy's configuration (`[host]`): it owns what a domain's scheduling parameters mean
@@ -51,6 +60,33 @@ impl HostConfig for credit2::Credit2Params {
 
 impl HostConfig for pinned::PinnedParams {
     /// The pinned host reads no domain parameter.
+    fn vcpu_attr(&self, _d: &DomainSchedParams) -> XenAttr {
+        XenAttr::default()
+    }
+}
+
+impl HostConfig for rtds::RtdsParams {
+    /// `xl sched-rtds -d D -v all -p P -b B -e E`: the domain's period, budget and extratime
+    /// for every vCPU (absent: Xen's 10 ms, 4 ms, on).
+    fn vcpu_attr(&self, d: &DomainSchedParams) -> XenAttr {
+        XenAttr {
+            budget_us: d.budget_us.unwrap_or(rtds::DEFAULT_BUDGET_US),
+            period_us: d.period_us.unwrap_or(rtds::DEFAULT_PERIOD_US),
+            extratime: d.extratime.unwrap_or(true),
+            ..Default::default()
+        }
+    }
+}
+
+impl HostConfig for null::NullParams {
+    /// null reads no domain parameter.
+    fn vcpu_attr(&self, _d: &DomainSchedParams) -> XenAttr {
+        XenAttr::default()
+    }
+}
+
+impl HostConfig for arinc653::Arinc653Params {
+    /// ARINC653 reads no domain parameter: the `[host]` table names the vCPUs.
     fn vcpu_attr(&self, _d: &DomainSchedParams) -> XenAttr {
         XenAttr::default()
     }

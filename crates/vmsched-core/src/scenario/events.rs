@@ -50,7 +50,14 @@ impl EventAction {
     /// of the optional ones must be given.
     fn fields(self) -> &'static [&'static str] {
         match self {
-            EventAction::SchedDomain => &["domain", "weight", "cap"],
+            EventAction::SchedDomain => &[
+                "domain",
+                "weight",
+                "cap",
+                "budget_us",
+                "period_us",
+                "extratime",
+            ],
             EventAction::SchedHost => &["ratelimit_us", "tslice_ms"],
             EventAction::SchedTask => &[
                 "domain",
@@ -88,6 +95,16 @@ pub struct EventConfig {
     /// New domain cap (% of one pCPU, 0 = none; at most 100 × vcpus).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cap: Option<u32>,
+    /// New RTDS budget of every vCPU of the domain (µs; `xl sched-rtds -d D -v all -b`; with
+    /// `period_us` and `extratime`, as xl wants all three).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_us: Option<u64>,
+    /// New RTDS period (µs; `-p`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub period_us: Option<u64>,
+    /// New RTDS extratime (`-e 1` / `-e 0`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extratime: Option<bool>,
     /// New scheduler rate limit (µs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ratelimit_us: Option<u64>,
@@ -115,13 +132,16 @@ impl EventConfig {
     }
 
     /// The optional fields given, by name.
-    fn given(&self) -> [(&'static str, bool); 11] {
+    fn given(&self) -> [(&'static str, bool); 14] {
         [
             ("domain", self.domain.is_some()),
             ("workload", self.workload.is_some()),
             ("task", self.task.is_some()),
             ("weight", self.weight.is_some()),
             ("cap", self.cap.is_some()),
+            ("budget_us", self.budget_us.is_some()),
+            ("period_us", self.period_us.is_some()),
+            ("extratime", self.extratime.is_some()),
             ("ratelimit_us", self.ratelimit_us.is_some()),
             ("tslice_ms", self.tslice_ms.is_some()),
             ("nice", self.nice.is_some()),
@@ -187,8 +207,43 @@ impl EventConfig {
             EventAction::SchedDomain => {
                 need("domain", self.domain.is_some())?;
                 let (_, d) = domain()?;
-                if self.weight.is_none() && self.cap.is_none() {
-                    return Err((at("weight"), "sched_domain needs `weight` or `cap`".into()));
+                let rtds = [
+                    ("budget_us", self.budget_us.is_some()),
+                    ("period_us", self.period_us.is_some()),
+                    ("extratime", self.extratime.is_some()),
+                ];
+                if self.weight.is_none() && self.cap.is_none() && !rtds.iter().any(|r| r.1) {
+                    return Err((
+                        at("weight"),
+                        "sched_domain needs `weight` or `cap` (or RTDS's `budget_us`, \
+                         `period_us` and `extratime`)"
+                            .into(),
+                    ));
+                }
+                if rtds.iter().any(|r| r.1) {
+                    // xl sched-rtds -v all wants a period, a budget and extratime together.
+                    if let Some((f, _)) = rtds.iter().find(|r| !r.1) {
+                        return Err((
+                            at(f),
+                            "xl sched-rtds -v all sets `budget_us`, `period_us` and `extratime` \
+                             together: give all three"
+                                .into(),
+                        ));
+                    }
+                    let (b, p) = (self.budget_us.unwrap_or(0), self.period_us.unwrap_or(0));
+                    if !(10..=u32::MAX as u64).contains(&p) {
+                        return Err((
+                            at("period_us"),
+                            format!("must be in 10..={} (µs), got {p}", u32::MAX),
+                        ));
+                    }
+                    if b < 10 || b > p {
+                        return Err((
+                            at("budget_us"),
+                            format!("must be in 10..=period_us ({p} µs), got {b}"),
+                        ));
+                    }
+                    host_takes("budget_us", b as i64)?;
                 }
                 if let Some(w) = self.weight {
                     if w == 0 || w > 65535 {

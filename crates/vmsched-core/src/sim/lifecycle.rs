@@ -20,13 +20,15 @@ use crate::sched::GlobalParam;
 /// One timeline action, with its targets resolved to the level's ids.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TimelineAction {
-    /// `xl sched-credit -d` / `xl sched-credit2 -d`: the Xen attributes of every entity of
-    /// `group` (a domain).
+    /// `xl sched-credit -d` / `xl sched-credit2 -d` (weight, cap) or `xl sched-rtds -d -v all
+    /// -p -b -e` (`rtds`: budget µs, period µs, extratime): the Xen attributes of every entity
+    /// of `group` (a domain).
     DomainAttr {
         level: LevelId,
         group: u32,
         weight: Option<u32>,
         cap_pct: Option<u32>,
+        rtds: Option<(u64, u64, bool)>,
     },
     /// `xl sched-credit -s` / `xl sched-credit2 -s`: a scheduler-wide parameter of `level`.
     Global { level: LevelId, param: GlobalParam },
@@ -102,6 +104,7 @@ impl Simulation {
                 group,
                 weight,
                 cap_pct,
+                rtds,
             } => {
                 let lv = &mut self.levels[level.idx()];
                 for e in lv.ent_info.iter_mut().filter(|e| e.params.group == group) {
@@ -110,6 +113,11 @@ impl Simulation {
                     }
                     if let Some(c) = cap_pct {
                         e.params.xen.cap_pct = c;
+                    }
+                    if let Some((b, p, x)) = rtds {
+                        e.params.xen.budget_us = b;
+                        e.params.xen.period_us = p;
+                        e.params.xen.extratime = x;
                     }
                 }
                 self.with_sched(level, |s, ctx| s.adjust(ctx, group));

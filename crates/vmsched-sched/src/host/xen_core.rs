@@ -5,7 +5,7 @@
 //!
 //! # Policy and core
 //!
-//! A Xen policy (Credit2 and Credit1 today; RTDS, null, ARINC653 later) implements [`XenOps`],
+//! A Xen policy (Credit2, Credit1, RTDS, null and ARINC653) implements [`XenOps`],
 //! the hooks of Xen's `struct scheduler`. [`XenCore`] implements the engine's `Scheduler` by
 //! doing what `core.c` does around them, and is generic over the policy, so the calls are static
 //! (`Box<XenCore<Credit2>>` is the only indirection of the level).
@@ -128,6 +128,12 @@ impl<'c, 'a> XenCtx<'c, 'a> {
     #[inline]
     pub fn is_parked(&self, e: EntityId) -> bool {
         self.pause[e.idx()] & VPF_PARKED != 0
+    }
+
+    /// Whether `_VPF_down` is set: the guest took the vCPU down (Xen `!is_unit_online`).
+    #[inline]
+    pub fn is_down(&self, e: EntityId) -> bool {
+        self.pause[e.idx()] & VPF_DOWN != 0
     }
 
     /// Whether `_VPF_migrating` is set.
