@@ -11,7 +11,7 @@ use vmsched_core::scenario::{
     ConfigCheck, EventAction, GuestType, MachineConfig, Preempt, ScenarioError, SetValue, TickMode,
 };
 use vmsched_core::sim::{
-    FlowKind, IoSpec, LevelOpts, NetFlow, SimBuilder, Simulation, TimelineAction,
+    DeviceModel, FlowKind, IoSpec, LevelOpts, NetFlow, SimBuilder, Simulation, TimelineAction,
 };
 use vmsched_core::workload::WorkloadConfig;
 use vmsched_core::{
@@ -305,6 +305,7 @@ pub fn build(s: &Scenario) -> Simulation {
     let mut next_pcpu = 0u32;
     let mut prev_cpu: Option<u32> = None;
     let mut flows: Vec<NetFlow> = Vec::new();
+    let mut dms: Vec<DeviceModel> = Vec::new();
     for (di, d) in s.domains.iter().enumerate() {
         let gtopo: Vec<CpuTopo> = (0..d.vcpus)
             .map(|v| CpuTopo {
@@ -363,6 +364,14 @@ pub fn build(s: &Scenario) -> Simulation {
                 gtopo[v as usize],
             );
         }
+        if vmsched_core::scenario::io::uses_ioreq(d) {
+            dms.push(DeviceModel {
+                guest,
+                before_flow: flows.len(),
+                cost: d.device_model.cost_ns(),
+                vcpu: d.device_model.vcpu,
+            });
+        }
         let all_v = CpuSet::first_n(d.vcpus as usize);
         for (wi, w) in d.workloads.iter().enumerate() {
             let valid = "invariant: a built scenario validated";
@@ -411,7 +420,7 @@ pub fn build(s: &Scenario) -> Simulation {
     let ns = |v: Result<u64, (String, String)>| {
         v.unwrap_or_else(|(f, m)| panic!("invariant: a built scenario validated, but {f}: {m}"))
     };
-    add_io(&mut b, s, flows);
+    add_io(&mut b, s, flows, dms);
     add_events(&mut b, s, host);
     b.xenmon_window(ns(s.run.xenmon_window_ns()));
     b.build(
@@ -425,8 +434,9 @@ pub fn build(s: &Scenario) -> Simulation {
 /// with `driver = true`; validation refused an I/O workload without one) and the pinged guests
 /// get event channels; their backends are bound in the driver domain in declaration order,
 /// which is creation order (domains created during the run are declared last, in order).
-fn add_io(b: &mut SimBuilder, s: &Scenario, flows: Vec<NetFlow>) {
-    if flows.is_empty() {
+/// HVM guests with emulated I/O get ioreq ports in the driver domain (ERRATA X9).
+fn add_io(b: &mut SimBuilder, s: &Scenario, flows: Vec<NetFlow>, device_models: Vec<DeviceModel>) {
+    if flows.is_empty() && device_models.is_empty() {
         return;
     }
     let di = s
@@ -451,6 +461,7 @@ fn add_io(b: &mut SimBuilder, s: &Scenario, flows: Vec<NetFlow>) {
         netback: s.domains[di].netback.clone(),
         evtchn,
         flows,
+        device_models,
     });
 }
 

@@ -189,6 +189,7 @@ impl SimBuilder {
             steal: 0,
             paused: false,
             wait_from: RunState::Blocked,
+            in_xen: false,
             stats: EntStats {
                 time: [0; 4],
                 runs: 0,

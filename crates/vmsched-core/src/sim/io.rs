@@ -26,6 +26,19 @@
 //! kernel (the echo reply, queued on netfront's transmit ring) → the guest's backend port in
 //! the driver domain → `tx_ns` per packet (netback, bridge, NIC transmit): the reply leaves,
 //! and its round-trip time is recorded. A packet that finds its ring full is dropped.
+//!
+//! **HVM device-model round trip** (ERRATA X9; Xen 3.3 `hvm_send_assist_req` in
+//! `xen/arch/x86/hvm/hvm.c`, `prepare_wait_on_xen_event_channel` in `xen/include/xen/event.h`,
+//! `evtchn_send` in `xen/common/event_channel.c`; 4.20 `ioreq_send` in `xen/common/ioreq.c`):
+//! an `ioreq` step of a task on an HVM vCPU sets the vCPU "blocked in Xen" (not runnable, and
+//! `offline`, not `blocked`, when it is switched out), notifies the device model's port in the
+//! driver domain (an ordinary event: pending bit, upcall, kick; the wake goes through the host
+//! scheduler's wake hook) and reschedules the vCPU's pCPU. dom0's handler (kernel work of
+//! `device_model.notify_ns + emulate_ns`: the evtchn driver, qemu-dm's emulation and its
+//! notify) completes the request with a *direct* wake of the vCPU: Xen's send on a port whose
+//! consumer is Xen clears `_VPF_blocked_in_xen` and calls `vcpu_wake`, with no pending bit and
+//! no upcall in the guest. Guest events meanwhile stay pending: they do not wake a vCPU
+//! blocked in Xen.
 
 use super::evtchn::{Evtchn, PortFn};
 use super::*;
@@ -46,6 +59,35 @@ pub struct IoSpec {
     /// Network flows, in the order their backends are bound in the driver domain (creation
     /// order).
     pub flows: Vec<NetFlow>,
+    /// HVM guests whose programs make emulated I/O accesses, in creation order: each vCPU gets
+    /// an ioreq port in the driver domain, bound when its device model starts (at the domain's
+    /// creation, before its flows' backends).
+    pub device_models: Vec<DeviceModel>,
+}
+
+/// One HVM guest's device model (qemu-dm in the driver domain).
+#[derive(Clone, Copy, Debug)]
+pub struct DeviceModel {
+    pub guest: LevelId,
+    /// Its ports are bound just before flow `before_flow`'s backend (the guest's first flow, or
+    /// the number of flows of the domains declared before it).
+    pub before_flow: usize,
+    /// dom0's work per ioreq (`notify_ns + emulate_ns`).
+    pub cost: Nanos,
+    /// The driver domain's vCPU its ports are bound to.
+    pub vcpu: u32,
+}
+
+/// One HVM vCPU's ioreq channel.
+#[derive(Clone, Copy, Debug)]
+struct Ioreq {
+    /// The guest CPU (the vCPU's guest side).
+    cpu: GCpu,
+    /// Its port in the driver domain.
+    port: u32,
+    cost: Nanos,
+    /// A request is waiting for the device model.
+    pending: bool,
 }
 
 /// One guest's network workload: a vif with its netfront and backend ports.
@@ -118,6 +160,10 @@ pub(super) struct IoState {
     /// The NIC's receive ring: (flow, packet).
     nic: VecDeque<(u32, Packet)>,
     net: NetbackConfig,
+    /// HVM vCPUs' ioreq channels, and per global CPU the index of its own (None: no device
+    /// model).
+    ioreqs: Vec<Ioreq>,
+    ioreq_of: Vec<Option<u32>>,
 }
 
 impl SimBuilder {
@@ -157,7 +203,25 @@ impl SimBuilder {
         let nic_port = bind(&mut doms, spec.driver, dv, PortFn::NicRx);
         let ring = spec.netback.ring as usize;
         let mut flows = Vec::with_capacity(spec.flows.len());
-        for (f, p) in spec.flows.iter().enumerate() {
+        let mut ioreqs = Vec::new();
+        let mut ioreq_of = vec![None; self.sim.cpus.len()];
+        let mut dms = spec.device_models.iter().peekable();
+        for f in 0..=spec.flows.len() {
+            // Device models start with their domains, before those domains' netfronts connect.
+            while let Some(dm) = dms.next_if(|d| d.before_flow <= f) {
+                for &g in &self.sim.levels[dm.guest.idx()].cpu_g {
+                    let k = ioreqs.len() as u32;
+                    let port = bind(&mut doms, spec.driver, dm.vcpu, PortFn::Ioreq(k));
+                    ioreq_of[g.idx()] = Some(k);
+                    ioreqs.push(Ioreq {
+                        cpu: g,
+                        port,
+                        cost: dm.cost,
+                        pending: false,
+                    });
+                }
+            }
+            let Some(p) = spec.flows.get(f) else { break };
             let back_port = bind(&mut doms, spec.driver, dv, PortFn::NetbackTx(f as u32));
             let guest_port = bind(&mut doms, p.guest, p.vcpu, PortFn::NetfrontRx(f as u32));
             let arrive_slot = self.slot(SlotKind::Packet(f as u32));
@@ -192,6 +256,8 @@ impl SimBuilder {
             nic_port,
             nic: VecDeque::with_capacity(ring.min(4096)),
             net: spec.netback,
+            ioreqs,
+            ioreq_of,
         }));
     }
 }
@@ -256,6 +322,11 @@ impl Simulation {
                         format!("netback:{dom}/{name}")
                     }
                     PortFn::NetfrontRx(f) => format!("netfront:{}", wl(f).1),
+                    PortFn::Ioreq(k) => {
+                        let g = io.ioreqs[k as usize].cpu;
+                        let cs = &self.cpus[g.idx()];
+                        format!("ioreq:{}.v{}", self.levels[cs.level.idx()].name, cs.local.0)
+                    }
                 };
                 rows.push(crate::report::PortResult {
                     level: self.levels[l].name.clone(),
@@ -384,6 +455,10 @@ impl Simulation {
                 (fl.rx.len(), per)
             }
             PortFn::NetbackTx(f) => (io.flows[f as usize].tx.len(), io.net.tx_ns),
+            PortFn::Ioreq(k) => {
+                let r = &io.ioreqs[k as usize];
+                (r.pending as usize, r.cost)
+            }
         };
         (n as Nanos * per, n as u32)
     }
@@ -411,6 +486,7 @@ impl Simulation {
                 PortFn::NicRx => sim.nic_rx_done(k.batch),
                 PortFn::NetfrontRx(f) => sim.netfront_done(f, k.batch),
                 PortFn::NetbackTx(f) => sim.netback_tx_done(f, k.batch),
+                PortFn::Ioreq(r) => sim.ioreq_done(r, k.batch),
             }
             if let Some(v) = sim.evt(l).unmask(k.port) {
                 let t = sim.levels[l.idx()].cpu_g[v as usize];
@@ -520,6 +596,62 @@ impl Simulation {
         for v in kicks {
             let t = self.levels[l.idx()].cpu_g[v as usize];
             self.upcall_kick(t);
+        }
+    }
+
+    /// Guest CPU `c`'s task makes an emulated I/O access (an `ioreq` step; ERRATA X9): its vCPU
+    /// is blocked in Xen (Xen `prepare_wait_on_xen_event_channel`: the pause flag, then a
+    /// reschedule), the device model's port in the driver domain is notified (Xen
+    /// `hvm_send_assist_req` → `notify_via_xen_event_channel`; dom0's wake goes through the host
+    /// scheduler's wake hook first, as in Xen, where the softirq runs after the send), and the
+    /// vCPU's pCPU reschedules.
+    pub(super) fn ioreq_send(&mut self, c: GCpu) {
+        let k = self
+            .io
+            .as_ref()
+            .and_then(|io| io.ioreq_of[c.idx()])
+            .unwrap_or_else(|| {
+                panic!("invariant: an ioreq step runs only on an HVM vCPU with a device model")
+            });
+        let b = self.cpus[c.idx()]
+            .backing
+            .expect("invariant: an ioreq comes from a vCPU");
+        let (hl, he) = (self.ents[b.idx()].level, self.ents[b.idx()].local);
+        let p = self
+            .cpu_of_ent(b)
+            .expect("invariant: an executing vCPU runs on a pCPU");
+        emit!(self.trace_block(b));
+        self.ents[b.idx()].in_xen = true;
+        self.levels[hl.idx()].ent_info[he.idx()].runnable = false;
+        self.with_sched(hl, |s, ctx| s.block(ctx, he));
+        let io = self.io();
+        let r = &mut io.ioreqs[k as usize];
+        r.pending = true;
+        let (driver, port) = (io.driver, r.port);
+        self.evtchn_notify(driver, port);
+        self.do_schedule(p);
+    }
+
+    /// The device model completed `n` (0 or 1) ioreqs of HVM vCPU `k`: the vCPU leaves Xen's
+    /// wait and is woken directly (Xen's send on a Xen-consumed port: clear
+    /// `_VPF_blocked_in_xen`, `vcpu_wake`; no pending bit, no upcall).
+    fn ioreq_done(&mut self, k: u32, n: u32) {
+        if n == 0 {
+            return;
+        }
+        let r = &mut self.io().ioreqs[k as usize];
+        r.pending = false;
+        let c = r.cpu;
+        let b = self.cpus[c.idx()]
+            .backing
+            .expect("invariant: an ioreq comes from a vCPU");
+        if !std::mem::take(&mut self.ents[b.idx()].in_xen) {
+            return;
+        }
+        let (hl, he) = (self.ents[b.idx()].level, self.ents[b.idx()].local);
+        let alive = self.levels[self.cpus[c.idx()].level.idx()].alive;
+        if alive && !self.levels[hl.idx()].ent_info[he.idx()].runnable {
+            self.wake_entity(b, WakeInfo::of(WakeCause::Io));
         }
     }
 
