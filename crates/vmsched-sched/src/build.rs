@@ -8,7 +8,8 @@ use serde::{Deserialize, Serialize};
 use vmsched_core::hv::ExitModel;
 use vmsched_core::report::Results;
 use vmsched_core::scenario::{
-    ConfigCheck, EventAction, GuestType, MachineConfig, Preempt, ScenarioError, SetValue, TickMode,
+    Arch, ConfigCheck, EventAction, GuestType, Hypervisor, MachineConfig, Preempt, ScenarioError,
+    SetValue, TickMode,
 };
 use vmsched_core::sim::{
     DeviceModel, FlowKind, IoSpec, LevelOpts, NetFlow, SimBuilder, Simulation, TimelineAction,
@@ -216,6 +217,18 @@ impl HostSchedConfig {
         }
     }
 
+    /// Does this Xen deliver an HVM guest's event-channel callback only to its vCPU 0? Xen
+    /// before 4.1 had only the GSI / PCI INTx callback, which `hvm_assert_evtchn_irq` raises
+    /// for vCPU 0 alone (Xen 3.3 `xen/arch/x86/hvm/irq.c`; ERRATA X9), so PV-on-HVM drivers
+    /// bind every port to vCPU 0. 4.1+ has per-vCPU vector callbacks (`HVMIRQ_callback_vector`,
+    /// commit e5fd1f6505), which upstream Linux uses. Credit2 and the pinned host model 4.x.
+    fn hvm_callback_vcpu0_only(&self) -> bool {
+        match self {
+            HostSchedConfig::Credit(p) => !p.version.hvm_vector_callback(),
+            HostSchedConfig::Credit2(_) | HostSchedConfig::Pinned(_) => false,
+        }
+    }
+
     /// The per-vCPU attributes this host takes from a domain's scheduling parameters
     /// (`[[domain]]` `weight`, `cap`): the host policy's configuration owns what they mean.
     fn vcpu_attr(&self, d: &vmsched_core::scenario::DomainConfig<GuestSchedConfig>) -> XenAttr {
@@ -382,7 +395,22 @@ pub fn build(s: &Scenario) -> Simulation {
                 }
                 _ => None,
             };
-            if let Some((kind, vcpu)) = net {
+            if let Some((kind, mut vcpu)) = net {
+                // Xen 3.3, HVM guest: the callback reaches vCPU 0 only, so netfront's port is
+                // bound there whatever the workload asks.
+                let hvm_x86 = s.machine.hypervisor == Hypervisor::Xen
+                    && s.machine.arch == Arch::X86
+                    && s.machine.guest_type(d.guest_type) == Ok(GuestType::Hvm);
+                if vcpu != 0 && hvm_x86 && s.host.hvm_callback_vcpu0_only() {
+                    b.note(format!(
+                        "{}: workload '{}': netfront's event channel is bound to vCPU 0, not \
+                         vCPU {vcpu}: Xen 3.3 delivers an HVM guest's event-channel callback \
+                         (GSI / PCI INTx) to vCPU 0 only",
+                        d.name,
+                        w.name()
+                    ));
+                    vcpu = 0;
+                }
                 flows.push(NetFlow {
                     guest,
                     workload: b.nr_workloads(),

@@ -69,6 +69,13 @@ impl Credit1Version {
             1
         }
     }
+    /// [4.1+] an HVM guest's event-channel callback can be a per-vCPU vector
+    /// (`HVMIRQ_callback_vector`, Xen commit e5fd1f6505; `hvm_assert_evtchn_irq` kicks the
+    /// notified vCPU). [3.3] only the GSI / PCI INTx callback exists, and
+    /// `hvm_assert_evtchn_irq` raises it for vCPU 0 alone (ERRATA X9).
+    pub fn hvm_vector_callback(self) -> bool {
+        self.is_4x()
+    }
     /// [4.2+] tslice and ratelimit exist (`sched_credit_tslice_ms`, `sched_ratelimit_us`).
     pub fn has_tslice_and_ratelimit(self) -> bool {
         self.is_4x()
