@@ -128,6 +128,9 @@ struct KWork {
     batch: u32,
     remaining: Nanos,
     since: Option<SimTime>,
+    /// This upcall's notifications woke a vCPU (whose scheduler learns, at the upcall's end,
+    /// that the batch is over: `Scheduler::wake_batch_end`).
+    woke: bool,
 }
 
 struct Flow {
@@ -360,6 +363,32 @@ impl Simulation {
         }
     }
 
+    /// The vCPU sending an event from its upcall (the code running is guest CPU `l`'s port
+    /// handler), as the waker of the wake the event causes at the level of `b`: the sender's
+    /// own vCPU entity if it is at that level. None: the event comes from outside (a physical
+    /// interrupt, Xen itself) or from a task.
+    fn event_waker(&self, b: GEnt) -> Option<(GCpu, EntityId)> {
+        let l = self.local_cpu.filter(|l| self.cpus[l.idx()].kwork)?;
+        let w = self.cpus[l.idx()].backing?;
+        let hl = self.ents[b.idx()].level;
+        // Only at a host level (physical CPUs): a guest scheduler's waker is a task.
+        let host = self.cpus[self.levels[hl.idx()].cpu_g[0].idx()]
+            .backing
+            .is_none();
+        (host && self.ents[w.idx()].level == hl).then(|| (l, self.ents[w.idx()].local))
+    }
+
+    /// Wakes the halted vCPU `b` for an event, naming the vCPU whose upcall sent it as the
+    /// waker (`WakeInfo::waker`), and remembers that that upcall woke someone.
+    fn wake_for_event(&mut self, b: GEnt, cause: WakeCause) {
+        let mut info = WakeInfo::of(cause);
+        if let Some((l, w)) = self.event_waker(b) {
+            info.waker = Some(w);
+            self.io().kcpu[l.idx()].woke = true;
+        }
+        self.wake_entity(b, info);
+    }
+
     /// The upcall of guest CPU `c` became pending: start it, or get the vCPU to run.
     fn upcall_kick(&mut self, c: GCpu) {
         let cs = &self.cpus[c.idx()];
@@ -367,8 +396,19 @@ impl Simulation {
             return;
         }
         if !cs.executing {
+            let (level, backing) = (cs.level, cs.backing);
             self.cpus[c.idx()].pending.raise(PendingIrqs::EVTCHN);
-            self.kick_backing(c, WakeCause::Event);
+            // A halted vCPU woken at once (no kick latency): the wake names its sender.
+            let halted = |sim: &Self, b: GEnt| {
+                let (l, e) = (sim.ents[b.idx()].level, sim.ents[b.idx()].local);
+                !sim.ents[b.idx()].in_xen && !sim.levels[l.idx()].ent_info[e.idx()].runnable
+            };
+            match backing {
+                Some(b) if self.levels[level.idx()].opts.exit.kick_ns == 0 && halted(self, b) => {
+                    self.wake_for_event(b, WakeCause::Event)
+                }
+                _ => self.kick_backing(c, WakeCause::Event),
+            }
             return;
         }
         if cs.kwork {
@@ -498,18 +538,29 @@ impl Simulation {
         self.io().kcpu[c.idx()].port = 0;
     }
 
-    /// The upcall on `c` has nothing left: the interrupted work goes on, or the CPU idles.
+    /// The upcall on `c` has nothing left: the interrupted work goes on, or the CPU idles; if
+    /// its notifications woke vCPUs, their scheduler learns that the batch is over (after the
+    /// idle check is queued, so a sender with nothing left halts first).
     fn kwork_end(&mut self, c: GCpu) {
         self.cpus[c.idx()].kwork = false;
-        if !self.cpus[c.idx()].executing {
-            return;
+        let woke = std::mem::take(&mut self.io().kcpu[c.idx()].woke);
+        if self.cpus[c.idx()].executing {
+            match self.curr_of(c) {
+                Some(g) => match self.ents[g.idx()].kind {
+                    EntKind::Task(t) => self.start_progress(t),
+                    EntKind::Vcpu(x) => self.start_executing(x),
+                },
+                None => self.actions.push_back(Action::IdleCheck(c)),
+            }
         }
-        match self.curr_of(c) {
-            Some(g) => match self.ents[g.idx()].kind {
-                EntKind::Task(t) => self.start_progress(t),
-                EntKind::Vcpu(x) => self.start_executing(x),
-            },
-            None => self.actions.push_back(Action::IdleCheck(c)),
+        if woke {
+            let b = self.cpus[c.idx()]
+                .backing
+                .expect("invariant: an upcall runs on a vCPU");
+            let (l, e) = (self.ents[b.idx()].level, self.ents[b.idx()].local);
+            self.on_cpu(c, |sim| {
+                sim.with_sched(l, |s, ctx| s.wake_batch_end(ctx, e))
+            });
         }
     }
 
@@ -651,7 +702,8 @@ impl Simulation {
         let (hl, he) = (self.ents[b.idx()].level, self.ents[b.idx()].local);
         let alive = self.levels[self.cpus[c.idx()].level.idx()].alive;
         if alive && !self.levels[hl.idx()].ent_info[he.idx()].runnable {
-            self.wake_entity(b, WakeInfo::of(WakeCause::Io));
+            // qemu-dm's notify is dom0's event send: dom0's vCPU is the waker.
+            self.wake_for_event(b, WakeCause::Io);
         }
     }
 
