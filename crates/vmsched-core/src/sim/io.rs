@@ -110,10 +110,23 @@ pub enum FlowKind {
     Stream(StreamParams),
 }
 
-/// A packet in flight: its flow and its arrival at the NIC.
+/// A packet in flight: its arrival at the NIC, and (a stream's) its sequence number.
 #[derive(Clone, Copy, Debug)]
 struct Packet {
     born: SimTime,
+    seq: u64,
+}
+
+/// A stream's loss the sender has not recovered yet (workload/stream.rs): a data packet dropped
+/// on a full ring, or (`ack`) the ACK of a received one dropped on the guest's transmit ring.
+#[derive(Clone, Copy, Debug)]
+struct Hole {
+    seq: u64,
+    /// Duplicate ACKs seen for it so far (ACKs of later packets that reached the sender).
+    dups: u32,
+    /// When the retransmission timeout sends it again (its packet then reaches the NIC).
+    rto_at: SimTime,
+    ack: bool,
 }
 
 /// Kernel work of one guest CPU (the event-channel upcall in progress).
@@ -148,6 +161,10 @@ struct Flow {
     /// entry per window slot not in flight), and the last arrival (the line rate spaces them).
     ready: VecDeque<SimTime>,
     last_arrival: Option<SimTime>,
+    /// Stream: the next packet's sequence number, and the losses not recovered yet (each holds
+    /// its window slot until fast retransmit or the timeout gives it back).
+    next_seq: u64,
+    holes: Vec<Hole>,
     /// The workload's `dropped` counter.
     dropped: usize,
 }
@@ -248,6 +265,12 @@ impl SimBuilder {
                 tx: VecDeque::with_capacity(ring.min(1024)),
                 ready,
                 last_arrival: None,
+                next_seq: 0,
+                // Each hole holds a window slot: at most `window` of them.
+                holes: Vec::with_capacity(match p.kind {
+                    FlowKind::Stream(s) => (s.window as usize).min(1024),
+                    FlowKind::Ping(_) => 0,
+                }),
                 dropped: dropped as usize,
             });
         }
@@ -723,10 +746,24 @@ impl Simulation {
                 }
             }
             FlowKind::Stream(_) => {
-                fl.ready.pop_front();
+                // The earliest due slot sends this packet: a window slot, or a hole whose
+                // timeout expired (the retransmission).
+                match Self::stream_next(fl) {
+                    Some((_, Some(h))) => {
+                        fl.holes.swap_remove(h);
+                        if measuring {
+                            self.wls[wl].counters[stream::TIMEOUTS as usize] += 1;
+                        }
+                    }
+                    _ => {
+                        fl.ready.pop_front();
+                    }
+                }
                 fl.last_arrival = Some(now);
             }
         }
+        let seq = fl.next_seq;
+        fl.next_seq += 1;
         // A guest that does not exist (not created yet, or destroyed) has no route: its
         // packets are dropped at the NIC, and its ports never become pending meanwhile.
         let full = io.nic.len() >= io.net.ring as usize || !self.levels[guest.idx()].alive;
@@ -734,9 +771,9 @@ impl Simulation {
             if measuring {
                 self.wls[wl].counters[dropped] += 1;
             }
-            self.stream_lost(f);
+            self.stream_lost(f, seq, false);
         } else {
-            io.nic.push_back((f, Packet { born: now }));
+            io.nic.push_back((f, Packet { born: now, seq }));
             let (driver, port) = (io.driver, io.nic_port);
             // The NIC's interrupt, bound to the driver domain's port (Xen's PIRQ path).
             self.evtchn_notify(driver, port);
@@ -756,24 +793,88 @@ impl Simulation {
         self.stream_arm(f);
     }
 
-    /// A packet of stream flow `f` is lost (a full ring): the sender sends it again after its
-    /// retransmission timeout. Nothing for a ping (the request is just lost).
-    fn stream_lost(&mut self, f: u32) {
-        if let FlowKind::Stream(s) = self.io().flows[f as usize].kind {
-            self.stream_credit(f, self.now + s.rto);
+    /// Packet `seq` of stream flow `f` (or, `ack`, its ACK) is lost on a full ring: a hole that
+    /// keeps its window slot until duplicate ACKs or the retransmission timeout recover it.
+    /// Nothing for a ping (the request or reply is just lost).
+    fn stream_lost(&mut self, f: u32, seq: u64, ack: bool) {
+        let now = self.now;
+        let fl = &mut self.io().flows[f as usize];
+        if let FlowKind::Stream(s) = fl.kind {
+            fl.holes.push(Hole {
+                seq,
+                dups: 0,
+                rto_at: now + s.rto,
+                ack,
+            });
+            self.stream_arm(f);
         }
     }
 
-    /// Arms stream flow `f`'s next arrival if its window has a slot: at the slot's time, no
-    /// sooner than the line rate allows after the last one.
+    /// The ACK of packet `seq` of stream flow `f` reaches the sender (after the wire): its own
+    /// slot comes back, and it is a duplicate ACK for every older hole (RFC 5681 §3.2; with
+    /// SACK, Linux counts each later packet acknowledged). A data hole with `dupacks` of them
+    /// is retransmitted at once (fast retransmit); a lost ACK is covered by any later ACK
+    /// (ACKs are cumulative). Either way its slot comes back now, the packet reaching the NIC
+    /// after the wire.
+    fn stream_acked(&mut self, f: u32, seq: u64, at: SimTime, measuring: bool) {
+        self.stream_credit(f, at);
+        let fl = &mut self.io().flows[f as usize];
+        let FlowKind::Stream(s) = fl.kind else { return };
+        if s.dupacks == 0 || fl.holes.is_empty() {
+            return;
+        }
+        let (mut fast, mut i) = (0u64, 0);
+        let mut back = 0u32;
+        while i < fl.holes.len() {
+            let h = &mut fl.holes[i];
+            if h.seq < seq {
+                h.dups += 1;
+                if h.ack || h.dups >= s.dupacks {
+                    fast += u64::from(!h.ack);
+                    back += 1;
+                    fl.holes.remove(i);
+                    continue;
+                }
+            }
+            i += 1;
+        }
+        let wl = fl.wl;
+        if measuring {
+            self.wls[wl].counters[stream::FAST_RETRANSMITS as usize] += fast;
+        }
+        for _ in 0..back {
+            self.stream_credit(f, at);
+        }
+    }
+
+    /// Stream flow `f`'s next due slot: (its time, Some(hole index) if it is a hole's timeout).
+    /// The earliest of the window's next slot and the holes' timeouts (a window slot first at a
+    /// tie).
+    fn stream_next(fl: &Flow) -> Option<(SimTime, Option<usize>)> {
+        let hole = fl
+            .holes
+            .iter()
+            .enumerate()
+            .min_by_key(|(i, h)| (h.rto_at, *i))
+            .map(|(i, h)| (h.rto_at, Some(i)));
+        match (fl.ready.front(), hole) {
+            (Some(&t), Some(h)) if h.0 < t => Some(h),
+            (Some(&t), _) => Some((t, None)),
+            (None, h) => h,
+        }
+    }
+
+    /// Arms stream flow `f`'s next arrival if its window has a slot (or a hole's timeout is
+    /// due): at that time, no sooner than the line rate allows after the last one, and earlier
+    /// than an arrival already armed for a later slot.
     fn stream_arm(&mut self, f: u32) {
         let now = self.now;
         let fl = &self.io.as_ref().expect("invariant: I/O built").flows[f as usize];
         let FlowKind::Stream(s) = fl.kind else { return };
         let slot = fl.arrive_slot;
-        if let (Some(&t), false) = (fl.ready.front(), self.q.is_armed(slot)) {
+        if let Some((t, _)) = Self::stream_next(fl) {
             let at = fl.last_arrival.map_or(t, |l| t.max(l + s.gap)).max(now);
-            self.q.arm(slot, at);
+            self.q.arm_min(slot, at);
         }
     }
 
@@ -790,7 +891,7 @@ impl Simulation {
                 if p.born >= warmup {
                     self.wls[wl].counters[dropped] += 1;
                 }
-                self.stream_lost(f);
+                self.stream_lost(f, p.seq, false);
                 continue;
             }
             fl.rx.push_back(p);
@@ -802,14 +903,13 @@ impl Simulation {
     /// answered, a stream's packets acknowledged), the replies or ACKs queued for netback.
     fn netfront_done(&mut self, f: u32, n: u32) {
         let (now, warmup) = (self.now, self.warmup);
-        let io = self.io.as_mut().expect("invariant: I/O built");
-        let ring = io.net.ring as usize;
-        let driver = io.driver;
-        let fl = &mut io.flows[f as usize];
-        let (port, dropped, kind) = (fl.back_port, fl.dropped, fl.kind);
-        let wl = &mut self.wls[fl.wl];
-        let (mut lost, mut queued) = (0, 0);
+        let mut queued = 0;
         for _ in 0..n {
+            let io = self.io.as_mut().expect("invariant: I/O built");
+            let ring = io.net.ring as usize;
+            let fl = &mut io.flows[f as usize];
+            let (dropped, kind) = (fl.dropped, fl.kind);
+            let wl = &mut self.wls[fl.wl];
             let p = fl.rx.pop_front().expect("invariant: the batch is queued");
             if let FlowKind::Stream(s) = kind {
                 if now >= warmup {
@@ -818,17 +918,17 @@ impl Simulation {
                 }
             }
             if fl.tx.len() >= ring {
+                // A reply, or a stream's ACK, lost on the full transmit ring.
                 wl.counters[dropped] += (p.born >= warmup) as u64;
-                lost += 1;
+                self.stream_lost(f, p.seq, true);
                 continue;
             }
             fl.tx.push_back(p);
             queued += 1;
         }
-        for _ in 0..lost {
-            self.stream_lost(f);
-        }
         if queued > 0 {
+            let io = self.io.as_ref().expect("invariant: I/O built");
+            let (driver, port) = (io.driver, io.flows[f as usize].back_port);
             self.evtchn_notify(driver, port);
         }
     }
@@ -836,14 +936,13 @@ impl Simulation {
     /// netback's transmit handler of flow `f`: `n` replies or ACKs leave the NIC.
     fn netback_tx_done(&mut self, f: u32, n: u32) {
         let (now, warmup) = (self.now, self.warmup);
-        let io = self.io.as_mut().expect("invariant: I/O built");
-        let fl = &mut io.flows[f as usize];
-        let wl = &mut self.wls[fl.wl];
-        let kind = fl.kind;
         for _ in 0..n {
+            let io = self.io.as_mut().expect("invariant: I/O built");
+            let fl = &mut io.flows[f as usize];
+            let wl = &mut self.wls[fl.wl];
             let p = fl.tx.pop_front().expect("invariant: the batch is queued");
             let rtt = now - p.born;
-            match kind {
+            match fl.kind {
                 FlowKind::Ping(t) => {
                     if p.born < warmup {
                         continue;
@@ -855,17 +954,14 @@ impl Simulation {
                         wl.hists[ping::RTT as usize].record(rtt);
                     }
                 }
-                FlowKind::Stream(_) => {
+                FlowKind::Stream(s) => {
                     if p.born >= warmup {
                         wl.hists[stream::ACK_RTT as usize].record(rtt);
                     }
+                    // The ACK reaches the sender after the wire, its next packet the NIC
+                    // after it again.
+                    self.stream_acked(f, p.seq, now + 2 * s.wire, now >= warmup);
                 }
-            }
-        }
-        if let FlowKind::Stream(s) = kind {
-            // The ACKs reach the sender after the wire, its next packets the NIC after it again.
-            for _ in 0..n {
-                self.stream_credit(f, now + 2 * s.wire);
             }
         }
     }
