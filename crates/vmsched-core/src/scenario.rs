@@ -379,6 +379,10 @@ pub struct DomainConfig<G> {
     /// The driver domain's network path costs (read only with `driver = true`).
     #[serde(default)]
     pub netback: io::NetbackConfig,
+    /// An HVM guest's device model in the driver domain (read when its programs make emulated
+    /// I/O accesses, `ioreq` steps; ERRATA X9, docs/io.md).
+    #[serde(default)]
+    pub device_model: io::DeviceModelConfig,
 }
 
 fn d_weight() -> u32 {
@@ -743,7 +747,7 @@ where
                     .map_err(|(f, m)| (format!("domain.{i}.workload.{j}.{f}"), m))?;
             }
         }
-        io::validate(&self.domains)?;
+        io::validate(&self.machine, &self.domains)?;
         self.validate_events()
     }
 

@@ -425,6 +425,14 @@ pub trait Scheduler: Send {
     /// A timer armed with `set_timer` fired.
     fn on_timer(&mut self, _ctx: &mut SchedCtx, _key: u32) {}
 
+    /// `waker` finished a batch of work during which it woke entities with
+    /// [`WakeInfo::waker`] = `waker` (a vCPU's event-channel upcall has served every pending
+    /// port; the notifications it sent meanwhile woke them). Called after the batch's last wake,
+    /// before the waker's CPU goes idle if it has nothing left. A policy that defers its
+    /// reschedules to the end of such a batch raises them here (Credit1's seed-002
+    /// `deferred_tickle`); the default does nothing.
+    fn wake_batch_end(&mut self, _ctx: &mut SchedCtx, _waker: EntityId) {}
+
     /// The policy's main per-entity figure, for traces: vruntime for CFS, credit for Credit2.
     fn probe(&self, _e: EntityId) -> Option<i64> {
         None

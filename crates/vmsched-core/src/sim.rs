@@ -153,6 +153,10 @@ struct EntState {
     /// The state it left when it last became runnable: how its current wait began (a wake
     /// from blocked, a preemption while running), for xenmon's split worst waits.
     wait_from: RunState,
+    /// An HVM vCPU waits in Xen for its device model (Xen's `_VPF_blocked_in_xen`, ERRATA X9;
+    /// sim/io.rs): not runnable, accounted offline, and woken only by the completion, not by
+    /// guest events.
+    in_xen: bool,
     stats: EntStats,
 }
 
@@ -328,7 +332,7 @@ mod xenmon;
 
 pub use builder::SimBuilder;
 pub use evtchn::ScanOrder;
-pub use io::{FlowKind, IoSpec, NetFlow};
+pub use io::{DeviceModel, FlowKind, IoSpec, NetFlow};
 pub use lifecycle::TimelineAction;
 pub use xenmon::{XenmonWindowRow, XmStats, MAX_WINDOWS as XENMON_MAX_WINDOWS};
 
@@ -615,7 +619,8 @@ impl Simulation {
         let kick = lv.opts.exit.kick_ns;
         if let Some(b) = self.cpus[c.idx()].backing {
             let (l, e) = (self.ents[b.idx()].level, self.ents[b.idx()].local);
-            if !self.levels[l.idx()].ent_info[e.idx()].runnable {
+            // Blocked in Xen (an ioreq): only its completion wakes it; the event waits.
+            if !self.levels[l.idx()].ent_info[e.idx()].runnable && !self.ents[b.idx()].in_xen {
                 if kick == 0 {
                     self.wake_entity(b, WakeInfo::of(cause));
                 } else {
@@ -635,7 +640,10 @@ impl Simulation {
         let cs = &self.cpus[c.idx()];
         let b = cs.backing.expect("invariant: a kick targets a vCPU");
         let (l, e) = (self.ents[b.idx()].level, self.ents[b.idx()].local);
-        if self.levels[cs.level.idx()].alive && !self.levels[l.idx()].ent_info[e.idx()].runnable {
+        if self.levels[cs.level.idx()].alive
+            && !self.levels[l.idx()].ent_info[e.idx()].runnable
+            && !self.ents[b.idx()].in_xen
+        {
             self.wake_entity(b, WakeInfo::of(cs.kick_cause));
         }
     }
@@ -737,6 +745,7 @@ impl Simulation {
         self.set_runstate(
             g,
             match (runnable, self.ents[g.idx()].paused) {
+                (false, _) if self.ents[g.idx()].in_xen => RunState::Offline,
                 (false, _) => RunState::Blocked,
                 (true, false) => RunState::Runnable,
                 (true, true) => RunState::Offline,

@@ -8,10 +8,11 @@ use serde::{Deserialize, Serialize};
 use vmsched_core::hv::ExitModel;
 use vmsched_core::report::Results;
 use vmsched_core::scenario::{
-    ConfigCheck, EventAction, GuestType, MachineConfig, Preempt, ScenarioError, SetValue, TickMode,
+    Arch, ConfigCheck, EventAction, GuestType, Hypervisor, MachineConfig, Preempt, ScenarioError,
+    SetValue, TickMode,
 };
 use vmsched_core::sim::{
-    FlowKind, IoSpec, LevelOpts, NetFlow, SimBuilder, Simulation, TimelineAction,
+    DeviceModel, FlowKind, IoSpec, LevelOpts, NetFlow, SimBuilder, Simulation, TimelineAction,
 };
 use vmsched_core::workload::WorkloadConfig;
 use vmsched_core::{
@@ -309,6 +310,18 @@ impl HostSchedConfig {
         }
     }
 
+    /// Does this Xen deliver an HVM guest's event-channel callback only to its vCPU 0? Xen
+    /// before 4.1 had only the GSI / PCI INTx callback, which `hvm_assert_evtchn_irq` raises
+    /// for vCPU 0 alone (Xen 3.3 `xen/arch/x86/hvm/irq.c`; ERRATA X9), so PV-on-HVM drivers
+    /// bind every port to vCPU 0. 4.1+ has per-vCPU vector callbacks (`HVMIRQ_callback_vector`,
+    /// commit e5fd1f6505), which upstream Linux uses. Credit2 and the pinned host model 4.x.
+    fn hvm_callback_vcpu0_only(&self) -> bool {
+        match self {
+            HostSchedConfig::Credit(p) => !p.version.hvm_vector_callback(),
+            HostSchedConfig::Credit2(_) | HostSchedConfig::Pinned(_) => false,
+        }
+    }
+
     /// The per-vCPU attributes this host takes from a domain's scheduling parameters
     /// (`[[domain]]` `weight`, `cap`): the host policy's configuration owns what they mean.
     fn vcpu_attr(&self, d: &vmsched_core::scenario::DomainConfig<GuestSchedConfig>) -> XenAttr {
@@ -422,6 +435,7 @@ pub fn build(s: &Scenario) -> Simulation {
     let mut next_pcpu = 0u32;
     let mut prev_cpu: Option<u32> = None;
     let mut flows: Vec<NetFlow> = Vec::new();
+    let mut dms: Vec<DeviceModel> = Vec::new();
     for (di, d) in s.domains.iter().enumerate() {
         let gtopo: Vec<CpuTopo> = (0..d.vcpus)
             .map(|v| CpuTopo {
@@ -480,6 +494,14 @@ pub fn build(s: &Scenario) -> Simulation {
                 gtopo[v as usize],
             );
         }
+        if vmsched_core::scenario::io::uses_ioreq(d) {
+            dms.push(DeviceModel {
+                guest,
+                before_flow: flows.len(),
+                cost: d.device_model.cost_ns(),
+                vcpu: d.device_model.vcpu,
+            });
+        }
         let all_v = CpuSet::first_n(d.vcpus as usize);
         for (wi, w) in d.workloads.iter().enumerate() {
             let valid = "invariant: a built scenario validated";
@@ -490,7 +512,22 @@ pub fn build(s: &Scenario) -> Simulation {
                 }
                 _ => None,
             };
-            if let Some((kind, vcpu)) = net {
+            if let Some((kind, mut vcpu)) = net {
+                // Xen 3.3, HVM guest: the callback reaches vCPU 0 only, so netfront's port is
+                // bound there whatever the workload asks.
+                let hvm_x86 = s.machine.hypervisor == Hypervisor::Xen
+                    && s.machine.arch == Arch::X86
+                    && s.machine.guest_type(d.guest_type) == Ok(GuestType::Hvm);
+                if vcpu != 0 && hvm_x86 && s.host.hvm_callback_vcpu0_only() {
+                    b.note(format!(
+                        "{}: workload '{}': netfront's event channel is bound to vCPU 0, not \
+                         vCPU {vcpu}: Xen 3.3 delivers an HVM guest's event-channel callback \
+                         (GSI / PCI INTx) to vCPU 0 only",
+                        d.name,
+                        w.name()
+                    ));
+                    vcpu = 0;
+                }
                 flows.push(NetFlow {
                     guest,
                     workload: b.nr_workloads(),
@@ -528,7 +565,7 @@ pub fn build(s: &Scenario) -> Simulation {
     let ns = |v: Result<u64, (String, String)>| {
         v.unwrap_or_else(|(f, m)| panic!("invariant: a built scenario validated, but {f}: {m}"))
     };
-    add_io(&mut b, s, flows);
+    add_io(&mut b, s, flows, dms);
     add_events(&mut b, s, host);
     b.xenmon_window(ns(s.run.xenmon_window_ns()));
     b.build(
@@ -542,8 +579,9 @@ pub fn build(s: &Scenario) -> Simulation {
 /// with `driver = true`; validation refused an I/O workload without one) and the pinged guests
 /// get event channels; their backends are bound in the driver domain in declaration order,
 /// which is creation order (domains created during the run are declared last, in order).
-fn add_io(b: &mut SimBuilder, s: &Scenario, flows: Vec<NetFlow>) {
-    if flows.is_empty() {
+/// HVM guests with emulated I/O get ioreq ports in the driver domain (ERRATA X9).
+fn add_io(b: &mut SimBuilder, s: &Scenario, flows: Vec<NetFlow>, device_models: Vec<DeviceModel>) {
+    if flows.is_empty() && device_models.is_empty() {
         return;
     }
     let di = s
@@ -568,6 +606,7 @@ fn add_io(b: &mut SimBuilder, s: &Scenario, flows: Vec<NetFlow>) {
         netback: s.domains[di].netback.clone(),
         evtchn,
         flows,
+        device_models,
     });
 }
 

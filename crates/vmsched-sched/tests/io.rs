@@ -873,3 +873,125 @@ fn event_channel_rebinding_is_deterministic() {
     let b = serde_json::to_string(&run(&src, &[])).unwrap();
     assert_eq!(a, b, "same scenario and seed, same bytes");
 }
+
+/// Seed 002's deferred tickle (Credit1 3.3 `deferred_tickle`, docs/credit1.md): one pCPU, a hog
+/// guest, a guest pinged every 10 ms and `streams` streaming guests behind dom0.
+fn deferred_src(streams: u32) -> String {
+    let mut s = String::from(
+        "[run]\nduration_ms = 2000\nwarmup_ms = 200\n[machine]\npcpus = 1\n\
+         [host]\nscheduler = \"credit\"\nversion = \"3.3\"\n\
+         [[domain]]\nname = \"dom0\"\nvcpus = 1\ndriver = true\n\
+         [domain.sched]\nscheduler = \"cfs\"\n",
+    );
+    s += &hog("hog", 1);
+    for i in 0..streams {
+        s += &format!(
+            "[[domain]]\nname = \"s{i}\"\nvcpus = 1\n[domain.sched]\nscheduler = \"cfs\"\n\
+             [[domain.workload]]\nkind = \"stream\"\nname = \"st{i}\"\nrate_mbps = 300\n"
+        );
+    }
+    s + "[[domain]]\nname = \"g\"\nvcpus = 1\n[domain.sched]\nscheduler = \"cfs\"\n\
+         [[domain.workload]]\nkind = \"ping\"\nname = \"ping\"\ninterval_us = 10000\n\
+         start_us = 500\n"
+}
+
+#[test]
+fn a_deferred_tickle_answers_a_lone_ping_at_once_where_no_tickle_waits_for_the_slice() {
+    // dom0 idle between pings: the NIC's interrupt wakes dom0 outside any batch, so the
+    // deferred tickle preempts the hog at once, as the plain tickle does; without a tickle dom0
+    // and the guest wait for the hog's slice to end.
+    let src = deferred_src(0);
+    let tickle = rtt(&run(&src, &[]), "ping");
+    let deferred = rtt(&run(&src, &[("host.deferred_tickle", "true")]), "ping");
+    let none = rtt(&run(&src, &[("host.tickle_on_wake", "false")]), "ping");
+    assert!(tickle.max_ns < 100_000, "{tickle:?}");
+    assert_eq!(deferred.max_ns, tickle.max_ns, "{deferred:?}");
+    assert!(none.max_ns > 1_000_000, "{none:?}");
+}
+
+#[test]
+fn a_deferred_tickle_lets_dom0_finish_its_upcall() {
+    // Streams keep dom0 notifying BOOSTed guests: with a tickle per wake a woken guest can
+    // preempt dom0 in the middle of its upcall; deferred, the tickles wait for its end, so dom0
+    // is never preempted, and every ping that is not dropped on the streams' full NIC ring
+    // is answered.
+    let src = deferred_src(2);
+    let tickle = run(&src, &[]);
+    let deferred = run(&src, &[("host.deferred_tickle", "true")]);
+    assert!(ent(&tickle, "dom0.v0").preemptions > 0);
+    assert_eq!(ent(&deferred, "dom0.v0").preemptions, 0);
+    let c = |k| counter(&deferred, "ping", k);
+    // Requests within the worst round trip of the end may be in flight (one per 10 ms).
+    let in_flight = rtt(&deferred, "ping").max_ns / 10_000_000 + 1;
+    assert!(c("replies") + c("dropped") + in_flight >= c("requests"));
+}
+
+/// One pCPU under Credit2: dom0, a hog guest that keeps dom0 waiting (its NIC ring of `ring`
+/// slots overflows meanwhile) and a guest receiving a stream at 1 Gbit/s.
+fn lossy_stream_src(ring: u32, opts: &str) -> String {
+    format!(
+        "[run]\nduration_ms = 2000\nwarmup_ms = 100\n[machine]\npcpus = 1\n\
+         [host]\nscheduler = \"credit2\"\n\
+         [[domain]]\nname = \"dom0\"\nvcpus = 1\ndriver = true\n\
+         [domain.netback]\nring = {ring}\n[domain.sched]\nscheduler = \"cfs\"\n{}\
+         [[domain]]\nname = \"s\"\nvcpus = 1\n[domain.sched]\nscheduler = \"cfs\"\n\
+         [[domain.workload]]\nkind = \"stream\"\nname = \"st\"\n{opts}",
+        hog("hog", 1)
+    )
+}
+
+#[test]
+fn fast_retransmit_recovers_ring_drops_without_waiting_for_the_timeout() {
+    let src = lossy_stream_src(16, "");
+    let fr = run(&src, &[]);
+    let rto = run(&src, &[("domain.2.workload.0.dupack_threshold", "0")]);
+    let c = |r: &Results, k| counter(r, "st", k);
+    assert!(c(&fr, "dropped") > 0, "the ring overflows while dom0 waits");
+    assert!(c(&fr, "fast_retransmits") > 0);
+    assert_eq!(c(&rto, "fast_retransmits"), 0);
+    assert!(c(&rto, "timeouts") > 0);
+    // Every loss is recovered once, by one or the other (some may still be open at the end).
+    for r in [&fr, &rto] {
+        let recovered = c(r, "fast_retransmits") + c(r, "timeouts");
+        assert!(
+            recovered <= c(r, "dropped") + 64,
+            "{recovered} of {}",
+            c(r, "dropped")
+        );
+    }
+    assert!(
+        c(&fr, "timeouts") < c(&rto, "timeouts"),
+        "most losses no longer wait for the timeout"
+    );
+}
+
+#[test]
+fn a_window_of_one_has_no_duplicate_acks_and_waits_for_the_timeout() {
+    // Nothing follows a lost packet when it is the only one in flight: fast retransmit never
+    // triggers, and the flow stalls for the timeout each time.
+    let src = lossy_stream_src(1, "window = 1\n");
+    let r = run(&src, &[]);
+    assert_eq!(counter(&r, "st", "fast_retransmits"), 0);
+}
+
+#[test]
+fn a_window_slot_freed_early_is_not_held_behind_a_later_timeout() {
+    // 10 Gbit/s into a one-slot NIC ring: packets that arrive while dom0 copies the previous
+    // one are dropped, and without fast retransmit each waits 200 ms. The ACKs of the others
+    // free their slots within microseconds: the sender keeps sending with them instead of
+    // stalling until the first timeout (the flow's arrival is moved earlier, not kept).
+    let src = stream_src("rate_mbps = 10000\nwindow = 8\ndupack_threshold = 0\n")
+        .replace("tx_ns = 2700\n", "tx_ns = 2700\nring = 1\n");
+    let r = run(&src, &[]);
+    assert!(counter(&r, "st", "dropped") > 0);
+    assert_eq!(
+        counter(&r, "st", "timeouts"),
+        0,
+        "none is due within 100 ms"
+    );
+    assert!(
+        counter(&r, "st", "packets") > 500,
+        "{} packets",
+        counter(&r, "st", "packets")
+    );
+}

@@ -4,11 +4,13 @@ Monitors", VEE 2008; source document 002_c93a1aee7be7816d): the ping latency to 
 domain. The slides report 36.6 s and 67.2 ms for the original system, 259.2 ms and 6.6 ms with
 the round-robin event-channel fix, 6.6 ms with BOOST and 5.1 ms with BOOST and no tickle on
 every event; which figure belongs to which configuration and guest mix was lost with the plots
-(ERRATA X6). So every combination of {dom0's scan order} × {boost_on_wake} × {tickle_on_wake}
-is run on `seed002_io_ping` (Xen 3.3 Credit1, one pCPU, a 32-bit dom0), on the full mix and on
-the two single mixes (compute guests only, streaming guests only), and the ping latency, the
-stream bandwidth and the mechanism (dom0's ports table: which port waited; who G8 and dom0
-waited behind) are printed beside the document's figures. docs/seed002.md reads the results.
+(ERRATA X6). So every combination of {dom0's scan order} × {boost_on_wake} × {tickle: on every
+wake, none (`tickle_on_wake = false`), deferred to the end of the sender's batch of events
+(`deferred_tickle`)} is run on `seed002_io_ping` (Xen 3.3 Credit1, one pCPU, a 32-bit dom0), on
+the full mix and on the two single mixes (compute guests only, streaming guests only), and the
+ping latency, the stream bandwidth and the mechanism (dom0's ports table: which port waited; who
+G8 and dom0 waited behind) are printed beside the document's figures. docs/seed002.md reads the
+results.
 """
 
 from __future__ import annotations
@@ -27,6 +29,10 @@ from vmsched.reproductions import register
 SCENARIO = "seed002_io_ping"
 ORDERS = ["lowest_first", "round_robin"]
 BOOLS = [False, True]
+#: The tickle variants: True (on every wake, Xen's), False (none: `tickle_on_wake = false`, the
+#: slides' change read literally) and "deferred" (one reschedule after the sender's batch of
+#: events: `deferred_tickle`, the slides' "waiting until all events have been processed").
+TICKLES = [False, True, "deferred"]
 #: Domain indices in the scenario: dom0 0, compute1..7 = 1..7, stream1..7 = 8..14, g8 = 15.
 COMPUTE = range(1, 8)
 STREAM = range(8, 15)
@@ -51,23 +57,33 @@ READINGS = {
         ("original", "36.6 s / 67.2 ms", ("lowest_first", True, True)),
         ("event channel fix", "259.2 ms / 6.6 ms", ("round_robin", True, True)),
         ("Boost/No Tickle", "5.1 ms", ("round_robin", True, False)),
+        ("Boost/No Tickle, deferred reading", "5.1 ms", ("round_robin", True, "deferred")),
     ],
     "X6 (the original had no BOOST)": [
         ("original", "36.6 s / 67.2 ms", ("lowest_first", False, True)),
         ("event channel fix", "259.2 ms / 6.6 ms", ("round_robin", False, True)),
         ("fix + BOOST", "6.6 ms", ("round_robin", True, True)),
         ("fix + BOOST, no tickle", "5.1 ms", ("round_robin", True, False)),
+        ("fix + BOOST, deferred tickle", "5.1 ms", ("round_robin", True, "deferred")),
     ],
 }
 
 
-def config_name(order: str, boost: bool, tickle: bool) -> str:
+#: The tickle variant as the tables' `tickle` column has it (one type per column).
+TICKLE_COLUMN = {True: "every wake", False: "none", "deferred": "deferred"}
+
+
+def tickle_name(tickle) -> str:
+    return {True: "tickle", False: "no tickle", "deferred": "deferred tickle"}[tickle]
+
+
+def config_name(order: str, boost: bool, tickle) -> str:
     """Short name of a combination: dom0's scan (LF lowest-first, RR round-robin), BOOST, tickle."""
     return (f"{'LF' if order == 'lowest_first' else 'RR'}, {'BOOST' if boost else 'no BOOST'}, "
-            f"{'tickle' if tickle else 'no tickle'}")
+            f"{tickle_name(tickle)}")
 
 
-def paper_config(order: str, boost: bool, tickle: bool) -> str:
+def paper_config(order: str, boost: bool, tickle) -> str:
     """Which of the slides' configurations a combination is, on the two readings of ERRATA X6
     (docs/seed002.md): "X6", the original had no BOOST; "shipped", Xen 3 unstable had BOOST
     (since 3.0.4) and tickling. '' for the combinations neither reading shows."""
@@ -77,14 +93,18 @@ def paper_config(order: str, boost: bool, tickle: bool) -> str:
         ("round_robin", False, True): "fix (X6)",
         ("round_robin", True, True): "fix + BOOST (X6) = fix (shipped)",
         ("round_robin", True, False): "Boost/No Tickle (both)",
+        ("round_robin", True, "deferred"): "Boost/No Tickle, deferred (both)",
     }.get((order, boost, tickle), "")
 
 
 def _one(args) -> dict:
-    """One point: (mix, scan order, boost_on_wake, tickle_on_wake, duration in ms[, seed])."""
+    """One point: (mix, scan order, boost_on_wake, tickle (True, False or "deferred"), duration
+    in ms[, seed])."""
     mix, order, boost, tickle, duration_ms, *seed = args
     ov = {"domain.0.kernel.evtchn_order": order, "host.boost_on_wake": boost,
-          "host.tickle_on_wake": tickle, "run.duration_ms": duration_ms}
+          "host.tickle_on_wake": tickle is not False, "run.duration_ms": duration_ms}
+    if tickle == "deferred":
+        ov["host.deferred_tickle"] = True
     for d in MIXES[mix]:
         ov[f"domain.{d}.workload"] = []
     if seed:
@@ -101,7 +121,7 @@ def _one(args) -> dict:
     bw = streams["value"].to_list()
     replies = ping["count_replies"] or 0
     return {
-        "mix": mix, "order": order, "boost": boost, "tickle": tickle,
+        "mix": mix, "order": order, "boost": boost, "tickle": TICKLE_COLUMN[tickle],
         "config": config_name(order, boost, tickle), "paper": paper_config(order, boost, tickle),
         "duration_ms": duration_ms,
         "ping_requests": ping["count_requests"], "ping_replies": replies,
@@ -133,7 +153,7 @@ def _one(args) -> dict:
 def points(duration_ms: int, mixes=None) -> list[tuple]:
     """Every (mix, order, boost, tickle, duration) of the reproduction."""
     return [(mix, o, b, t, duration_ms) for mix in (mixes or MIXES) for o in ORDERS
-            for b in BOOLS for t in BOOLS]
+            for b in BOOLS for t in TICKLES]
 
 
 def _fmt(x, unit=" ms") -> str:
@@ -146,7 +166,7 @@ def _fmt(x, unit=" ms") -> str:
 
 def main(quick: bool = False, jobs: int | None = None, out: str | Path = "out/reproduce/seed002",
          console: Console | None = None) -> int:
-    """Runs every point (3 mixes × 2 scan orders × BOOST on/off × tickle on/off), prints the
+    """Runs every point (3 mixes × 2 scan orders × BOOST on/off × tickle on/none/deferred), prints the
     tables beside the document's figures, writes seed002.csv/json into `out`."""
     console = console or Console()
     duration = 10000 if quick else 120000
@@ -186,7 +206,7 @@ def main(quick: bool = False, jobs: int | None = None, out: str | Path = "out/re
                       f"{_fmt(r['dom0_wait_mean_ms'])}, {_fmt(r['dom0_wait_max_ms'])}",
                       _fmt(r["g8_wait_max_ms"]))
         console.print(t)
-    full = {(r["order"], r["boost"], r["tickle"]): r for r in rows if r["mix"] == FULL_MIX}
+    full = {(o, b, t): done[(m, o, b, t, d)] for (m, o, b, t, d) in pts if m == FULL_MIX}
     for reading, slides in READINGS.items():
         console.print(f"\n[bold]Reading {reading}[/bold], {FULL_MIX}:")
         for slide, fig, key in slides:

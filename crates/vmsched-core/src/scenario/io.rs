@@ -1,11 +1,13 @@
 //! The I/O path's scenario fields (issue 11 item 3; docs/io.md): a driver domain's netback
-//! costs (`[domain.netback]`, read only with `driver = true`) and the checks that tie an I/O
-//! workload to a driver domain. The guest-side options (`evtchn_order`, `evtchn_word_bits`)
-//! are in `[domain.kernel]`.
+//! costs (`[domain.netback]`, read only with `driver = true`), an HVM guest's device model
+//! (`[domain.device_model]`, read when its programs make emulated I/O accesses: ERRATA X9), and
+//! the checks that tie an I/O workload to a driver domain. The guest-side options
+//! (`evtchn_order`, `evtchn_word_bits`) are in `[domain.kernel]`.
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_ns, DomainConfig};
+use super::{check_ns, DomainConfig, GuestType, Hypervisor, MachineConfig};
+use crate::workload::program::StepConfig;
 use crate::workload::WorkloadConfig;
 
 /// Per-packet costs of a driver domain's network path (calibration parameters: the defaults
@@ -63,10 +65,68 @@ impl Default for NetbackConfig {
     }
 }
 
+/// An HVM guest's device model (qemu-dm in the driver domain, one per HVM guest; ERRATA X9):
+/// what dom0 spends on one emulated I/O access (an ioreq) of the guest, from the notification
+/// of its ioreq port to the completion that wakes the guest's vCPU. Calibration parameters:
+/// the defaults are round figures for a few-GHz x86 dom0 of the Xen 3.x era, not measurements.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceModelConfig {
+    /// dom0's kernel side: the event-channel driver's interrupt (`/dev/xen/evtchn`) and the
+    /// wake-up of qemu-dm blocked on it (default 2 µs).
+    #[serde(default = "d_dm_notify")]
+    pub notify_ns: u64,
+    /// qemu-dm's side: read the ioreq from the shared page, emulate the access, write the
+    /// result and notify the ioreq port back (`xc_evtchn_notify`) (default 10 µs; must be
+    /// positive: an emulated access is never free, and a program looping on them must let time
+    /// pass).
+    #[serde(default = "d_dm_emulate")]
+    pub emulate_ns: u64,
+    /// The driver domain's vCPU the guest's ioreq ports are bound to (default 0).
+    #[serde(default)]
+    pub vcpu: u32,
+}
+
+fn d_dm_notify() -> u64 {
+    2_000
+}
+fn d_dm_emulate() -> u64 {
+    10_000
+}
+
+impl Default for DeviceModelConfig {
+    fn default() -> Self {
+        DeviceModelConfig {
+            notify_ns: d_dm_notify(),
+            emulate_ns: d_dm_emulate(),
+            vcpu: 0,
+        }
+    }
+}
+
+impl DeviceModelConfig {
+    /// dom0's work per ioreq.
+    pub fn cost_ns(&self) -> u64 {
+        self.notify_ns.saturating_add(self.emulate_ns)
+    }
+}
+
+/// Does domain `d` make emulated I/O accesses (a program with an `ioreq` step)?
+pub fn uses_ioreq<G>(d: &DomainConfig<G>) -> bool {
+    d.workloads.iter().any(|w| match w {
+        WorkloadConfig::Program(p) => p.steps.iter().any(|s| matches!(s, StepConfig::Ioreq)),
+        _ => false,
+    })
+}
+
 /// Checks the I/O fields of every domain: word widths, the netback table, and that each I/O
-/// workload has a driver domain (the first with `driver = true`) other than its own.
+/// workload has a driver domain (the first with `driver = true`) other than its own; an
+/// `ioreq` step also needs an HVM guest on Xen x86 (the device model is qemu-dm in dom0).
 /// Err((dotted field, message)).
-pub(crate) fn validate<G>(domains: &[DomainConfig<G>]) -> Result<(), (String, String)> {
+pub(crate) fn validate<G>(
+    m: &MachineConfig,
+    domains: &[DomainConfig<G>],
+) -> Result<(), (String, String)> {
     let driver = domains.iter().position(|d| d.driver);
     if let Some(k) = driver {
         // The driver domain's ports: its reserved ones, the NIC's, and a backend per flow,
@@ -78,14 +138,20 @@ pub(crate) fn validate<G>(domains: &[DomainConfig<G>]) -> Result<(), (String, St
             .flat_map(|o| &o.workloads)
             .filter(|w| matches!(w, WorkloadConfig::Ping(_) | WorkloadConfig::Stream(_)))
             .count() as u64;
-        let need = 1 + u64::from(d.netback.reserved_ports) + 1 + flows;
+        let ioreqs: u64 = domains
+            .iter()
+            .filter(|o| uses_ioreq(o))
+            .map(|o| u64::from(o.vcpus))
+            .sum();
+        let need = 1 + u64::from(d.netback.reserved_ports) + 1 + flows + ioreqs;
         let room = u64::from(d.kernel.evtchn_word_bits) * 64;
         if need > room && matches!(d.kernel.evtchn_word_bits, 32 | 64) {
             return Err((
                 format!("domain.{k}.netback.reserved_ports"),
                 format!(
                     "the driver domain needs {need} event-channel ports (port 0, {} reserved, \
-                     the NIC's, {flows} backends) but {} bits per word give {room}",
+                     the NIC's, {flows} backends, {ioreqs} ioreq ports) but {} bits per word \
+                     give {room}",
                     d.netback.reserved_ports, d.kernel.evtchn_word_bits
                 ),
             ));
@@ -118,6 +184,61 @@ pub(crate) fn validate<G>(domains: &[DomainConfig<G>]) -> Result<(), (String, St
         }
         if n.reserved_ports >= 1024 {
             return Err((at("netback.reserved_ports"), "must be below 1024".into()));
+        }
+        let dm = &d.device_model;
+        check_ns(&at("device_model.notify_ns"), dm.notify_ns)?;
+        check_ns(&at("device_model.emulate_ns"), dm.emulate_ns)?;
+        if dm.emulate_ns == 0 {
+            return Err((
+                at("device_model.emulate_ns"),
+                "must be positive (qemu-dm's emulation of one access takes time)".into(),
+            ));
+        }
+        if uses_ioreq(d) {
+            let j = d
+                .workloads
+                .iter()
+                .position(|w| matches!(w, WorkloadConfig::Program(p) if p.steps.iter().any(|s| matches!(s, StepConfig::Ioreq))))
+                .expect("uses_ioreq found one");
+            let field = format!("domain.{i}.workload.{j}.steps");
+            let hvm = m.guest_type(d.guest_type) == Ok(GuestType::Hvm);
+            if m.hypervisor != Hypervisor::Xen || m.arch != super::Arch::X86 || !hvm {
+                return Err((
+                    field,
+                    "an `ioreq` step is an HVM guest's emulated I/O access on Xen x86: set \
+                     guest_type = \"hvm\" (machine.hypervisor = \"xen\", arch = \"x86\")"
+                        .into(),
+                ));
+            }
+            match driver {
+                None => {
+                    return Err((
+                        field,
+                        "an `ioreq` step needs a driver domain running the device model: mark \
+                         one [[domain]] with driver = true"
+                            .into(),
+                    ))
+                }
+                Some(k) if k == i => {
+                    return Err((
+                        field,
+                        "an `ioreq` step runs in an HVM guest served by the driver domain, not \
+                         in the driver domain itself"
+                            .into(),
+                    ))
+                }
+                Some(k) => {
+                    if dm.vcpu >= domains[k].vcpus {
+                        return Err((
+                            at("device_model.vcpu"),
+                            format!(
+                                "the driver domain's vCPU {} does not exist (it has {} vCPUs)",
+                                dm.vcpu, domains[k].vcpus
+                            ),
+                        ));
+                    }
+                }
+            }
         }
         for (j, w) in d.workloads.iter().enumerate() {
             let kind = match w {

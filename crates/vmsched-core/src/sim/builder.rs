@@ -95,6 +95,12 @@ impl SimBuilder {
         }
     }
 
+    /// A line for the run's log ([`Simulation::log`]): what the build changed from what the
+    /// scenario asked, as the real system would (a port bound elsewhere).
+    pub fn note(&mut self, line: String) {
+        self.sim.log.push(line);
+    }
+
     pub(super) fn slot(&mut self, k: SlotKind) -> SlotId {
         let s = self.sim.q.add_slot();
         self.sim.slot_kind.push(k);
@@ -189,6 +195,7 @@ impl SimBuilder {
             steal: 0,
             paused: false,
             wait_from: RunState::Blocked,
+            in_xen: false,
             stats: EntStats {
                 time: [0; 4],
                 runs: 0,

@@ -106,6 +106,16 @@ impl Simulation {
                         ei.params.name
                     ));
                 }
+                if self.ents[g.idx()].in_xen
+                    && ei.on_cpu.is_none()
+                    && (ei.runnable || st != RunState::Offline)
+                {
+                    return Err(format!(
+                        "level {l}: {} waits in Xen for its device model but is {st:?}{}",
+                        ei.params.name,
+                        if ei.runnable { " and runnable" } else { "" }
+                    ));
+                }
             }
         }
         for (i, cs) in self.cpus.iter().enumerate() {

@@ -51,6 +51,9 @@ pub(crate) enum PortFn {
     NetbackTx(u32),
     /// netfront's port for flow `f` in the guest (the backend's receive notifications).
     NetfrontRx(u32),
+    /// The device model's ioreq port for HVM vCPU `k` of the I/O path's list, in the driver
+    /// domain (qemu-dm's `xc_evtchn_bind_interdomain` to the vCPU's Xen-consumed port).
+    Ioreq(u32),
 }
 
 /// One bound port.

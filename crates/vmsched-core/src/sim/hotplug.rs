@@ -209,7 +209,7 @@ impl Simulation {
     fn vcpu_up(&mut self, b: GEnt) {
         let (hl, he) = (self.ents[b.idx()].level, self.ents[b.idx()].local);
         self.with_sched(hl, |s, ctx| s.set_down(ctx, he, false));
-        if !self.levels[hl.idx()].ent_info[he.idx()].runnable {
+        if !self.levels[hl.idx()].ent_info[he.idx()].runnable && !self.ents[b.idx()].in_xen {
             self.wake_entity(b, WakeInfo::of(WakeCause::Ipi));
         }
     }

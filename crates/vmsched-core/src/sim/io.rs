@@ -26,6 +26,19 @@
 //! kernel (the echo reply, queued on netfront's transmit ring) → the guest's backend port in
 //! the driver domain → `tx_ns` per packet (netback, bridge, NIC transmit): the reply leaves,
 //! and its round-trip time is recorded. A packet that finds its ring full is dropped.
+//!
+//! **HVM device-model round trip** (ERRATA X9; Xen 3.3 `hvm_send_assist_req` in
+//! `xen/arch/x86/hvm/hvm.c`, `prepare_wait_on_xen_event_channel` in `xen/include/xen/event.h`,
+//! `evtchn_send` in `xen/common/event_channel.c`; 4.20 `ioreq_send` in `xen/common/ioreq.c`):
+//! an `ioreq` step of a task on an HVM vCPU sets the vCPU "blocked in Xen" (not runnable, and
+//! `offline`, not `blocked`, when it is switched out), notifies the device model's port in the
+//! driver domain (an ordinary event: pending bit, upcall, kick; the wake goes through the host
+//! scheduler's wake hook) and reschedules the vCPU's pCPU. dom0's handler (kernel work of
+//! `device_model.notify_ns + emulate_ns`: the evtchn driver, qemu-dm's emulation and its
+//! notify) completes the request with a *direct* wake of the vCPU: Xen's send on a port whose
+//! consumer is Xen clears `_VPF_blocked_in_xen` and calls `vcpu_wake`, with no pending bit and
+//! no upcall in the guest. Guest events meanwhile stay pending: they do not wake a vCPU
+//! blocked in Xen.
 
 use super::evtchn::{Evtchn, PortFn};
 use super::*;
@@ -46,6 +59,35 @@ pub struct IoSpec {
     /// Network flows, in the order their backends are bound in the driver domain (creation
     /// order).
     pub flows: Vec<NetFlow>,
+    /// HVM guests whose programs make emulated I/O accesses, in creation order: each vCPU gets
+    /// an ioreq port in the driver domain, bound when its device model starts (at the domain's
+    /// creation, before its flows' backends).
+    pub device_models: Vec<DeviceModel>,
+}
+
+/// One HVM guest's device model (qemu-dm in the driver domain).
+#[derive(Clone, Copy, Debug)]
+pub struct DeviceModel {
+    pub guest: LevelId,
+    /// Its ports are bound just before flow `before_flow`'s backend (the guest's first flow, or
+    /// the number of flows of the domains declared before it).
+    pub before_flow: usize,
+    /// dom0's work per ioreq (`notify_ns + emulate_ns`).
+    pub cost: Nanos,
+    /// The driver domain's vCPU its ports are bound to.
+    pub vcpu: u32,
+}
+
+/// One HVM vCPU's ioreq channel.
+#[derive(Clone, Copy, Debug)]
+struct Ioreq {
+    /// The guest CPU (the vCPU's guest side).
+    cpu: GCpu,
+    /// Its port in the driver domain.
+    port: u32,
+    cost: Nanos,
+    /// A request is waiting for the device model.
+    pending: bool,
 }
 
 /// One guest's network workload: a vif with its netfront and backend ports.
@@ -68,10 +110,23 @@ pub enum FlowKind {
     Stream(StreamParams),
 }
 
-/// A packet in flight: its flow and its arrival at the NIC.
+/// A packet in flight: its arrival at the NIC, and (a stream's) its sequence number.
 #[derive(Clone, Copy, Debug)]
 struct Packet {
     born: SimTime,
+    seq: u64,
+}
+
+/// A stream's loss the sender has not recovered yet (workload/stream.rs): a data packet dropped
+/// on a full ring, or (`ack`) the ACK of a received one dropped on the guest's transmit ring.
+#[derive(Clone, Copy, Debug)]
+struct Hole {
+    seq: u64,
+    /// Duplicate ACKs seen for it so far (ACKs of later packets that reached the sender).
+    dups: u32,
+    /// When the retransmission timeout sends it again (its packet then reaches the NIC).
+    rto_at: SimTime,
+    ack: bool,
 }
 
 /// Kernel work of one guest CPU (the event-channel upcall in progress).
@@ -86,6 +141,9 @@ struct KWork {
     batch: u32,
     remaining: Nanos,
     since: Option<SimTime>,
+    /// This upcall's notifications woke a vCPU (whose scheduler learns, at the upcall's end,
+    /// that the batch is over: `Scheduler::wake_batch_end`).
+    woke: bool,
 }
 
 struct Flow {
@@ -103,6 +161,10 @@ struct Flow {
     /// entry per window slot not in flight), and the last arrival (the line rate spaces them).
     ready: VecDeque<SimTime>,
     last_arrival: Option<SimTime>,
+    /// Stream: the next packet's sequence number, and the losses not recovered yet (each holds
+    /// its window slot until fast retransmit or the timeout gives it back).
+    next_seq: u64,
+    holes: Vec<Hole>,
     /// The workload's `dropped` counter.
     dropped: usize,
 }
@@ -118,6 +180,10 @@ pub(super) struct IoState {
     /// The NIC's receive ring: (flow, packet).
     nic: VecDeque<(u32, Packet)>,
     net: NetbackConfig,
+    /// HVM vCPUs' ioreq channels, and per global CPU the index of its own (None: no device
+    /// model).
+    ioreqs: Vec<Ioreq>,
+    ioreq_of: Vec<Option<u32>>,
 }
 
 impl SimBuilder {
@@ -157,7 +223,25 @@ impl SimBuilder {
         let nic_port = bind(&mut doms, spec.driver, dv, PortFn::NicRx);
         let ring = spec.netback.ring as usize;
         let mut flows = Vec::with_capacity(spec.flows.len());
-        for (f, p) in spec.flows.iter().enumerate() {
+        let mut ioreqs = Vec::new();
+        let mut ioreq_of = vec![None; self.sim.cpus.len()];
+        let mut dms = spec.device_models.iter().peekable();
+        for f in 0..=spec.flows.len() {
+            // Device models start with their domains, before those domains' netfronts connect.
+            while let Some(dm) = dms.next_if(|d| d.before_flow <= f) {
+                for &g in &self.sim.levels[dm.guest.idx()].cpu_g {
+                    let k = ioreqs.len() as u32;
+                    let port = bind(&mut doms, spec.driver, dm.vcpu, PortFn::Ioreq(k));
+                    ioreq_of[g.idx()] = Some(k);
+                    ioreqs.push(Ioreq {
+                        cpu: g,
+                        port,
+                        cost: dm.cost,
+                        pending: false,
+                    });
+                }
+            }
+            let Some(p) = spec.flows.get(f) else { break };
             let back_port = bind(&mut doms, spec.driver, dv, PortFn::NetbackTx(f as u32));
             let guest_port = bind(&mut doms, p.guest, p.vcpu, PortFn::NetfrontRx(f as u32));
             let arrive_slot = self.slot(SlotKind::Packet(f as u32));
@@ -181,6 +265,12 @@ impl SimBuilder {
                 tx: VecDeque::with_capacity(ring.min(1024)),
                 ready,
                 last_arrival: None,
+                next_seq: 0,
+                // Each hole holds a window slot: at most `window` of them.
+                holes: Vec::with_capacity(match p.kind {
+                    FlowKind::Stream(s) => (s.window as usize).min(1024),
+                    FlowKind::Ping(_) => 0,
+                }),
                 dropped: dropped as usize,
             });
         }
@@ -192,6 +282,8 @@ impl SimBuilder {
             nic_port,
             nic: VecDeque::with_capacity(ring.min(4096)),
             net: spec.netback,
+            ioreqs,
+            ioreq_of,
         }));
     }
 }
@@ -256,6 +348,11 @@ impl Simulation {
                         format!("netback:{dom}/{name}")
                     }
                     PortFn::NetfrontRx(f) => format!("netfront:{}", wl(f).1),
+                    PortFn::Ioreq(k) => {
+                        let g = io.ioreqs[k as usize].cpu;
+                        let cs = &self.cpus[g.idx()];
+                        format!("ioreq:{}.v{}", self.levels[cs.level.idx()].name, cs.local.0)
+                    }
                 };
                 rows.push(crate::report::PortResult {
                     level: self.levels[l].name.clone(),
@@ -289,6 +386,32 @@ impl Simulation {
         }
     }
 
+    /// The vCPU sending an event from its upcall (the code running is guest CPU `l`'s port
+    /// handler), as the waker of the wake the event causes at the level of `b`: the sender's
+    /// own vCPU entity if it is at that level. None: the event comes from outside (a physical
+    /// interrupt, Xen itself) or from a task.
+    fn event_waker(&self, b: GEnt) -> Option<(GCpu, EntityId)> {
+        let l = self.local_cpu.filter(|l| self.cpus[l.idx()].kwork)?;
+        let w = self.cpus[l.idx()].backing?;
+        let hl = self.ents[b.idx()].level;
+        // Only at a host level (physical CPUs): a guest scheduler's waker is a task.
+        let host = self.cpus[self.levels[hl.idx()].cpu_g[0].idx()]
+            .backing
+            .is_none();
+        (host && self.ents[w.idx()].level == hl).then(|| (l, self.ents[w.idx()].local))
+    }
+
+    /// Wakes the halted vCPU `b` for an event, naming the vCPU whose upcall sent it as the
+    /// waker (`WakeInfo::waker`), and remembers that that upcall woke someone.
+    fn wake_for_event(&mut self, b: GEnt, cause: WakeCause) {
+        let mut info = WakeInfo::of(cause);
+        if let Some((l, w)) = self.event_waker(b) {
+            info.waker = Some(w);
+            self.io().kcpu[l.idx()].woke = true;
+        }
+        self.wake_entity(b, info);
+    }
+
     /// The upcall of guest CPU `c` became pending: start it, or get the vCPU to run.
     fn upcall_kick(&mut self, c: GCpu) {
         let cs = &self.cpus[c.idx()];
@@ -296,8 +419,19 @@ impl Simulation {
             return;
         }
         if !cs.executing {
+            let (level, backing) = (cs.level, cs.backing);
             self.cpus[c.idx()].pending.raise(PendingIrqs::EVTCHN);
-            self.kick_backing(c, WakeCause::Event);
+            // A halted vCPU woken at once (no kick latency): the wake names its sender.
+            let halted = |sim: &Self, b: GEnt| {
+                let (l, e) = (sim.ents[b.idx()].level, sim.ents[b.idx()].local);
+                !sim.ents[b.idx()].in_xen && !sim.levels[l.idx()].ent_info[e.idx()].runnable
+            };
+            match backing {
+                Some(b) if self.levels[level.idx()].opts.exit.kick_ns == 0 && halted(self, b) => {
+                    self.wake_for_event(b, WakeCause::Event)
+                }
+                _ => self.kick_backing(c, WakeCause::Event),
+            }
             return;
         }
         if cs.kwork {
@@ -384,6 +518,10 @@ impl Simulation {
                 (fl.rx.len(), per)
             }
             PortFn::NetbackTx(f) => (io.flows[f as usize].tx.len(), io.net.tx_ns),
+            PortFn::Ioreq(k) => {
+                let r = &io.ioreqs[k as usize];
+                (r.pending as usize, r.cost)
+            }
         };
         (n as Nanos * per, n as u32)
     }
@@ -411,6 +549,7 @@ impl Simulation {
                 PortFn::NicRx => sim.nic_rx_done(k.batch),
                 PortFn::NetfrontRx(f) => sim.netfront_done(f, k.batch),
                 PortFn::NetbackTx(f) => sim.netback_tx_done(f, k.batch),
+                PortFn::Ioreq(r) => sim.ioreq_done(r, k.batch),
             }
             if let Some(v) = sim.evt(l).unmask(k.port) {
                 let t = sim.levels[l.idx()].cpu_g[v as usize];
@@ -422,18 +561,29 @@ impl Simulation {
         self.io().kcpu[c.idx()].port = 0;
     }
 
-    /// The upcall on `c` has nothing left: the interrupted work goes on, or the CPU idles.
+    /// The upcall on `c` has nothing left: the interrupted work goes on, or the CPU idles; if
+    /// its notifications woke vCPUs, their scheduler learns that the batch is over (after the
+    /// idle check is queued, so a sender with nothing left halts first).
     fn kwork_end(&mut self, c: GCpu) {
         self.cpus[c.idx()].kwork = false;
-        if !self.cpus[c.idx()].executing {
-            return;
+        let woke = std::mem::take(&mut self.io().kcpu[c.idx()].woke);
+        if self.cpus[c.idx()].executing {
+            match self.curr_of(c) {
+                Some(g) => match self.ents[g.idx()].kind {
+                    EntKind::Task(t) => self.start_progress(t),
+                    EntKind::Vcpu(x) => self.start_executing(x),
+                },
+                None => self.actions.push_back(Action::IdleCheck(c)),
+            }
         }
-        match self.curr_of(c) {
-            Some(g) => match self.ents[g.idx()].kind {
-                EntKind::Task(t) => self.start_progress(t),
-                EntKind::Vcpu(x) => self.start_executing(x),
-            },
-            None => self.actions.push_back(Action::IdleCheck(c)),
+        if woke {
+            let b = self.cpus[c.idx()]
+                .backing
+                .expect("invariant: an upcall runs on a vCPU");
+            let (l, e) = (self.ents[b.idx()].level, self.ents[b.idx()].local);
+            self.on_cpu(c, |sim| {
+                sim.with_sched(l, |s, ctx| s.wake_batch_end(ctx, e))
+            });
         }
     }
 
@@ -523,6 +673,63 @@ impl Simulation {
         }
     }
 
+    /// Guest CPU `c`'s task makes an emulated I/O access (an `ioreq` step; ERRATA X9): its vCPU
+    /// is blocked in Xen (Xen `prepare_wait_on_xen_event_channel`: the pause flag, then a
+    /// reschedule), the device model's port in the driver domain is notified (Xen
+    /// `hvm_send_assist_req` → `notify_via_xen_event_channel`; dom0's wake goes through the host
+    /// scheduler's wake hook first, as in Xen, where the softirq runs after the send), and the
+    /// vCPU's pCPU reschedules.
+    pub(super) fn ioreq_send(&mut self, c: GCpu) {
+        let k = self
+            .io
+            .as_ref()
+            .and_then(|io| io.ioreq_of[c.idx()])
+            .unwrap_or_else(|| {
+                panic!("invariant: an ioreq step runs only on an HVM vCPU with a device model")
+            });
+        let b = self.cpus[c.idx()]
+            .backing
+            .expect("invariant: an ioreq comes from a vCPU");
+        let (hl, he) = (self.ents[b.idx()].level, self.ents[b.idx()].local);
+        let p = self
+            .cpu_of_ent(b)
+            .expect("invariant: an executing vCPU runs on a pCPU");
+        emit!(self.trace_block(b));
+        self.ents[b.idx()].in_xen = true;
+        self.levels[hl.idx()].ent_info[he.idx()].runnable = false;
+        self.with_sched(hl, |s, ctx| s.block(ctx, he));
+        let io = self.io();
+        let r = &mut io.ioreqs[k as usize];
+        r.pending = true;
+        let (driver, port) = (io.driver, r.port);
+        self.evtchn_notify(driver, port);
+        self.do_schedule(p);
+    }
+
+    /// The device model completed `n` (0 or 1) ioreqs of HVM vCPU `k`: the vCPU leaves Xen's
+    /// wait and is woken directly (Xen's send on a Xen-consumed port: clear
+    /// `_VPF_blocked_in_xen`, `vcpu_wake`; no pending bit, no upcall).
+    fn ioreq_done(&mut self, k: u32, n: u32) {
+        if n == 0 {
+            return;
+        }
+        let r = &mut self.io().ioreqs[k as usize];
+        r.pending = false;
+        let c = r.cpu;
+        let b = self.cpus[c.idx()]
+            .backing
+            .expect("invariant: an ioreq comes from a vCPU");
+        if !std::mem::take(&mut self.ents[b.idx()].in_xen) {
+            return;
+        }
+        let (hl, he) = (self.ents[b.idx()].level, self.ents[b.idx()].local);
+        let alive = self.levels[self.cpus[c.idx()].level.idx()].alive;
+        if alive && !self.levels[hl.idx()].ent_info[he.idx()].runnable {
+            // qemu-dm's notify is dom0's event send: dom0's vCPU is the waker.
+            self.wake_for_event(b, WakeCause::Io);
+        }
+    }
+
     /// A packet of flow `f` arrives at the NIC (slot `Packet`); the next one is scheduled: a
     /// ping's after its interval, a stream's when its window and the line rate allow.
     pub(super) fn packet_arrives(&mut self, f: u32) {
@@ -539,10 +746,24 @@ impl Simulation {
                 }
             }
             FlowKind::Stream(_) => {
-                fl.ready.pop_front();
+                // The earliest due slot sends this packet: a window slot, or a hole whose
+                // timeout expired (the retransmission).
+                match Self::stream_next(fl) {
+                    Some((_, Some(h))) => {
+                        fl.holes.swap_remove(h);
+                        if measuring {
+                            self.wls[wl].counters[stream::TIMEOUTS as usize] += 1;
+                        }
+                    }
+                    _ => {
+                        fl.ready.pop_front();
+                    }
+                }
                 fl.last_arrival = Some(now);
             }
         }
+        let seq = fl.next_seq;
+        fl.next_seq += 1;
         // A guest that does not exist (not created yet, or destroyed) has no route: its
         // packets are dropped at the NIC, and its ports never become pending meanwhile.
         let full = io.nic.len() >= io.net.ring as usize || !self.levels[guest.idx()].alive;
@@ -550,9 +771,9 @@ impl Simulation {
             if measuring {
                 self.wls[wl].counters[dropped] += 1;
             }
-            self.stream_lost(f);
+            self.stream_lost(f, seq, false);
         } else {
-            io.nic.push_back((f, Packet { born: now }));
+            io.nic.push_back((f, Packet { born: now, seq }));
             let (driver, port) = (io.driver, io.nic_port);
             // The NIC's interrupt, bound to the driver domain's port (Xen's PIRQ path).
             self.evtchn_notify(driver, port);
@@ -572,24 +793,88 @@ impl Simulation {
         self.stream_arm(f);
     }
 
-    /// A packet of stream flow `f` is lost (a full ring): the sender sends it again after its
-    /// retransmission timeout. Nothing for a ping (the request is just lost).
-    fn stream_lost(&mut self, f: u32) {
-        if let FlowKind::Stream(s) = self.io().flows[f as usize].kind {
-            self.stream_credit(f, self.now + s.rto);
+    /// Packet `seq` of stream flow `f` (or, `ack`, its ACK) is lost on a full ring: a hole that
+    /// keeps its window slot until duplicate ACKs or the retransmission timeout recover it.
+    /// Nothing for a ping (the request or reply is just lost).
+    fn stream_lost(&mut self, f: u32, seq: u64, ack: bool) {
+        let now = self.now;
+        let fl = &mut self.io().flows[f as usize];
+        if let FlowKind::Stream(s) = fl.kind {
+            fl.holes.push(Hole {
+                seq,
+                dups: 0,
+                rto_at: now + s.rto,
+                ack,
+            });
+            self.stream_arm(f);
         }
     }
 
-    /// Arms stream flow `f`'s next arrival if its window has a slot: at the slot's time, no
-    /// sooner than the line rate allows after the last one.
+    /// The ACK of packet `seq` of stream flow `f` reaches the sender (after the wire): its own
+    /// slot comes back, and it is a duplicate ACK for every older hole (RFC 5681 §3.2; with
+    /// SACK, Linux counts each later packet acknowledged). A data hole with `dupacks` of them
+    /// is retransmitted at once (fast retransmit); a lost ACK is covered by any later ACK
+    /// (ACKs are cumulative). Either way its slot comes back now, the packet reaching the NIC
+    /// after the wire.
+    fn stream_acked(&mut self, f: u32, seq: u64, at: SimTime, measuring: bool) {
+        self.stream_credit(f, at);
+        let fl = &mut self.io().flows[f as usize];
+        let FlowKind::Stream(s) = fl.kind else { return };
+        if s.dupacks == 0 || fl.holes.is_empty() {
+            return;
+        }
+        let (mut fast, mut i) = (0u64, 0);
+        let mut back = 0u32;
+        while i < fl.holes.len() {
+            let h = &mut fl.holes[i];
+            if h.seq < seq {
+                h.dups += 1;
+                if h.ack || h.dups >= s.dupacks {
+                    fast += u64::from(!h.ack);
+                    back += 1;
+                    fl.holes.remove(i);
+                    continue;
+                }
+            }
+            i += 1;
+        }
+        let wl = fl.wl;
+        if measuring {
+            self.wls[wl].counters[stream::FAST_RETRANSMITS as usize] += fast;
+        }
+        for _ in 0..back {
+            self.stream_credit(f, at);
+        }
+    }
+
+    /// Stream flow `f`'s next due slot: (its time, Some(hole index) if it is a hole's timeout).
+    /// The earliest of the window's next slot and the holes' timeouts (a window slot first at a
+    /// tie).
+    fn stream_next(fl: &Flow) -> Option<(SimTime, Option<usize>)> {
+        let hole = fl
+            .holes
+            .iter()
+            .enumerate()
+            .min_by_key(|(i, h)| (h.rto_at, *i))
+            .map(|(i, h)| (h.rto_at, Some(i)));
+        match (fl.ready.front(), hole) {
+            (Some(&t), Some(h)) if h.0 < t => Some(h),
+            (Some(&t), _) => Some((t, None)),
+            (None, h) => h,
+        }
+    }
+
+    /// Arms stream flow `f`'s next arrival if its window has a slot (or a hole's timeout is
+    /// due): at that time, no sooner than the line rate allows after the last one, and earlier
+    /// than an arrival already armed for a later slot.
     fn stream_arm(&mut self, f: u32) {
         let now = self.now;
         let fl = &self.io.as_ref().expect("invariant: I/O built").flows[f as usize];
         let FlowKind::Stream(s) = fl.kind else { return };
         let slot = fl.arrive_slot;
-        if let (Some(&t), false) = (fl.ready.front(), self.q.is_armed(slot)) {
+        if let Some((t, _)) = Self::stream_next(fl) {
             let at = fl.last_arrival.map_or(t, |l| t.max(l + s.gap)).max(now);
-            self.q.arm(slot, at);
+            self.q.arm_min(slot, at);
         }
     }
 
@@ -606,7 +891,7 @@ impl Simulation {
                 if p.born >= warmup {
                     self.wls[wl].counters[dropped] += 1;
                 }
-                self.stream_lost(f);
+                self.stream_lost(f, p.seq, false);
                 continue;
             }
             fl.rx.push_back(p);
@@ -618,14 +903,13 @@ impl Simulation {
     /// answered, a stream's packets acknowledged), the replies or ACKs queued for netback.
     fn netfront_done(&mut self, f: u32, n: u32) {
         let (now, warmup) = (self.now, self.warmup);
-        let io = self.io.as_mut().expect("invariant: I/O built");
-        let ring = io.net.ring as usize;
-        let driver = io.driver;
-        let fl = &mut io.flows[f as usize];
-        let (port, dropped, kind) = (fl.back_port, fl.dropped, fl.kind);
-        let wl = &mut self.wls[fl.wl];
-        let (mut lost, mut queued) = (0, 0);
+        let mut queued = 0;
         for _ in 0..n {
+            let io = self.io.as_mut().expect("invariant: I/O built");
+            let ring = io.net.ring as usize;
+            let fl = &mut io.flows[f as usize];
+            let (dropped, kind) = (fl.dropped, fl.kind);
+            let wl = &mut self.wls[fl.wl];
             let p = fl.rx.pop_front().expect("invariant: the batch is queued");
             if let FlowKind::Stream(s) = kind {
                 if now >= warmup {
@@ -634,17 +918,17 @@ impl Simulation {
                 }
             }
             if fl.tx.len() >= ring {
+                // A reply, or a stream's ACK, lost on the full transmit ring.
                 wl.counters[dropped] += (p.born >= warmup) as u64;
-                lost += 1;
+                self.stream_lost(f, p.seq, true);
                 continue;
             }
             fl.tx.push_back(p);
             queued += 1;
         }
-        for _ in 0..lost {
-            self.stream_lost(f);
-        }
         if queued > 0 {
+            let io = self.io.as_ref().expect("invariant: I/O built");
+            let (driver, port) = (io.driver, io.flows[f as usize].back_port);
             self.evtchn_notify(driver, port);
         }
     }
@@ -652,14 +936,13 @@ impl Simulation {
     /// netback's transmit handler of flow `f`: `n` replies or ACKs leave the NIC.
     fn netback_tx_done(&mut self, f: u32, n: u32) {
         let (now, warmup) = (self.now, self.warmup);
-        let io = self.io.as_mut().expect("invariant: I/O built");
-        let fl = &mut io.flows[f as usize];
-        let wl = &mut self.wls[fl.wl];
-        let kind = fl.kind;
         for _ in 0..n {
+            let io = self.io.as_mut().expect("invariant: I/O built");
+            let fl = &mut io.flows[f as usize];
+            let wl = &mut self.wls[fl.wl];
             let p = fl.tx.pop_front().expect("invariant: the batch is queued");
             let rtt = now - p.born;
-            match kind {
+            match fl.kind {
                 FlowKind::Ping(t) => {
                     if p.born < warmup {
                         continue;
@@ -671,17 +954,14 @@ impl Simulation {
                         wl.hists[ping::RTT as usize].record(rtt);
                     }
                 }
-                FlowKind::Stream(_) => {
+                FlowKind::Stream(s) => {
                     if p.born >= warmup {
                         wl.hists[stream::ACK_RTT as usize].record(rtt);
                     }
+                    // The ACK reaches the sender after the wire, its next packet the NIC
+                    // after it again.
+                    self.stream_acked(f, p.seq, now + 2 * s.wire, now >= warmup);
                 }
-            }
-        }
-        if let FlowKind::Stream(s) = kind {
-            // The ACKs reach the sender after the wire, its next packets the NIC after it again.
-            for _ in 0..n {
-                self.stream_credit(f, now + 2 * s.wire);
             }
         }
     }

@@ -266,6 +266,12 @@ impl Simulation {
                         return;
                     }
                 }
+                Step::Ioreq => {
+                    self.tasks[t].pc += 1;
+                    // The vCPU is blocked in Xen; the task goes on when it runs again.
+                    self.ioreq_send(c);
+                    return;
+                }
                 Step::Count { counter } => {
                     self.tasks[t].pc += 1;
                     if measuring {

@@ -78,6 +78,9 @@ pub enum Step {
     },
     /// `sched_yield()`.
     Yield,
+    /// An HVM guest's emulated I/O access (ERRATA X9): the vCPU blocks in Xen (runstate
+    /// offline) until the driver domain's device model completes it (sim/io.rs).
+    Ioreq,
     /// Bump a counter.
     Count { counter: Counter },
     /// Jump to step `to`; `times` = None loops forever, Some(n) jumps n times then falls through.

@@ -112,6 +112,10 @@ pub enum StepConfig {
         to: u16,
         times: Option<u32>,
     },
+    /// An emulated I/O access of an HVM guest (a port or MMIO access that traps to Xen and is
+    /// handed to the device model in the driver domain): the vCPU is blocked in Xen until dom0
+    /// completes it (ERRATA X9, docs/io.md); the task goes on after it.
+    Ioreq,
     /// `fork()`: a child starts at step `child_at` (default: the next step, as both sides of a
     /// `fork()` go on after it).
     Fork {
@@ -181,6 +185,8 @@ fn takes_time(s: &Step) -> bool {
         Step::Compute { dur, .. } => positive(dur),
         Step::Sleep { dur, slack } => *slack > 0 || positive(dur),
         Step::Periodic { interval, .. } => *interval > 0,
+        // The device model's work is positive (`device_model.emulate_ns` > 0, validated).
+        Step::Ioreq => true,
         _ => false,
     }
 }
@@ -324,6 +330,7 @@ impl ProgramConfig {
                     wfe: *wfe,
                 },
                 StepConfig::Yield => Step::Yield,
+                StepConfig::Ioreq => Step::Ioreq,
                 StepConfig::Count { counter } => Step::Count {
                     counter: Self::index(&self.counters, counter, "counter", i)?,
                 },

@@ -6,8 +6,17 @@
 //! docs/io.md (NIC → driver domain → netback copy → the guest's netfront port); the guest
 //! kernel's receive (`rx_ns` per packet, kernel work like a ping's echo) queues an ACK on
 //! netfront's transmit ring, which netback transmits. The sender sees an ACK `wire_us` after it
-//! leaves the NIC, and its next packet arrives `wire_us` after it is sent. A dropped packet (a
-//! full ring) is noticed after `rto_ms` (Linux's minimum retransmission timeout) and sent again.
+//! leaves the NIC, and its next packet arrives `wire_us` after it is sent.
+//!
+//! Losses, as TCP recovers from them (Linux with SACK, RFC 5681 §3.2 and RFC 6675): a packet
+//! dropped on a full ring (the NIC's receive ring, or the guest's) leaves a hole; every ACK of a
+//! packet sent after it that reaches the sender is a duplicate ACK for it, and at the
+//! `dupack_threshold`-th (3, Linux's `tcp_reordering`) the sender retransmits it at once (fast
+//! retransmit); without enough later packets (a tail loss, a tiny window) it is sent again after
+//! `rto_ms` (Linux's minimum retransmission timeout). An ACK dropped on the guest's full
+//! transmit ring is covered by the next ACK that gets through (ACKs are cumulative), or by the
+//! timeout. `dupack_threshold = 0` turns both rules off (every loss, data or ACK, waits for
+//! `rto_ms`).
 //! Like ping, the workload has no task: the engine's I/O path (`sim/io.rs`) fills its metrics.
 //!
 //! The figure: the achieved bandwidth, the bytes the guest received over the measured window in
@@ -41,9 +50,14 @@ pub struct StreamConfig {
     /// The guest kernel's receive work per packet: netfront, IP, TCP, the ACK (default 3 µs).
     #[serde(default = "d_rx")]
     pub rx_ns: u64,
-    /// A dropped packet is sent again this long after (default 200 ms, `TCP_RTO_MIN`).
+    /// A dropped packet not recovered by fast retransmit is sent again this long after
+    /// (default 200 ms, `TCP_RTO_MIN`).
     #[serde(default = "d_rto")]
     pub rto_ms: u64,
+    /// Duplicate ACKs that make the sender retransmit a dropped packet at once (default 3,
+    /// Linux's `tcp_reordering`; 0: no fast retransmit, every loss waits for `rto_ms`).
+    #[serde(default = "d_dupack")]
+    pub dupack_threshold: u32,
     /// The guest vCPU netfront's event channel is bound to (default 0).
     #[serde(default)]
     pub vcpu: u32,
@@ -67,6 +81,9 @@ fn d_rx() -> u64 {
 fn d_rto() -> u64 {
     200
 }
+fn d_dupack() -> u32 {
+    3
+}
 
 /// A stream flow's checked parameters, in ns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,12 +96,18 @@ pub struct StreamParams {
     pub start: Nanos,
     pub rx: Nanos,
     pub rto: Nanos,
+    /// Fast retransmit after this many duplicate ACKs (0: off).
+    pub dupacks: u32,
 }
 
 /// Counter indices of a stream workload.
 pub const PACKETS: u16 = 0;
 pub const BYTES: u16 = 1;
 pub const DROPPED: u16 = 2;
+/// Losses recovered by fast retransmit, and by the retransmission timeout (dropped ACKs
+/// included when the timeout covers them).
+pub const FAST_RETRANSMITS: u16 = 3;
+pub const TIMEOUTS: u16 = 4;
 /// Its histogram: from arrival at the NIC to the ACK leaving it.
 pub const ACK_RTT: u16 = 0;
 
@@ -99,6 +122,7 @@ impl StreamConfig {
             start: time_ns("start_us", self.start_us, NS_PER_US)?,
             rx: time_ns("rx_ns", self.rx_ns, 1)?,
             rto: time_ns("rto_ms", self.rto_ms, NS_PER_MS)?,
+            dupacks: self.dupack_threshold,
         })
     }
 
@@ -134,7 +158,15 @@ impl StreamConfig {
             kind: WorkloadKind::Stream,
             tasks: vec![],
             channels: 0,
-            counters: ["packets", "bytes", "dropped"].map(String::from).to_vec(),
+            counters: [
+                "packets",
+                "bytes",
+                "dropped",
+                "fast_retransmits",
+                "timeouts",
+            ]
+            .map(String::from)
+            .to_vec(),
             hists: vec!["ack_rtt".into()],
             gap_pairs: vec![],
             tokens: vec![],

@@ -37,7 +37,8 @@
 //! # Options for the seed experiments (ERRATA X6, X13)
 //!
 //! Off by default (the releases unchanged), each read where its rule lives: seed 002's
-//! `boost_on_wake` and `tickle_on_wake` in `unit_wake` (`wake_boosts`); seed 001's first
+//! `boost_on_wake` and `tickle_on_wake` in `unit_wake` (`wake_boosts`), its `deferred_tickle`
+//! in `wake` and `wake_batch_end`; seed 001's first
 //! improvement (3.3 only) in `credit1/acct.rs` (`burn_exact` at the tick and in `schedule()`,
 //! `level`, the deactivation in `acct`) and in `schedule()` (the BOOST slice and the demotion
 //! after it); its boost credit in `debit`, `acct`, `unit_acct` and `wake_boosts`. What each does
@@ -229,6 +230,10 @@ pub struct Credit1 {
     /// ERRATA X6 switches (seed 002).
     boost_on_wake: bool,
     tickle_on_wake: bool,
+    /// Seed 002's deferred tickle: the vCPUs woken during an upcall, with their waker, whose
+    /// tickles wait for the end of that waker's batch (`wake_batch_end`).
+    deferred_tickle: bool,
+    deferred: Vec<(EntityId, EntityId)>,
     /// ERRATA X13 options (seed 001); `boost_slice` 0 = none.
     exact_debit: bool,
     boost_slice: i64,
@@ -302,6 +307,8 @@ impl Credit1 {
             tickle_one: params.tickle_one_idle_cpu.unwrap_or(true),
             boost_on_wake: params.boost_on_wake.unwrap_or(true),
             tickle_on_wake: params.tickle_on_wake.unwrap_or(true),
+            deferred_tickle: params.deferred_tickle,
+            deferred: Vec::new(),
             exact_debit: params.exact_debit,
             boost_slice: params.boost_slice_ms.unwrap_or(0) as i64 * 1_000_000,
             keep_above_limit: params.keep_credit_above_limit,
@@ -549,6 +556,13 @@ impl Credit1 {
     /// [3.3] The vCPU's CPU if it beats the running vCPU; if that CPU is busy, every idle CPU
     /// too; all within the vCPU's affinity. Idlers are not cleared.
     fn runq_tickle_33(&mut self, ctx: &mut XenCtx, e: EntityId) {
+        for c in self.tickle_mask_33(ctx, e).iter() {
+            ctx.resched(c);
+        }
+    }
+
+    /// The CPUs [`Self::runq_tickle_33`] raises for `e`.
+    fn tickle_mask_33(&self, ctx: &XenCtx, e: EntityId) -> CpuSet {
         let u = &self.units[e.idx()];
         let cpu = u.processor;
         let cur = self.pri_of(ctx.cpu(cpu).curr);
@@ -560,9 +574,7 @@ impl Credit1 {
             mask.or_with(&self.idlers);
             mask.and_with(&u.hard);
         }
-        for c in mask.iter() {
-            ctx.resched(c);
-        }
+        mask
     }
 
     /// [4.20] ERRATA X10: every decision concerns the woken vCPU's CPU; the waker's CPU only
@@ -824,6 +836,7 @@ impl XenOps for Credit1 {
         let dn = self.doms[d].units.len();
         self.doms[d].active.reserve(dn);
         self.scratch_units.reserve(dn);
+        self.deferred.reserve(dn);
         if !self.started {
             self.started = true;
             let now = ctx.now();
@@ -849,9 +862,42 @@ impl XenOps for Credit1 {
         self.unit_remove(ctx, e);
     }
 
-    /// Xen: csched_unit_wake (BOOST, queue, tickle).
+    /// Xen: csched_unit_wake (BOOST, queue, tickle). With seed 002's `deferred_tickle`, a wake
+    /// sent by another vCPU's upcall is queued and its tickle waits for the batch's end.
     fn wake(&mut self, ctx: &mut XenCtx, e: EntityId, info: WakeInfo) {
-        self.unit_wake(ctx, e, info.waker_cpu);
+        match info.waker {
+            Some(w) if self.deferred_tickle => {
+                let tickle = std::mem::replace(&mut self.tickle_on_wake, false);
+                self.unit_wake(ctx, e, info.waker_cpu);
+                self.tickle_on_wake = tickle;
+                if self.units[e.idx()].on_runq && !self.deferred.contains(&(w, e)) {
+                    self.deferred.push((w, e));
+                }
+            }
+            _ => self.unit_wake(ctx, e, info.waker_cpu),
+        }
+    }
+
+    /// Seed 002's deferred tickle: `waker`'s batch of events is over; the vCPUs it woke that
+    /// are still queued are tickled now, each CPU at most once (3.3's rule, against the CPUs'
+    /// current vCPUs).
+    fn wake_batch_end(&mut self, ctx: &mut XenCtx, waker: EntityId) {
+        let mut mask = CpuSet::empty();
+        let mut i = 0;
+        while i < self.deferred.len() {
+            let (w, e) = self.deferred[i];
+            if w != waker {
+                i += 1;
+                continue;
+            }
+            self.deferred.swap_remove(i);
+            if self.units[e.idx()].on_runq {
+                mask.or_with(&self.tickle_mask_33(ctx, e));
+            }
+        }
+        for c in mask.iter() {
+            ctx.resched(c);
+        }
     }
 
     /// Xen: csched_unit_sleep (domain pause).

@@ -265,6 +265,10 @@ pub trait XenOps: Send {
     /// A timer armed with [`XenCtx::set_timer`] fired.
     fn on_timer(&mut self, _x: &mut XenCtx, _key: u32) {}
 
+    /// The engine's [`Scheduler::wake_batch_end`]: `waker` finished the batch of events during
+    /// which it woke others (no Xen hook: seed 002's deferred tickle). Default: nothing.
+    fn wake_batch_end(&mut self, _x: &mut XenCtx, _waker: EntityId) {}
+
     /// Period of a per-CPU tick (Credit1's accounting tick), or None.
     fn tick_period(&self) -> Option<Nanos> {
         None
@@ -453,6 +457,10 @@ impl<P: XenOps> Scheduler for XenCore<P> {
 
     fn on_timer(&mut self, ctx: &mut SchedCtx, key: u32) {
         self.with_ops(ctx, |ops, x| ops.on_timer(x, key));
+    }
+
+    fn wake_batch_end(&mut self, ctx: &mut SchedCtx, waker: EntityId) {
+        self.with_ops(ctx, |ops, x| ops.wake_batch_end(x, waker));
     }
 
     fn probe(&self, e: EntityId) -> Option<i64> {

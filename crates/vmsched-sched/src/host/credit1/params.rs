@@ -69,6 +69,13 @@ impl Credit1Version {
             1
         }
     }
+    /// [4.1+] an HVM guest's event-channel callback can be a per-vCPU vector
+    /// (`HVMIRQ_callback_vector`, Xen commit e5fd1f6505; `hvm_assert_evtchn_irq` kicks the
+    /// notified vCPU). [3.3] only the GSI / PCI INTx callback exists, and
+    /// `hvm_assert_evtchn_irq` raises it for vCPU 0 alone (ERRATA X9).
+    pub fn hvm_vector_callback(self) -> bool {
+        self.is_4x()
+    }
     /// [4.2+] tslice and ratelimit exist (`sched_credit_tslice_ms`, `sched_ratelimit_us`).
     pub fn has_tslice_and_ratelimit(self) -> bool {
         self.is_4x()
@@ -136,6 +143,15 @@ pub struct Credit1Params {
     /// or ends its 30 ms slice; an idle CPU's 30 ms idle slice ends) or is stolen by a CPU that
     /// reschedules. Refused for 4.x, whose idle CPUs have no slice timer and would never look.
     pub tickle_on_wake: Option<bool>,
+    /// Seed 002, 3.3 only: the slides' "waiting until all events have been processed allows the
+    /// scheduler to decide which domain has highest priority" read as a deferred tickle (default
+    /// false). A wake caused by another vCPU's event send during its upcall
+    /// (`WakeInfo::waker`) is queued (BOOST as usual) without a tickle; when that upcall has
+    /// served every pending port (`Scheduler::wake_batch_end`), the tickles of the vCPUs it
+    /// woke that are still queued are raised, once per CPU, against the CPUs' state then. A
+    /// wake from outside a batch (a physical interrupt's event, a timer) is a batch of one and
+    /// tickles at once. Needs `tickle_on_wake` left on.
+    pub deferred_tickle: bool,
     /// Seed 001 first improvement (ERRATA X13), 3.3 only: debit the exact run time (10 credits
     /// per ms, to the nanosecond with the sub-credit remainder carried) in `schedule()` and in
     /// the tick, instead of 100 credits to whoever runs at a tick.
@@ -240,6 +256,9 @@ impl Credit1Params {
                     "exact_debit: {only33} (seed 001; 4.x debits exact time already)"
                 ));
             }
+            if self.deferred_tickle {
+                return Err(format!("deferred_tickle: {only33} (seed 002)"));
+            }
             if self.boost_slice_ms.is_some() {
                 return Err(format!("boost_slice_ms: {only33} (seed 001)"));
             }
@@ -252,6 +271,13 @@ impl Credit1Params {
             if !self.boost_domains.is_empty() {
                 return Err(format!("boost_domains: {only33} (seed 001)"));
             }
+        }
+        if self.deferred_tickle && self.tickle_on_wake == Some(false) {
+            return Err(
+                "deferred_tickle: defers the tickle that tickle_on_wake = false removes; \
+                 leave tickle_on_wake on"
+                    .into(),
+            );
         }
         if let Some(b) = self.boost_slice_ms {
             if !(1..=V33_TSLICE_MS).contains(&b) {

@@ -3,6 +3,7 @@
 //! domain credits, boost credit), each against the same situation with it off.
 
 use super::*;
+use vmsched_core::sched::WakeCause;
 
 /// `n` vCPUs (one domain each) pinned to CPU 0 of a one-CPU machine, with parameters `p`.
 fn one_cpu_with(p: Credit1Params, n: usize) -> H {
@@ -108,6 +109,80 @@ fn x6_without_tickle_on_wake_a_boosted_wake_raises_no_reschedule() {
             assert_eq!(h.schedule(0).next, Some(EntityId(1)));
         }
     }
+}
+
+#[test]
+fn seed002_deferred_tickle_raises_one_reschedule_when_the_senders_batch_ends() {
+    // vCPU 0 (the sender, e.g. dom0 in its upcall) runs on CPU 0; vCPUs 1 and 2 are woken by
+    // its events, then its batch ends.
+    for deferred in [false, true] {
+        let p = Credit1Params {
+            deferred_tickle: deferred,
+            ..exact(V33)
+        };
+        let mut h = one_cpu_with(p, 3);
+        wake(&mut h, 0);
+        run_on(&mut h, 0);
+        set_pri(&mut h, 0, PRI_UNDER);
+        let by0 = WakeInfo {
+            cause: WakeCause::Event,
+            waker: Some(EntityId(0)),
+            ..Default::default()
+        };
+        h.wake(1, by0);
+        let r1 = h.take_resched();
+        h.wake(2, by0);
+        let r2 = h.take_resched();
+        assert_eq!((pri(&h, 1), pri(&h, 2)), (PRI_BOOST, PRI_BOOST));
+        assert_eq!(runq(&h, 0), vec![1, 2]);
+        if !deferred {
+            assert_eq!((r1, r2), (vec![0], vec![0]), "a tickle per wake");
+            continue;
+        }
+        assert!(r1.is_empty() && r2.is_empty(), "queued, tickles deferred");
+        // Another sender's batch ending changes nothing.
+        with_ctx(&mut h, |ops, x| ops.wake_batch_end(x, EntityId(2)));
+        assert!(h.take_resched().is_empty());
+        with_ctx(&mut h, |ops, x| ops.wake_batch_end(x, EntityId(0)));
+        assert_eq!(h.take_resched(), vec![0], "one reschedule for the batch");
+        assert_eq!(
+            h.schedule(0).next,
+            Some(EntityId(1)),
+            "the first BOOSTed wakee"
+        );
+        with_ctx(&mut h, |ops, x| ops.wake_batch_end(x, EntityId(0)));
+        assert!(h.take_resched().is_empty(), "the batch was flushed");
+    }
+}
+
+#[test]
+fn seed002_deferred_tickle_tickles_a_wake_from_outside_a_batch_at_once() {
+    let p = Credit1Params {
+        deferred_tickle: true,
+        ..exact(V33)
+    };
+    let mut h = hog_and_sleeper_with(p);
+    h.wake(1, WakeInfo::of(WakeCause::Event));
+    assert_eq!(
+        h.take_resched(),
+        vec![0],
+        "a physical interrupt's event, a timer"
+    );
+}
+
+#[test]
+fn seed002_deferred_tickle_is_3_3_only_and_needs_the_tickle() {
+    let p = Credit1Params {
+        deferred_tickle: true,
+        ..exact(V420)
+    };
+    assert!(p.validate().unwrap_err().starts_with("deferred_tickle"));
+    let p = Credit1Params {
+        deferred_tickle: true,
+        tickle_on_wake: Some(false),
+        ..exact(V33)
+    };
+    assert!(p.validate().unwrap_err().starts_with("deferred_tickle"));
 }
 
 #[test]
