@@ -314,11 +314,16 @@ impl HostSchedConfig {
     /// before 4.1 had only the GSI / PCI INTx callback, which `hvm_assert_evtchn_irq` raises
     /// for vCPU 0 alone (Xen 3.3 `xen/arch/x86/hvm/irq.c`; ERRATA X9), so PV-on-HVM drivers
     /// bind every port to vCPU 0. 4.1+ has per-vCPU vector callbacks (`HVMIRQ_callback_vector`,
-    /// commit e5fd1f6505), which upstream Linux uses. Credit2 and the pinned host model 4.x.
+    /// commit e5fd1f6505), which upstream Linux uses. Credit2, RTDS, null, ARINC653 and the
+    /// pinned host model 4.x.
     fn hvm_callback_vcpu0_only(&self) -> bool {
         match self {
             HostSchedConfig::Credit(p) => !p.version.hvm_vector_callback(),
-            HostSchedConfig::Credit2(_) | HostSchedConfig::Pinned(_) => false,
+            HostSchedConfig::Credit2(_)
+            | HostSchedConfig::Pinned(_)
+            | HostSchedConfig::Rtds(_)
+            | HostSchedConfig::Null(_)
+            | HostSchedConfig::Arinc653(_) => false,
         }
     }
 
