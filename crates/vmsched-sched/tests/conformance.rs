@@ -667,6 +667,26 @@ fn cfs(n: usize) -> vmsched_sched::guest::cfs::CfsSched {
     vmsched_sched::guest::cfs::Cfs::sched(Default::default(), &flat(n))
 }
 
+fn eevdf(
+    kernel: vmsched_sched::guest::eevdf::EevdfKernel,
+    n: usize,
+) -> vmsched_sched::guest::eevdf::EevdfSched {
+    use vmsched_sched::guest::eevdf::{Eevdf, EevdfParams};
+    Eevdf::sched(EevdfParams::new(kernel), &flat(n))
+}
+
+fn eevdf_6_6(n: usize) -> vmsched_sched::guest::eevdf::EevdfSched {
+    eevdf(vmsched_sched::guest::eevdf::EevdfKernel::V6_6, n)
+}
+
+fn eevdf_6_12(n: usize) -> vmsched_sched::guest::eevdf::EevdfSched {
+    eevdf(vmsched_sched::guest::eevdf::EevdfKernel::V6_12, n)
+}
+
+fn eevdf_6_18(n: usize) -> vmsched_sched::guest::eevdf::EevdfSched {
+    eevdf(vmsched_sched::guest::eevdf::EevdfKernel::V6_18, n)
+}
+
 host_conformance!(credit2_host, credit2);
 host_conformance!(credit1_3_3_host, credit1_v3_3);
 host_conformance!(credit1_4_20_host, credit1_v4_20);
@@ -674,6 +694,9 @@ host_conformance!(credit1_3_3_seed001_host, credit1_v3_3_seed001);
 host_conformance!(credit1_3_3_no_boost_host, credit1_v3_3_no_boost);
 host_conformance!(credit1_4_20_no_boost_host, credit1_v4_20_no_boost);
 guest_conformance!(cfs_guest, cfs);
+guest_conformance!(eevdf_6_6_guest, eevdf_6_6);
+guest_conformance!(eevdf_6_12_guest, eevdf_6_12);
+guest_conformance!(eevdf_6_18_guest, eevdf_6_18);
 
 mod pinned_host {
     #[test]

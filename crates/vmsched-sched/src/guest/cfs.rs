@@ -90,7 +90,7 @@ mod hotplug; // CPU offline and online in the guest
 mod lifecycle; // run-time nice and policy changes
 pub(crate) mod select; // CPU selection at wake-up and fork (§1.16)
 pub mod sysctl;
-mod weights; // weight tables, struct load_weight, calc_delta // a sysctl / sched_features dump as CfsParams
+pub(crate) mod weights; // weight tables, struct load_weight, calc_delta // a sysctl / sched_features dump as CfsParams
 
 use vmsched_core::cpuset::CpuSet;
 use vmsched_core::ids::{CpuId, EntityId};
@@ -235,7 +235,7 @@ struct Tunables {
 }
 
 /// Linux v5.10: get_update_sysctl_factor
-fn tunable_factor(scaling: u32, ncpus: usize) -> u64 {
+pub(crate) fn tunable_factor(scaling: u32, ncpus: usize) -> u64 {
     let n = ncpus.clamp(1, 8) as u64;
     match scaling {
         0 => 1,
