@@ -625,6 +625,9 @@ impl Eevdf {
     ) -> bool {
         self.update_curr(ctx, cpu, true);
         if !delayed && sleep && self.feat.delay_dequeue && !self.entity_eligible(cpu, e) {
+            if self.rqs[cpu].next == Some(e) {
+                self.rqs[cpu].next = None;
+            }
             self.ses[e].sched_delayed = true;
             return false;
         }
