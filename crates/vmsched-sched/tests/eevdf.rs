@@ -223,4 +223,135 @@ fn preempt_short_gives_short_slices_lower_latency() {
     }
 }
 
+/// A random scenario of EEVDF guests: kernels, flags, slices, weights, pipes, sleeps, yields,
+/// forks and exits, cyclictest, nice and policy changes and guest CPU hot-plug at run time.
+fn random_eevdf_scenario(seed: u64) -> String {
+    let mut r = vmsched_core::rng::Stream::new(seed, "eevdf-fuzz");
+    let mut pick = |n: u64| r.range(0, n - 1);
+    let pcpus = 1 + pick(3);
+    let mut s = format!(
+        "[run]\nduration_ms = {}\nseed = {seed}\n[machine]\npcpus = {pcpus}\n\
+         [host]\nscheduler = \"credit2\"\n",
+        20 + pick(60)
+    );
+    let flags = [
+        "PLACE_LAG",
+        "PLACE_DEADLINE_INITIAL",
+        "RUN_TO_PARITY",
+        "NEXT_BUDDY",
+        "CACHE_HOT_BUDDY",
+        "WAKEUP_PREEMPTION",
+        "PREEMPT_SHORT",
+        "PICK_BUDDY",
+        "DELAY_DEQUEUE",
+        "DELAY_ZERO",
+        "PLACE_REL_DEADLINE",
+    ];
+    let mut events = String::new();
+    for d in 0..1 + pick(2) {
+        let vcpus = 1 + pick(4);
+        let kernel = ["6.6", "6.12", "6.18"][pick(3) as usize];
+        let nflags = if kernel == "6.6" {
+            6
+        } else {
+            flags.len() as u64
+        };
+        let mut f = Vec::new();
+        for fl in flags.iter().take(nflags as usize) {
+            if pick(3) == 0 {
+                f.push(format!("{fl} = {}", pick(2) == 1));
+            }
+        }
+        s += &format!(
+            "[[domain]]\nname = \"d{d}\"\nvcpus = {vcpus}\n\
+             [domain.kernel]\nparavirt_time_accounting = {}\npreempt = \"{}\"\n\
+             [domain.sched]\nscheduler = \"eevdf\"\nkernel = \"{kernel}\"\nhz = {}\n\
+             steal_carry_over = {}\nvcpu_is_preempted = {}\nfeatures = {{ {} }}\n",
+            pick(2) == 1,
+            ["none", "full"][pick(2) as usize],
+            [100, 250, 1000][pick(3) as usize],
+            pick(2) == 1,
+            pick(2) == 1,
+            f.join(", ")
+        );
+        if pick(3) == 0 {
+            s += &format!(
+                "base_slice_ns = {}\n",
+                [100_000, 3_000_000][pick(2) as usize]
+            );
+        }
+        for w in 0..1 + pick(3) {
+            s += "[[domain.workload]]\n";
+            s += &match pick(4) {
+                0 => format!(
+                    "kind = \"cpu_loop\"\nname = \"w{w}\"\ncopies = {}\nnice = {}\n",
+                    1 + pick(3),
+                    pick(20) as i64 - 10
+                ),
+                1 => format!("kind = \"context1\"\nname = \"w{w}\"\n"),
+                2 => format!(
+                    "kind = \"cyclictest\"\nname = \"w{w}\"\ninterval_us = {}\n",
+                    [100, 1000][pick(2) as usize]
+                ),
+                _ => format!(
+                    "kind = \"program\"\nname = \"w{w}\"\ncopies = {}\nmax_tasks = 12\n\
+                     policy = \"{}\"\nchannels = [\"c\"]\ntokens = [1]\nsteps = [\n\
+                     {{ op = \"compute\", exp_us = {} }},\n{{ op = \"wait\", chan = \"c\" }},\n\
+                     {{ op = \"compute\", exp_us = 50 }},\n{{ op = \"signal\", chan = \"c\" }},\n\
+                     {{ op = \"sleep\", exp_us = {} }},\n{{ op = \"yield\" }},\n\
+                     {{ op = \"fork\", child_at = 8 }},\n{{ op = \"loop\", to = 0 }},\n\
+                     {{ op = \"compute\", exp_us = 300 }},\n{{ op = \"exit\" }},\n]\n",
+                    1 + pick(3),
+                    ["normal", "batch", "idle"][pick(3) as usize],
+                    [20, 500, 3000][pick(3) as usize],
+                    [10, 300, 2000][pick(3) as usize],
+                ),
+            };
+            if pick(3) == 0 {
+                events += &format!(
+                    "[[event]]\nat_ms = {}\naction = \"sched_task\"\ndomain = \"d{d}\"\n\
+                     workload = \"w{w}\"\nnice = {}\n",
+                    1 + pick(15),
+                    pick(40) as i64 - 20
+                );
+            }
+        }
+        if vcpus > 1 && pick(2) == 0 {
+            let cpu = 1 + pick(vcpus - 1);
+            let off = 1 + pick(10);
+            events += &format!(
+                "[[event]]\nat_ms = {off}\naction = \"cpu_offline\"\ndomain = \"d{d}\"\ncpu = {cpu}\n\
+                 [[event]]\nat_ms = {}\naction = \"cpu_online\"\ndomain = \"d{d}\"\ncpu = {cpu}\n",
+                off + 1 + pick(8)
+            );
+        }
+    }
+    s + &events
+}
+
+/// Random EEVDF scenarios validate and run with the engine's invariants checked after every
+/// event (VMSCHED_FUZZ_CASES raises the count from 60).
+#[test]
+fn random_eevdf_scenarios_run_with_the_invariants_checked() {
+    let cases: u64 = std::env::var("VMSCHED_FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(60);
+    for seed in 0..cases {
+        let src = random_eevdf_scenario(seed);
+        let s = vmsched_sched::load("fuzz.toml", &src, &[])
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{src}"));
+        let run = std::panic::catch_unwind(|| {
+            let mut sim = vmsched_sched::build(&s);
+            sim.set_debug_checks(true);
+            sim.run();
+            sim.results().duration_ns
+        });
+        match run {
+            Ok(d) => assert_eq!(d, s.run.duration_ms * 1_000_000),
+            Err(_) => panic!("seed {seed} panicked; scenario:\n{src}"),
+        }
+    }
+}
+
 use vmsched_core::Scheduler;

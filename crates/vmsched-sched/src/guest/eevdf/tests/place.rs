@@ -218,3 +218,51 @@ fn yield_alone_is_a_no_op() {
     assert_eq!((se(&h, A).vruntime, se(&h, A).deadline), before);
     assert_eq!(h.curr(0), Some(A));
 }
+
+/// A nice change of a queued task reweights it in place around V (6.12 `reweight_eevdf`): its
+/// lag and its deadline's distance from V scale by old/new weight; the queue's sums follow.
+#[test]
+fn renice_of_a_queued_task_scales_lag_and_deadline() {
+    let mut h = harness(
+        EevdfKernel::V6_12,
+        1,
+        vec![task(0, 1, 0, 0), task(1, 1, 0, 0)],
+    );
+    wake_pump(&mut h, A);
+    wake_pump(&mut h, B);
+    h.advance(400 * US);
+    charge(&mut h, 0);
+    let f = fair(&h);
+    let v = f.avg_vruntime(0);
+    let lag = f.entity_lag(v, B as usize);
+    let dist = vdiff(se(&h, B).deadline, v);
+    assert!(lag > 0);
+    h.ents[B as usize].params.linux.nice = 5;
+    h.prio_changed(B);
+    let b = se(&h, B);
+    assert_eq!(b.load.weight, 335);
+    assert_eq!(b.vruntime, v.wrapping_sub((lag * 1024 / 335) as u64));
+    assert_eq!(b.deadline, v.wrapping_add((dist * 1024 / 335) as u64));
+    assert_eq!(fair(&h).rqs[0].load, 1024 + 335);
+    assert_sums(fair(&h));
+}
+
+/// prio_changed_fair: a running task whose weight goes down is rescheduled; one whose weight
+/// goes up is not.
+#[test]
+fn renice_of_the_running_task() {
+    for (nice, resched) in [(5, true), (-5, false)] {
+        let mut h = harness(
+            EevdfKernel::V6_18,
+            1,
+            vec![task(0, 1, 0, 0), task(1, 1, 0, 0)],
+        );
+        wake_pump(&mut h, A);
+        wake_pump(&mut h, B);
+        h.advance(50 * US);
+        h.ents[A as usize].params.linux.nice = nice;
+        h.prio_changed(A);
+        assert_eq!(!h.take_resched().is_empty(), resched, "nice {nice}");
+        assert_sums(fair(&h));
+    }
+}
