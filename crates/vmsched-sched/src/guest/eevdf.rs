@@ -281,7 +281,7 @@ impl Eevdf {
             .wrapping_add(calc_delta_fair(delta as u64, se.load));
         let resched = self.update_deadline(c);
         self.update_min_vruntime(cpu);
-        if self.rqs[cpu].nr_running == 1 || !may_resched {
+        if self.rqs[cpu].nr_running == 1 {
             return;
         }
         let preempt = match self.kernel {
@@ -290,7 +290,9 @@ impl Eevdf {
             EevdfKernel::V6_18 => !self.protect_slice(c),
         };
         if resched || preempt {
-            ctx.resched_curr(cpu);
+            if may_resched {
+                ctx.resched_curr(cpu);
+            }
             self.clear_buddies(cpu, c);
         }
     }
@@ -545,12 +547,14 @@ impl Eevdf {
 
     // --- fork ----------------------------------------------------------------------------------
 
-    /// Linux 6.x: task_fork_fair with sched_fork's `vlag = 0`. 6.6 also places the child on the
-    /// parent's queue with ENQUEUE_INITIAL, which the enqueue on its CPU overwrites (L4): only
-    /// the parent's charge remains of it.
+    /// Linux 6.x: task_fork_fair with sched_fork's `vlag = 0`. 6.6 charges the parent's queue
+    /// and places the child there with ENQUEUE_INITIAL, which the enqueue on its CPU overwrites
+    /// (L4): only the parent's charge remains of it. 6.12+ do neither.
     fn task_fork_fair(&mut self, ctx: &mut LinuxCtx, parent_cpu: usize, e: usize) {
-        ctx.update_rq_clock(parent_cpu);
-        self.update_curr(ctx, parent_cpu, true);
+        if self.kernel == EevdfKernel::V6_6 {
+            ctx.update_rq_clock(parent_cpu);
+            self.update_curr(ctx, parent_cpu, true);
+        }
         let se = &mut self.ses[e];
         se.vlag = 0;
         se.rel_deadline = false;
