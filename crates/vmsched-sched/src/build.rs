@@ -20,6 +20,7 @@ use vmsched_core::{
 };
 
 use crate::guest::cfs::{Cfs, CfsParams};
+use crate::guest::eevdf::{Eevdf, EevdfParams};
 use crate::host::arinc653::{Arinc653, Arinc653Params, Slot};
 use crate::host::credit1::{Credit1, Credit1Params};
 use crate::host::credit2::{Credit2, Credit2Params};
@@ -49,6 +50,8 @@ pub enum HostSchedConfig {
 #[serde(tag = "scheduler", rename_all = "lowercase")]
 pub enum GuestSchedConfig {
     Cfs(CfsParams),
+    /// Linux EEVDF (`kernel = "6.6" | "6.12" | "6.18"`).
+    Eevdf(EevdfParams),
 }
 
 impl ConfigCheck for HostSchedConfig {
@@ -153,6 +156,7 @@ impl ConfigCheck for GuestSchedConfig {
     fn check(&self) -> Result<(), (String, String)> {
         match self {
             GuestSchedConfig::Cfs(p) => p.validate().map_err(split_field),
+            GuestSchedConfig::Eevdf(p) => p.validate().map_err(split_field),
         }
     }
 
@@ -166,6 +170,13 @@ impl ConfigCheck for GuestSchedConfig {
             ) => Ok(()),
             (GuestSchedConfig::Cfs(_), _) => {
                 Err(format!("cfs takes no run-time change of `{field}`"))
+            }
+            (
+                GuestSchedConfig::Eevdf(_),
+                "nice" | "policy" | "rt_priority" | "cpu_offline" | "cpu_online",
+            ) => Ok(()),
+            (GuestSchedConfig::Eevdf(_), _) => {
+                Err(format!("eevdf takes no run-time change of `{field}`"))
             }
         }
     }
@@ -388,6 +399,7 @@ fn make_host(
 fn make_guest(cfg: &GuestSchedConfig, topo: &[CpuTopo]) -> Box<dyn vmsched_core::Scheduler> {
     match cfg {
         GuestSchedConfig::Cfs(p) => Box::new(Cfs::sched(p.clone(), topo)),
+        GuestSchedConfig::Eevdf(p) => Box::new(Eevdf::sched(p.clone(), topo)),
     }
 }
 

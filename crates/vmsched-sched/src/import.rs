@@ -132,7 +132,9 @@ mod tests {
         assert_eq!((d.name.as_str(), d.vcpus, d.weight), ("g", 2, 512));
         assert_eq!(d.vcpu_pcpus, Some(vec![vec![0], vec![1, 2, 3]]));
         assert_eq!(d.workloads.len(), 1);
-        let crate::GuestSchedConfig::Cfs(p) = &d.sched;
+        let crate::GuestSchedConfig::Cfs(p) = &d.sched else {
+            panic!("the skeleton names cfs")
+        };
         assert_eq!(p.sched_latency_ns, Some(12_000_000));
         assert!(!p.start_debit);
         // And it runs.

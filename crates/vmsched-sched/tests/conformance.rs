@@ -710,6 +710,26 @@ fn cfs(n: usize) -> vmsched_sched::guest::cfs::CfsSched {
     vmsched_sched::guest::cfs::Cfs::sched(Default::default(), &flat(n))
 }
 
+fn eevdf(
+    kernel: vmsched_sched::guest::eevdf::EevdfKernel,
+    n: usize,
+) -> vmsched_sched::guest::eevdf::EevdfSched {
+    use vmsched_sched::guest::eevdf::{Eevdf, EevdfParams};
+    Eevdf::sched(EevdfParams::new(kernel), &flat(n))
+}
+
+fn eevdf_6_6(n: usize) -> vmsched_sched::guest::eevdf::EevdfSched {
+    eevdf(vmsched_sched::guest::eevdf::EevdfKernel::V6_6, n)
+}
+
+fn eevdf_6_12(n: usize) -> vmsched_sched::guest::eevdf::EevdfSched {
+    eevdf(vmsched_sched::guest::eevdf::EevdfKernel::V6_12, n)
+}
+
+fn eevdf_6_18(n: usize) -> vmsched_sched::guest::eevdf::EevdfSched {
+    eevdf(vmsched_sched::guest::eevdf::EevdfKernel::V6_18, n)
+}
+
 host_conformance!(credit2_host, credit2);
 host_conformance!(credit1_3_3_host, credit1_v3_3);
 host_conformance!(credit1_4_20_host, credit1_v4_20);
@@ -722,6 +742,9 @@ fn rtds(n: usize) -> vmsched_sched::host::rtds::RtdsSched {
 
 host_conformance!(rtds_host, rtds, budget_change_moves_shares);
 guest_conformance!(cfs_guest, cfs);
+guest_conformance!(eevdf_6_6_guest, eevdf_6_6);
+guest_conformance!(eevdf_6_12_guest, eevdf_6_12);
+guest_conformance!(eevdf_6_18_guest, eevdf_6_18);
 
 mod pinned_host {
     #[test]

@@ -85,18 +85,20 @@
 //! * Resched requests are deduplicated by a per-queue `need_resched` flag that `schedule` clears,
 //!   as TIF_NEED_RESCHED is; a pull by newidle needs none (the running `schedule` serves it).
 
-mod balance; // load balancing: newidle, periodic, NOHZ idle (§1.17)
+pub(crate) mod balance; // load balancing: newidle, periodic, NOHZ idle (§1.17)
 mod hotplug; // CPU offline and online in the guest
 mod lifecycle; // run-time nice and policy changes
-mod select; // CPU selection at wake-up and fork (§1.16)
+pub(crate) mod select; // CPU selection at wake-up and fork (§1.16)
 pub mod sysctl;
-mod weights; // weight tables, struct load_weight, calc_delta // a sysctl / sched_features dump as CfsParams
+pub(crate) mod weights; // weight tables, struct load_weight, calc_delta // a sysctl / sched_features dump as CfsParams
 
 use vmsched_core::cpuset::CpuSet;
 use vmsched_core::ids::{CpuId, EntityId};
 use vmsched_core::sched::{CpuTopo, Policy, WakeInfo};
 use vmsched_core::time::NS_PER_S;
 
+use balance::{BalanceFair, LbState};
+use select::SelectFair;
 use weights::{calc_delta, calc_delta_fair, LoadWeight};
 
 use crate::guest::linux_core::{
@@ -233,7 +235,7 @@ struct Tunables {
 }
 
 /// Linux v5.10: get_update_sysctl_factor
-fn tunable_factor(scaling: u32, ncpus: usize) -> u64 {
+pub(crate) fn tunable_factor(scaling: u32, ncpus: usize) -> u64 {
     let n = ncpus.clamp(1, 8) as u64;
     match scaling {
         0 => 1,
@@ -310,9 +312,7 @@ struct CfsRq {
     nr_running: u32,
     idle_nr_running: u32,
     load: u64,
-    last_balance: u64,
-    balance_interval_ms: u64,
-    nr_balance_failed: u32,
+    lb: LbState,
 }
 
 /// Linux CFS v5.10 over the vCPUs of one guest.
@@ -356,7 +356,10 @@ impl Cfs {
         let smt = (0..n).any(|i| (i + 1..n).any(|j| siblings(&cpus[i], &cpus[j])));
         let rq = CfsRq {
             min_vruntime: MIN_VRUNTIME_INIT,
-            balance_interval_ms: n.max(1) as u64,
+            lb: LbState {
+                balance_interval_ms: n.max(1) as u64,
+                ..Default::default()
+            },
             ..Default::default()
         };
         Cfs {
@@ -372,19 +375,6 @@ impl Cfs {
 
     fn ncpus(&self) -> usize {
         self.rqs.len()
-    }
-
-    fn share_cache(&self, a: usize, b: usize) -> bool {
-        self.topo[a].llc == self.topo[b].llc
-    }
-
-    fn smt_siblings(&self, a: usize, b: usize) -> bool {
-        let (x, y) = (&self.topo[a], &self.topo[b]);
-        x.node == y.node && x.socket == y.socket && x.core == y.core
-    }
-
-    fn jiffies(&self, now: u64) -> u64 {
-        now / self.tun.tick_ns
     }
 
     // --- time ------------------------------------------------------------------------------------
@@ -900,7 +890,7 @@ impl SchedClass for Cfs {
         if self.rqs[cpu].nr_running == 0 {
             // A task pulled here needs no resched request: this very pick serves it.
             ctx.rq_mut(cpu).need_resched = true;
-            self.newidle_balance(ctx, cpu);
+            BalanceFair::newidle_balance(self, ctx, cpu);
             ctx.rq_mut(cpu).need_resched = false;
         }
         self.pick_next_entity(cpu).map(|n| EntityId(n as u32))
@@ -935,7 +925,7 @@ impl SchedClass for Cfs {
     /// Linux v5.10: trigger_load_balance (periodic and NOHZ idle balancing, see the module
     /// doc); requests a resched of any vCPU that balancing gave a task to preempt.
     fn trigger_load_balance(&mut self, ctx: &mut LinuxCtx, cpu: CpuId) {
-        self.trigger_load_balance(ctx, cpu.idx());
+        BalanceFair::trigger_load_balance(self, ctx, cpu.idx());
     }
 
     /// Linux v5.10: task_dead_fair removes the task's PELT load, which this model does not

@@ -66,6 +66,9 @@ pub struct Rq {
     pub avg_idle: u64,
     /// `2 × sysctl_sched_migration_cost`: the cap of `avg_idle`.
     pub max_idle_balance_cost: u64,
+    /// Steal beyond the clock delta is dropped, not carried over (6.6.87, 6.12.19, 6.13+:
+    /// ERRATA L5); set by the fair class's `init_rq`. False: 5.10.y's carry-over.
+    pub drop_excess_steal: bool,
 }
 
 /// What a class hook sees: the engine's context of the level plus the core's run queues.
@@ -112,7 +115,8 @@ impl<'c, 'a> LinuxCtx<'c, 'a> {
     }
 
     /// Linux v5.10: update_rq_clock + update_rq_clock_task (steal capped at the delta, the
-    /// excess carried over to later updates, as in 5.10.y, ERRATA L5). The steal reading is the
+    /// excess carried over to later updates as in 5.10.y, or dropped with
+    /// `Rq::drop_excess_steal`, ERRATA L5). The steal reading is the
     /// engine's steal clock when the guest accounts steal time (PARAVIRT_TIME_ACCOUNTING), else
     /// 0.
     #[inline]
@@ -125,8 +129,9 @@ impl<'c, 'a> LinuxCtx<'c, 'a> {
         }
         let mut delta = now - rq.clock;
         rq.clock = now;
-        let steal = steal_clock.saturating_sub(rq.prev_steal_time_rq).min(delta);
-        rq.prev_steal_time_rq += steal;
+        let pending = steal_clock.saturating_sub(rq.prev_steal_time_rq);
+        let steal = pending.min(delta);
+        rq.prev_steal_time_rq += if rq.drop_excess_steal { pending } else { steal };
         delta -= steal;
         rq.clock_task += delta;
     }

@@ -1,10 +1,14 @@
 //! Load balancing, the simulator-level model of §1.17 (the module doc of `cfs.rs`, "Load
 //! balancing"): newidle balancing when `schedule` finds the queue empty, periodic balancing from
 //! the tick, and the NOHZ idle balance that the tick of a busy vCPU runs for idle ones.
+//!
+//! Written once for every fair class of the Linux core: [`BalanceFair`] asks its class for the
+//! queued tasks, their last run and the move itself (CFS 5.10 and EEVDF 6.x implement it).
 
 use vmsched_core::ids::CpuId;
 use vmsched_core::sched::Policy;
 
+use super::select::SelectFair;
 use super::{vdiff, Cfs};
 use crate::guest::linux_core::LinuxCtx;
 
@@ -14,43 +18,72 @@ const LB_BUSY_FACTOR: u64 = 16;
 const CACHE_NICE_TRIES: u32 = 1;
 const SCHED_NR_MIGRATE: u32 = 32;
 
+/// A destination CPU's balancing state (Linux: the domain's `last_balance`,
+/// `balance_interval`, `nr_balance_failed`).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct LbState {
+    pub(crate) last_balance: u64,
+    pub(crate) balance_interval_ms: u64,
+    pub(crate) nr_balance_failed: u32,
+}
+
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Balance {
+pub(crate) enum Balance {
     NewIdle,
     Periodic,
 }
 
-impl Cfs {
+/// Load balancing for a fair class: the fields it reads and the move (required), the rules
+/// (provided).
+pub(crate) trait BalanceFair: SelectFair {
+    /// `sysctl_sched_migration_cost`.
+    fn migration_cost(&self) -> u64;
+    fn se_policy(&self, e: usize) -> Policy;
+    /// `p->se.exec_start`.
+    fn se_exec_start(&self, e: usize) -> u64;
+    /// Whether `e` is a buddy of `src`'s queue that CACHE_HOT_BUDDY keeps there.
+    fn is_hot_buddy(&self, src: usize, e: usize) -> bool;
+    /// The tasks queued on `c`, not running.
+    fn queued(&self, c: usize) -> &[usize];
+    /// Whether the balancer may move queued task `e` at all (beyond affinity and cache heat).
+    fn may_migrate(&self, _e: usize) -> bool {
+        true
+    }
+    fn lb(&self, c: usize) -> &LbState;
+    fn lb_mut(&mut self, c: usize) -> &mut LbState;
+    /// Linux: detach_task + attach_task of queued task `e` from `src` to `dst`, then the
+    /// wake-up preemption check on `dst`.
+    fn lb_move_task(&mut self, ctx: &mut LinuxCtx, e: usize, src: usize, dst: usize);
+
     /// Linux v5.10: task_hot
     fn task_hot(&self, ctx: &LinuxCtx, e: usize, src: usize, dst: usize) -> bool {
-        let se = &self.ses[e];
-        if se.policy == Policy::Idle {
+        if self.se_policy(e) == Policy::Idle {
             return false;
         }
-        let src_rq = &self.rqs[src];
-        if self.rqs[dst].nr_running > 0 && (src_rq.next == Some(e) || src_rq.last == Some(e)) {
+        if self.rq_nr_running(dst) > 0 && self.is_hot_buddy(src, e) {
             return true;
         }
-        if self.tun.migration_cost == 0 {
+        let cost = self.migration_cost();
+        if cost == 0 {
             return false;
         }
-        vdiff(ctx.rq_clock_task(src), se.exec_start) < self.tun.migration_cost as i64
+        vdiff(ctx.rq_clock_task(src), self.se_exec_start(e)) < cost as i64
     }
 
     /// The busiest CPU for `dst` (see the module doc); `llc`: restrict to `dst`'s LLC.
     fn find_busiest(&self, dst: usize, llc: bool) -> Option<usize> {
-        let dst_idle = self.rqs[dst].nr_running == 0;
+        let dst_idle = self.rq_nr_running(dst) == 0;
         let mut best: Option<(usize, (u64, u64))> = None;
-        for c in 0..self.ncpus() {
-            let rq = &self.rqs[c];
-            if c == dst || rq.nr_running < 2 || (llc && !self.share_cache(c, dst)) {
+        for c in 0..self.nr_cpus() {
+            let nr = self.rq_nr_running(c);
+            if c == dst || nr < 2 || (llc && !self.share_cache(c, dst)) {
                 continue;
             }
-            let movable = |&e: &usize| self.ses[e].allowed.contains(CpuId(dst as u32));
-            if !rq.timeline.iter().any(movable) {
+            let movable = |&e: &usize| self.se_allowed(e).contains(CpuId(dst as u32));
+            if !self.queued(c).iter().any(movable) {
                 continue; // all pinned
             }
-            let (nr, load) = (rq.nr_running as u64, rq.load);
+            let (nr, load) = (nr as u64, self.rq_load(c));
             let key = if dst_idle { (nr, load) } else { (load, nr) };
             if best.is_none_or(|(_, k)| key > k) {
                 best = Some((c, key));
@@ -68,14 +101,15 @@ impl Cfs {
             }
             return 0;
         };
-        let dst_idle = self.rqs[dst].nr_running == 0;
-        let (src_load, dst_load) = (self.rqs[src].load as i64, self.rqs[dst].load as i64);
+        let dst_idle = self.rq_nr_running(dst) == 0;
+        let (src_load, dst_load) = (self.rq_load(src) as i64, self.rq_load(dst) as i64);
         // Imbalance in tasks for an idle destination, in load (against the domain's average)
         // otherwise. Linux v5.10: calculate_imbalance (simplified)
         let mut imbalance = if dst_idle {
-            (self.rqs[src].nr_running as i64 / 2).max(1)
+            (self.rq_nr_running(src) as i64 / 2).max(1)
         } else {
-            let avg = self.rqs.iter().map(|rq| rq.load as i64).sum::<i64>() / self.ncpus() as i64;
+            let n = self.nr_cpus();
+            let avg = (0..n).map(|c| self.rq_load(c) as i64).sum::<i64>() / n as i64;
             if src_load * 100 <= dst_load * LB_IMBALANCE_PCT || dst_load >= avg {
                 if kind == Balance::Periodic {
                     self.balanced(dst);
@@ -86,30 +120,30 @@ impl Cfs {
         };
         ctx.update_rq_clock(src);
         ctx.update_rq_clock(dst);
-        let failed = self.rqs[dst].nr_balance_failed;
+        let failed = self.lb(dst).nr_balance_failed;
         let mut moved = 0;
-        while moved < SCHED_NR_MIGRATE && !self.rqs[src].timeline.is_empty() {
-            if dst_idle && self.rqs[src].nr_running <= 1 {
+        while moved < SCHED_NR_MIGRATE && !self.queued(src).is_empty() {
+            if dst_idle && self.rq_nr_running(src) <= 1 {
                 break;
             }
-            let cand = self.rqs[src]
-                .timeline
+            let cand = self
+                .queued(src)
                 .iter()
                 .copied()
                 .filter(|&e| {
-                    let se = &self.ses[e];
-                    se.allowed.contains(CpuId(dst as u32))
+                    self.se_allowed(e).contains(CpuId(dst as u32))
+                        && self.may_migrate(e)
                         && (!self.task_hot(ctx, e, src, dst) || failed > CACHE_NICE_TRIES)
-                        && (dst_idle || (se.load.weight >> failed.min(63)) as i64 <= imbalance)
+                        && (dst_idle || (self.se_weight(e) >> failed.min(63)) as i64 <= imbalance)
                 })
-                .min_by_key(|&e| (self.ses[e].exec_start, e));
+                .min_by_key(|&e| (self.se_exec_start(e), e));
             let Some(e) = cand else { break };
-            self.move_queued_task(ctx, e, src, dst);
+            self.lb_move_task(ctx, e, src, dst);
             moved += 1;
             imbalance -= if dst_idle {
                 1
             } else {
-                self.ses[e].load.weight as i64
+                self.se_weight(e) as i64
             };
             if kind == Balance::NewIdle || imbalance <= 0 {
                 break;
@@ -117,8 +151,8 @@ impl Cfs {
         }
         if kind == Balance::Periodic {
             // Unbalanced: back to the minimal interval; count the failure.
-            let min_interval = self.ncpus() as u64;
-            let rq = &mut self.rqs[dst];
+            let min_interval = self.nr_cpus() as u64;
+            let rq = self.lb_mut(dst);
             rq.balance_interval_ms = min_interval;
             rq.nr_balance_failed = if moved > 0 {
                 0
@@ -130,29 +164,20 @@ impl Cfs {
     }
 
     fn balanced(&mut self, dst: usize) {
-        let max = 2 * self.ncpus() as u64;
-        let rq = &mut self.rqs[dst];
+        let max = 2 * self.nr_cpus() as u64;
+        let rq = self.lb_mut(dst);
         rq.nr_balance_failed = 0;
         if rq.balance_interval_ms < max {
             rq.balance_interval_ms *= 2;
         }
     }
 
-    /// Linux v5.10: detach_task + attach_task (migrate_task_rq_fair clears exec_start).
-    fn move_queued_task(&mut self, ctx: &mut LinuxCtx, e: usize, src: usize, dst: usize) {
-        self.dequeue_entity(ctx, src, e, false);
-        self.ses[e].cpu = dst;
-        self.ses[e].exec_start = 0;
-        self.enqueue_entity(ctx, dst, e, false, false);
-        self.check_preempt_curr(ctx, dst, e, false);
-    }
-
     /// Linux v5.10: newidle_balance
-    pub(super) fn newidle_balance(&mut self, ctx: &mut LinuxCtx, cpu: usize) -> bool {
+    fn newidle_balance(&mut self, ctx: &mut LinuxCtx, cpu: usize) -> bool {
         let rq = ctx.rq_mut(cpu);
         rq.idle_stamp = Some(rq.clock);
-        let overload = self.rqs.iter().any(|rq| rq.nr_running >= 2);
-        if ctx.rq(cpu).avg_idle < self.tun.migration_cost || !overload {
+        let overload = (0..self.nr_cpus()).any(|c| self.rq_nr_running(c) >= 2);
+        if ctx.rq(cpu).avg_idle < self.migration_cost() || !overload {
             return false;
         }
         let pulled = self.load_balance(ctx, cpu, Balance::NewIdle, true) > 0
@@ -165,38 +190,79 @@ impl Cfs {
 
     /// Linux v5.10: get_sd_balance_interval, in ns.
     fn balance_interval_ns(&self, cpu: usize, busy: bool) -> u64 {
-        let mut ms = self.rqs[cpu].balance_interval_ms;
+        let mut ms = self.lb(cpu).balance_interval_ms;
         if busy {
             ms *= LB_BUSY_FACTOR;
         }
-        let mut j = (ms * self.tun.hz).div_ceil(1000);
+        let hz = self.hz();
+        let mut j = (ms * hz).div_ceil(1000);
         if busy {
             j = j.saturating_sub(1);
         }
-        let max = (self.tun.hz * self.ncpus() as u64 / 10).max(1);
-        j.clamp(1, max) * self.tun.tick_ns
+        let max = (hz * self.nr_cpus() as u64 / 10).max(1);
+        j.clamp(1, max) * self.tick_ns()
     }
 
     /// Periodic balancing of `cpu` and the NOHZ idle balance it kicks.
     /// Linux v5.10: trigger_load_balance → rebalance_domains, nohz_balancer_kick
-    pub(super) fn trigger_load_balance(&mut self, ctx: &mut LinuxCtx, cpu: usize) {
+    fn trigger_load_balance(&mut self, ctx: &mut LinuxCtx, cpu: usize) {
         let now = ctx.rq(cpu).clock;
-        if now >= self.rqs[cpu].last_balance + self.balance_interval_ns(cpu, true) {
-            self.rqs[cpu].last_balance = now;
+        if now >= self.lb(cpu).last_balance + self.balance_interval_ns(cpu, true) {
+            self.lb_mut(cpu).last_balance = now;
             self.load_balance(ctx, cpu, Balance::Periodic, false);
         }
-        if self.rqs[cpu].nr_running < 2 {
+        if self.rq_nr_running(cpu) < 2 {
             return;
         }
-        for d in 0..self.ncpus() {
-            let rq = &self.rqs[d];
-            if d == cpu || rq.nr_running > 0 || rq.curr.is_some() {
+        for d in 0..self.nr_cpus() {
+            if d == cpu || self.rq_nr_running(d) > 0 || self.rq_curr(d).is_some() {
                 continue;
             }
-            if now >= rq.last_balance + self.balance_interval_ns(d, false) {
-                self.rqs[d].last_balance = now;
+            if now >= self.lb(d).last_balance + self.balance_interval_ns(d, false) {
+                self.lb_mut(d).last_balance = now;
                 self.load_balance(ctx, d, Balance::Periodic, false);
             }
         }
+    }
+}
+
+impl BalanceFair for Cfs {
+    #[inline]
+    fn migration_cost(&self) -> u64 {
+        self.tun.migration_cost
+    }
+    #[inline]
+    fn se_policy(&self, e: usize) -> Policy {
+        self.ses[e].policy
+    }
+    #[inline]
+    fn se_exec_start(&self, e: usize) -> u64 {
+        self.ses[e].exec_start
+    }
+    #[inline]
+    fn is_hot_buddy(&self, src: usize, e: usize) -> bool {
+        let rq = &self.rqs[src];
+        rq.next == Some(e) || rq.last == Some(e)
+    }
+    #[inline]
+    fn queued(&self, c: usize) -> &[usize] {
+        &self.rqs[c].timeline
+    }
+    #[inline]
+    fn lb(&self, c: usize) -> &LbState {
+        &self.rqs[c].lb
+    }
+    #[inline]
+    fn lb_mut(&mut self, c: usize) -> &mut LbState {
+        &mut self.rqs[c].lb
+    }
+
+    /// Linux v5.10: detach_task + attach_task (migrate_task_rq_fair clears exec_start).
+    fn lb_move_task(&mut self, ctx: &mut LinuxCtx, e: usize, src: usize, dst: usize) {
+        self.dequeue_entity(ctx, src, e, false);
+        self.ses[e].cpu = dst;
+        self.ses[e].exec_start = 0;
+        self.enqueue_entity(ctx, dst, e, false, false);
+        self.check_preempt_curr(ctx, dst, e, false);
     }
 }

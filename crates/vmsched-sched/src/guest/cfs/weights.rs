@@ -27,14 +27,14 @@ const SCHED_PRIO_TO_WMULT: [u32; 40] = [
 
 /// Linux v5.10: struct load_weight
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(super) struct LoadWeight {
-    pub(super) weight: u64,
-    pub(super) inv_weight: u64,
+pub(crate) struct LoadWeight {
+    pub(crate) weight: u64,
+    pub(crate) inv_weight: u64,
 }
 
 impl LoadWeight {
     /// Linux v5.10: set_load_weight (table values; SCHED_IDLE weighs 3)
-    pub(super) fn of_task(nice: i32, policy: Policy) -> Self {
+    pub(crate) fn of_task(nice: i32, policy: Policy) -> Self {
         if policy == Policy::Idle {
             return LoadWeight {
                 weight: WEIGHT_IDLEPRIO,
@@ -49,7 +49,7 @@ impl LoadWeight {
     }
 
     /// A queue's weight with its lazily computed inverse. Linux v5.10: __update_inv_weight
-    pub(super) fn of_queue(weight: u64) -> Self {
+    pub(crate) fn of_queue(weight: u64) -> Self {
         let inv_weight = match weight {
             0 => WMULT_CONST,
             w if w >= WMULT_CONST => 1,
@@ -60,7 +60,7 @@ impl LoadWeight {
 }
 
 /// `delta × weight / lw.weight` in 32-bit fixed point. Linux v5.10: __calc_delta
-pub(super) fn calc_delta(delta: u64, weight: u64, lw: LoadWeight) -> u64 {
+pub(crate) fn calc_delta(delta: u64, weight: u64, lw: LoadWeight) -> u64 {
     let mut fact = weight;
     let mut shift = WMULT_SHIFT;
     while fact >> 32 != 0 {
@@ -76,7 +76,7 @@ pub(super) fn calc_delta(delta: u64, weight: u64, lw: LoadWeight) -> u64 {
 }
 
 /// Linux v5.10: calc_delta_fair
-pub(super) fn calc_delta_fair(delta: u64, lw: LoadWeight) -> u64 {
+pub(crate) fn calc_delta_fair(delta: u64, lw: LoadWeight) -> u64 {
     if lw.weight != NICE_0_LOAD {
         calc_delta(delta, NICE_0_LOAD, lw)
     } else {
