@@ -2,6 +2,7 @@
 //! timers with slack, channels, spinning and trapped spin-waits (WFE, PAUSE loops).
 
 use super::*;
+use crate::workload::video;
 
 impl Simulation {
     // ---- tasks ---------------------------------------------------------------------------
@@ -254,6 +255,19 @@ impl Simulation {
                     self.sleep_until(t, c, next, slack);
                     return;
                 }
+                Step::Frame {
+                    period,
+                    max_lateness,
+                    drop_late,
+                } => {
+                    self.tasks[t].pc += 1;
+                    if self.frame(t, wl, period, max_lateness, drop_late, measuring) {
+                        let next = self.tasks[t].periodic_next.expect("set by frame");
+                        self.tasks[t].latency_pending = Some((video::WAKE, next));
+                        self.sleep_until(t, c, next, 0);
+                        return;
+                    }
+                }
                 Step::Yield => {
                     self.tasks[t].pc += 1;
                     let (l, e) = (
@@ -306,6 +320,49 @@ impl Simulation {
             .params
             .name
         );
+    }
+
+    /// A video player's frame boundary (workload/video.rs): judges the frame just decoded
+    /// (if any) and sets the next boundary; returns whether the player sleeps until it.
+    fn frame(
+        &mut self,
+        t: usize,
+        wl: usize,
+        period: Nanos,
+        max_lateness: Nanos,
+        drop_late: bool,
+        measuring: bool,
+    ) -> bool {
+        let (next, skipped) = match self.tasks[t].periodic_next {
+            None => (self.now + period, 0),
+            Some(b) => {
+                let v = video::verdict(b + period, self.now, max_lateness, drop_late);
+                let w = &mut self.wls[wl];
+                if measuring {
+                    w.counters[video::FRAMES as usize] += 1;
+                    match v {
+                        video::Verdict::Shown => w.counters[video::SHOWN as usize] += 1,
+                        video::Verdict::Late(l) => {
+                            w.counters[video::LATE as usize] += 1;
+                            w.hists[video::LATENESS as usize].record(l);
+                        }
+                        video::Verdict::Dropped(l) => {
+                            w.counters[video::DROPPED as usize] += 1;
+                            w.hists[video::LATENESS as usize].record(l);
+                        }
+                    }
+                }
+                video::next_boundary(b, period, self.now, drop_late)
+            }
+        };
+        if measuring && skipped > 0 {
+            let c = &mut self.wls[wl].counters;
+            c[video::FRAMES as usize] += skipped;
+            c[video::DROPPED as usize] += skipped;
+            c[video::SKIPPED as usize] += skipped;
+        }
+        self.tasks[t].periodic_next = Some(next);
+        next > self.now
     }
 
     /// Arms task `t`'s sleep timer on CPU `c`: soft deadline `expiry`, hard deadline

@@ -15,6 +15,8 @@ pub mod cyclictest;
 pub mod ping;
 pub mod program;
 pub mod stream;
+pub mod video;
+pub mod vmboot;
 
 use serde::{Deserialize, Serialize};
 
@@ -75,6 +77,17 @@ pub enum Step {
         interval: Nanos,
         slack: Nanos,
         hist: Hist,
+    },
+    /// Video playback's frame boundary (video.rs): judge the frame decoded since the last
+    /// boundary against its display time (one `period` after that boundary; late by more than
+    /// `max_lateness` and `drop_late`: dropped), count the boundaries passed meanwhile as
+    /// skipped (when dropping), then sleep until the next boundary, woken there as by a device
+    /// interrupt (no slack), and record the wake-up latency. The first execution only sleeps
+    /// one period. Uses the workload's counters and histograms in video.rs's order.
+    Frame {
+        period: Nanos,
+        max_lateness: Nanos,
+        drop_late: bool,
     },
     /// `sched_yield()`.
     Yield,
@@ -172,6 +185,11 @@ pub enum WorkloadKind {
     Ping,
     /// A windowed packet flow into a guest (stream.rs): no task, the engine's I/O path.
     Stream,
+    /// Video playback with frame deadlines (video.rs).
+    Video,
+    /// A booting guest's CPU burst (vmboot.rs).
+    #[serde(rename = "vmboot")]
+    VmBoot,
 }
 
 /// A workload's headline figure in its benchmark's unit.
@@ -192,6 +210,9 @@ pub enum WorkloadConfig {
     Program(program::ProgramConfig),
     Ping(ping::PingConfig),
     Stream(stream::StreamConfig),
+    Video(video::VideoConfig),
+    #[serde(rename = "vmboot")]
+    VmBoot(vmboot::VmBootConfig),
 }
 
 impl WorkloadConfig {
@@ -203,6 +224,8 @@ impl WorkloadConfig {
             WorkloadConfig::Program(c) => &c.name,
             WorkloadConfig::Ping(c) => &c.name,
             WorkloadConfig::Stream(c) => &c.name,
+            WorkloadConfig::Video(c) => &c.name,
+            WorkloadConfig::VmBoot(c) => &c.name,
         }
     }
 
@@ -243,6 +266,11 @@ impl WorkloadConfig {
             }
             WorkloadConfig::Ping(c) => c.validate(nr_vcpus),
             WorkloadConfig::Stream(c) => c.validate(nr_vcpus),
+            WorkloadConfig::Video(c) => {
+                aff(&c.affinity)?;
+                c.validate()
+            }
+            WorkloadConfig::VmBoot(c) => c.validate(),
         }
     }
 
@@ -254,6 +282,8 @@ impl WorkloadConfig {
             WorkloadConfig::Program(c) => c.build(),
             WorkloadConfig::Ping(c) => c.build(),
             WorkloadConfig::Stream(c) => c.build(),
+            WorkloadConfig::Video(c) => c.build(),
+            WorkloadConfig::VmBoot(c) => c.build(nr_vcpus),
         }
     }
 }
@@ -304,6 +334,8 @@ impl WorkloadKind {
                 unit: "us".into(),
             },
             WorkloadKind::Stream => stream::figure(counters, secs),
+            WorkloadKind::Video => video::figure(counters),
+            WorkloadKind::VmBoot => vmboot::figure(executed_ns),
             WorkloadKind::Program => Figure {
                 name: "count".into(),
                 value: counters.first().copied().unwrap_or(0) as f64,
