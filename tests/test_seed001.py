@@ -15,19 +15,27 @@ from functools import cache
 import pytest
 
 from vmsched import reproductions
-from vmsched.reproductions.seed001 import CONFIGS, DECODES, _one, main, points
+from vmsched.reproductions import seed001
+from vmsched.reproductions.seed001 import CONFIGS, DECODES, main, points
 
 QUICK_MS = 8000
 
 
 @cache
 def point(config, phase, decode_us=5000, duration_ms=QUICK_MS):
-    return _one((config, phase, decode_us, duration_ms))
+    return seed001.point(config, phase, decode_us, duration_ms)
 
 
 def test_registered_with_its_source():
     r = reproductions.get("seed001")
     assert r.source == "001_d608ab95022a7653" and "video" in r.title
+
+
+def test_the_python_api_names_its_configurations():
+    with pytest.raises(KeyError, match="first improvement"):
+        seed001.point("second improvement")
+    with pytest.raises(KeyError, match="M1"):
+        seed001.point("baseline", "M3")
 
 
 def test_the_boots_make_the_video_guest_wait_far_longer_than_the_video_alone():

@@ -123,6 +123,20 @@ def _one(args) -> dict:
     }
 
 
+def point(config: str = "baseline", phase: str = "M2", decode_us: int = 5000,
+          duration_ms: int = CREATE_MS + BOOT_MS + 5000, seed: int | None = None) -> dict:
+    """One run of the reproduction, as a dict of its figures: `config` one of `CONFIGS`
+    ("baseline", "first improvement", "boost credit"), `phase` "M1" (the video alone) or "M2"
+    (with the boots), the player's decode cost in µs. HVM1's worst waits are over the xenmon
+    windows that lie wholly in the boots; `worst_window` holds xenmon's figures of every vCPU
+    in the window of HVM1's worst wait."""
+    if config not in CONFIGS:
+        raise KeyError(f"no configuration '{config}' (have: {', '.join(CONFIGS)})")
+    if phase not in PHASES:
+        raise KeyError(f"no phase '{phase}' (have: {', '.join(PHASES)})")
+    return _one((config, phase, decode_us, duration_ms, *([] if seed is None else [seed])))
+
+
 def points(duration_ms: int) -> list[tuple]:
     """Every (config, phase, decode, duration) of the reproduction."""
     return [(c, p, d, duration_ms) for d in DECODES for c in CONFIGS for p in PHASES]

@@ -80,10 +80,11 @@ pub enum Step {
     },
     /// Video playback's frame boundary (video.rs): judge the frame decoded since the last
     /// boundary against its display time (one `period` after that boundary; late by more than
-    /// `max_lateness` and `drop_late`: dropped), count the boundaries passed meanwhile as
-    /// skipped (when dropping), then sleep until the next boundary, woken there as by a device
-    /// interrupt (no slack), and record the wake-up latency. The first execution only sleeps
-    /// one period. Uses the workload's counters and histograms in video.rs's order.
+    /// `max_lateness` and `drop_late`: dropped), count the frames whose display time passed
+    /// meanwhile as skipped (when dropping), then sleep until the next boundary, woken there as
+    /// by a device interrupt (no slack), and record the wake-up latency; or, if that boundary
+    /// has passed, go on at once. The first execution only sleeps one period. Uses the
+    /// workload's counters and histograms in video.rs's order.
     Frame {
         period: Nanos,
         max_lateness: Nanos,

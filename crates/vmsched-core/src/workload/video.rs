@@ -12,9 +12,10 @@
 //!
 //! **A late frame** (decoded after its display time) is handled as the real players with
 //! audio as the master clock handle it (`late = "drop"`, the default): shown late if it is late
-//! by at most `max_lateness_us`, dropped otherwise; and the frames whose boundaries passed while
-//! the player was still decoding or waiting for a CPU are never decoded (they count as dropped):
-//! the player resynchronises on the next boundary to come. Sources: GStreamer's video sinks drop
+//! by at most `max_lateness_us`, dropped otherwise; and the frames whose display time passed
+//! while the player was still decoding or waiting for a CPU are never decoded (they count as
+//! dropped): the player goes on at once with the first frame whose display time is still to
+//! come. Sources: GStreamer's video sinks drop
 //! a buffer later than `max-lateness`, 20 ms by default for video sinks (`GstVideoSink`, on top
 //! of `GstBaseSink`'s `max-lateness` and its QoS messages that make decoders skip frames);
 //! ffplay (`framedrop`, on by default when the audio is the master clock) drops a decoded frame
@@ -82,7 +83,7 @@ pub struct VideoConfig {
 #[serde(rename_all = "snake_case")]
 pub enum LatePolicy {
     /// Show it if it is at most `max_lateness_us` late, else drop it; skip the frames whose
-    /// boundaries passed meanwhile.
+    /// display time passed meanwhile.
     #[default]
     Drop,
     /// Show every frame, in order, however late.
@@ -211,17 +212,18 @@ pub fn verdict(due: Nanos, now: Nanos, max_lateness: Nanos, drop_late: bool) -> 
 }
 
 /// The boundary at which the player next starts a decode, after finishing at `now` the frame
-/// whose decode was due at `boundary`, and how many frames it skips (never decodes) on the way.
-/// Dropping: the first boundary after `now`, the boundaries passed meanwhile skipped (the frame
-/// due at `boundary + period` was the one just decoded). Showing: the next boundary, even if it
-/// has passed (the player then decodes at once), nothing skipped.
+/// whose decode was due at `boundary` (and whose display time is `boundary + period`), and how
+/// many frames it skips (never decodes) on the way. Showing every frame: the next boundary,
+/// even if it has passed (the player then decodes at once), nothing skipped. Dropping: the
+/// frames whose display time has already passed are skipped; the next one to decode is the
+/// first whose display time is still to come, at once if its boundary has passed.
 pub fn next_boundary(boundary: Nanos, period: Nanos, now: Nanos, drop_late: bool) -> (Nanos, u64) {
     let next = boundary + period;
-    if !drop_late || next > now {
+    if !drop_late || next + period > now {
         return (next, 0);
     }
-    // Boundaries boundary + k·period for k = 1..=n are at or before now.
-    let n = (now - boundary) / period;
+    // The frames due at boundary + (k + 1)·period ≤ now, k = 1..=n, are skipped.
+    let n = (now - boundary) / period - 1;
     (boundary + (n + 1) * period, n)
 }
 
@@ -280,13 +282,16 @@ mod tests {
     }
 
     #[test]
-    fn a_dropping_player_resynchronises_on_the_next_boundary_and_skips_the_passed_ones() {
-        // On time: the next boundary, nothing skipped.
+    fn a_dropping_player_skips_the_frames_whose_display_time_has_passed() {
+        // On time: sleep until the next boundary, nothing skipped.
         assert_eq!(next_boundary(0, 10, 9, true), (10, 0));
-        // Finished exactly on the next boundary: that boundary has passed.
-        assert_eq!(next_boundary(0, 10, 10, true), (20, 1));
-        // 35 after the boundary: boundaries 10, 20, 30 passed; decode again at 40.
-        assert_eq!(next_boundary(0, 10, 35, true), (40, 3));
+        // Finished on the next boundary: the frame due at 20 can still be made, at once.
+        assert_eq!(next_boundary(0, 10, 10, true), (10, 0));
+        assert_eq!(next_boundary(0, 10, 19, true), (10, 0));
+        // 35 after the boundary: the frames due at 20 and 30 have passed; decode the one due
+        // at 40 at once (its boundary, 30, has passed too).
+        assert_eq!(next_boundary(0, 10, 35, true), (30, 2));
+        assert_eq!(next_boundary(0, 10, 20, true), (20, 1));
         // A player that shows every frame decodes the next one at once, skipping nothing.
         assert_eq!(next_boundary(0, 10, 35, false), (10, 0));
     }
