@@ -43,7 +43,8 @@ pub struct VmBootConfig {
     /// Mean CPU burst between two I/O waits (exponential; default 20000 µs).
     #[serde(default = "d_burst")]
     pub burst_us: u64,
-    /// Mean wait for one emulated I/O (exponential; default 1000 µs).
+    /// Mean wait for one emulated I/O (exponential; default 1000 µs; 0: no waits, the vCPUs
+    /// compute for the whole boot).
     #[serde(default = "d_io")]
     pub io_us: u64,
     /// When the vCPUs other than vCPU 0 join, after the start (default 0 ms).
@@ -137,26 +138,31 @@ impl VmBootConfig {
             .map(|v| {
                 let start = if v == 0 { 0 } else { t.ap_start };
                 let n = Self::rounds(&t, t.duration - start);
+                let mut program = vec![
+                    Step::Compute {
+                        dur: Dist::Exp(t.burst),
+                        kernel: false,
+                    },
+                    Step::Count { counter: ROUNDS },
+                ];
+                if t.io > 0 {
+                    program.push(Step::Sleep {
+                        dur: Dist::Exp(t.io),
+                        slack: 0,
+                    });
+                }
+                program.extend([
+                    // The first round plus n - 1 more.
+                    Step::Goto {
+                        to: 0,
+                        times: Some(n - 1),
+                    },
+                    Step::Count { counter: DONE },
+                    Step::Exit,
+                ]);
                 TaskSpec {
                     name: format!("{}.v{v}", self.name),
-                    program: vec![
-                        Step::Compute {
-                            dur: Dist::Exp(t.burst),
-                            kernel: false,
-                        },
-                        Step::Count { counter: ROUNDS },
-                        Step::Sleep {
-                            dur: Dist::Exp(t.io),
-                            slack: 0,
-                        },
-                        // The first round plus n - 1 more.
-                        Step::Goto {
-                            to: 0,
-                            times: Some(n - 1),
-                        },
-                        Step::Count { counter: DONE },
-                        Step::Exit,
-                    ],
+                    program,
                     nice: 0,
                     policy: Policy::Normal,
                     rt_prio: 0,
@@ -238,6 +244,22 @@ mod tests {
             Step::Sleep {
                 dur: Dist::Exp(300 * NS_PER_US),
                 slack: 0
+            }
+        );
+    }
+
+    #[test]
+    fn without_io_waits_the_vcpus_only_compute() {
+        let s = cfg("io_us = 0").build(1);
+        assert!(!s.tasks[0]
+            .program
+            .iter()
+            .any(|p| matches!(p, Step::Sleep { .. })));
+        assert_eq!(
+            s.tasks[0].program[2],
+            Step::Goto {
+                to: 0,
+                times: Some(999)
             }
         );
     }
