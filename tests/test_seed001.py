@@ -5,7 +5,7 @@ The short form runs 8 s of simulated time per point (6 s of boots); VMSCHED_SLOW
 full 26 s form. What is asserted is what the mechanism requires of a faithful model, not the
 talk's numbers: the boots make HVM1 wait far longer than the video alone does; behind the
 longest wait is a booting vCPU holding HVM1's pCPU; boost credit keeps HVM1 BOOST, so its wait
-is bounded by a few BOOST slices and no frame is dropped; the first improvement shortens the
+is bounded by a few BOOST slices and no frame is dropped and no sound skips; the first improvement shortens the
 wait of a player whose bursts fit the 2 ms BOOST slice, and a longer burst is demoted to UNDER
 and waits behind the booting vCPUs' slices (the talk's own "many vCPUs in UNDER priority").
 """
@@ -54,6 +54,16 @@ def test_boost_credit_bounds_the_wait_by_a_few_boost_slices_and_drops_nothing():
     assert boost["hvm1_wait_max_us"] <= 3 * 2000 + 100
     assert boost["hvm1_wait_max_us"] < base["hvm1_wait_max_us"]
     assert boost["dropped"] == 0 and boost["shown"] == boost["frames"]
+
+
+def test_the_boots_make_the_sound_skip_and_boost_credit_stops_it():
+    # The sound thread refills the device every 10 ms, one period ahead: a wait of most of a
+    # period behind a booting vCPU is a skip (the talk's "tracks"); the video alone never
+    # skips, and with boost credit HVM1's vCPUs stay BOOST and wait at most a BOOST slice.
+    m1, base, boost = point("baseline", "M1"), point("baseline", "M2"), point("boost credit", "M2")
+    assert m1["audio_periods"] > 0 and m1["audio_skips"] == 0
+    assert base["audio_skips"] > 0
+    assert boost["audio_skips"] == 0 and boost["audio_periods"] == base["audio_periods"]
 
 
 def test_the_first_improvement_halves_the_wait_of_bursts_that_fit_the_boost_slice():
@@ -146,4 +156,5 @@ def test_full_length_orders_of_magnitude():
     base_short = point("baseline", "M2", 1000, full)
     assert base["hvm1_wait_max_us"] > 100 * max(m1["hvm1_wait_max_us"], 1)
     assert boost["hvm1_wait_max_us"] <= 3 * 2000 + 100 and boost["dropped"] == 0
+    assert base["audio_skips"] > 0 and boost["audio_skips"] == 0
     assert first_short["hvm1_wait_max_us"] < base_short["hvm1_wait_max_us"] / 2

@@ -293,18 +293,28 @@ fn shape(w: &WorkloadConfig, vcpus: u32) -> Shape {
                 rate: Some((per_s.saturating_mul(12), "rate_mbps".into())),
             }
         }
-        // One player task: a frame boundary, a decode and a loop per frame. Its two histograms
-        // are not counted (as a ping's and a stream's: small, and no field sets their number).
-        WorkloadConfig::Video(c) => Shape {
-            tasks_field: "",
-            tasks: 1,
-            steps: 3,
-            channels: 0,
-            hists: 0,
-            buckets: 0,
-            gap_pairs: 0,
-            rate: loop_rate(3, NS_PER_S / u64::from(c.fps.max(1))).map(|r| (r, "fps".into())),
-        },
+        // A player task (a frame boundary, a decode and a loop per frame) and maybe a sound
+        // thread (the same per period). Their histograms are not counted (as a ping's and a
+        // stream's: small, and no field sets their number).
+        WorkloadConfig::Video(c) => {
+            let player = loop_rate(3, NS_PER_S / u64::from(c.fps.max(1))).unwrap_or(u64::MAX);
+            let audio = loop_rate(3, c.audio_period_us.saturating_mul(NS_PER_US)).unwrap_or(0);
+            let field = if audio > player {
+                "audio_period_us"
+            } else {
+                "fps"
+            };
+            Shape {
+                tasks_field: "",
+                tasks: 1 + u64::from(c.audio_period_us > 0),
+                steps: 3,
+                channels: 0,
+                hists: 0,
+                buckets: 0,
+                gap_pairs: 0,
+                rate: Some((player.saturating_add(audio), field.into())),
+            }
+        }
         // One task per vCPU; exponential bursts and waits: no bound on the rate.
         WorkloadConfig::VmBoot(_) => Shape {
             tasks_field: "",

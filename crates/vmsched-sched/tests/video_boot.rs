@@ -152,3 +152,30 @@ fn a_boot_keeps_its_vcpus_busy_from_its_creation_for_its_duration() {
         b.figure.value
     );
 }
+
+#[test]
+fn a_sound_thread_skips_when_its_refill_waits_past_the_next_period() {
+    // The sound thread refills every 10 ms; behind a hog's 30 ms slices (no tickle) its
+    // refills are late and each is an underrun, periods passed meanwhile too; with the tickle
+    // (and exact debit: 3.3's sampling charges a whole tick to a vCPU whose 10 ms period locks
+    // onto the tick grid, which can make it OVER) the BOOSTed thread runs at once and never
+    // skips.
+    let video = "fps = 25\ndecode_us = 1000\naudio_period_us = 10000\naudio_us = 200";
+    let r = run(&video_scenario("tickle_on_wake = false", video, true));
+    let v = workload(&r, "video");
+    let (periods, ok, under, skipped) = (
+        counter(v, "audio_frames"),
+        counter(v, "audio_shown"),
+        counter(v, "audio_dropped"),
+        counter(v, "audio_skipped"),
+    );
+    assert!(under > 0 && skipped > 0, "{:?}", v.counters);
+    assert_eq!(counter(v, "audio_late"), 0, "sound is never played late");
+    assert_eq!(periods, ok + under);
+    // 4 s measured at 100 periods/s.
+    assert!((396..=404).contains(&periods), "{periods}");
+    let r = run(&video_scenario("exact_debit = true", video, true));
+    let v = workload(&r, "video");
+    assert_eq!(counter(v, "audio_dropped"), 0, "{:?}", v.counters);
+    assert!(counter(v, "audio_frames") > 390);
+}

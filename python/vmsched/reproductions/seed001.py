@@ -118,6 +118,9 @@ def _one(args) -> dict:
         "late": video["count_late"], "dropped": video["count_dropped"],
         "skipped": video["count_skipped"],
         "lateness_max_ms": (video["lateness_max_us"] or 0) / 1e3,
+        # The sound thread: refill periods and underruns (the talk's "tracks").
+        "audio_periods": video["count_audio_frames"], "audio_skips": video["count_audio_dropped"],
+        "audio_wake_max_ms": (video["audio_wake_max_us"] or 0) / 1e3,
         "player_wake_max_ms": (video["wake_max_us"] or 0) / 1e3,
         "worst_window": window_rows,
     }
@@ -181,7 +184,8 @@ def main(quick: bool = False, jobs: int | None = None, out: str | Path = "out/re
                   f"{wins.start}..{wins.stop - 1} ({duration / 1000:g} s simulated)")
         for c in ("configuration", "talk", "HVM1 worst wait M1", "M2 (wake / preempt)",
                   "M2 / M1", "vs baseline", "frames M2 (shown, late, dropped)",
-                  "player worst wake", "boots: run/ex, slice/ex", "dom0 worst wait"):
+                  "sound M2 (skips)", "player, sound worst wake", "boots: run/ex, slice/ex",
+                  "dom0 worst wait"):
             t.add_column(c, justify="right")
         base = by[("baseline", "M2", d)]["hvm1_wait_max_us"]
         for c in CONFIGS:
@@ -193,7 +197,8 @@ def main(quick: bool = False, jobs: int | None = None, out: str | Path = "out/re
                 _ratio(m2["hvm1_wait_max_us"], m1["hvm1_wait_max_us"]),
                 f"{m2['hvm1_wait_max_us'] / base:.2f}" if base else "-",
                 f"{m2['frames']} ({m2['shown']}, {m2['late']}, {m2['dropped']})",
-                f"{m2['player_wake_max_ms']:.2f} ms",
+                f"{m2['audio_periods']} ({m2['audio_skips']})",
+                f"{m2['player_wake_max_ms']:.2f}, {m2['audio_wake_max_ms']:.2f} ms",
                 f"{m2['boot_run_per_ex_ms']:.2f} ms, {m2['boot_alloc_per_ex_ms']:.1f} ms",
                 _us(m2["dom0_wait_max_us"]))
         console.print(t)

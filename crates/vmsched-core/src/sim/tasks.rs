@@ -259,11 +259,14 @@ impl Simulation {
                     period,
                     max_lateness,
                     drop_late,
+                    counters,
+                    hists,
                 } => {
                     self.tasks[t].pc += 1;
-                    if self.frame(t, wl, period, max_lateness, drop_late, measuring) {
+                    let (c0, h0) = (counters as usize, hists as usize);
+                    if self.frame(t, wl, period, max_lateness, drop_late, (c0, h0), measuring) {
                         let next = self.tasks[t].periodic_next.expect("set by frame");
-                        self.tasks[t].latency_pending = Some((video::WAKE, next));
+                        self.tasks[t].latency_pending = Some((hists + video::WAKE, next));
                         self.sleep_until(t, c, next, 0);
                         return;
                     }
@@ -324,6 +327,8 @@ impl Simulation {
 
     /// A video player's frame boundary (workload/video.rs): judges the frame just decoded
     /// (if any) and sets the next boundary; returns whether the player sleeps until it.
+    /// `(c0, h0)`: the first of its counters and histograms in the workload.
+    #[allow(clippy::too_many_arguments)]
     fn frame(
         &mut self,
         t: usize,
@@ -331,6 +336,7 @@ impl Simulation {
         period: Nanos,
         max_lateness: Nanos,
         drop_late: bool,
+        (c0, h0): (usize, usize),
         measuring: bool,
     ) -> bool {
         let (next, skipped) = match self.tasks[t].periodic_next {
@@ -339,16 +345,16 @@ impl Simulation {
                 let v = video::verdict(b + period, self.now, max_lateness, drop_late);
                 let w = &mut self.wls[wl];
                 if measuring {
-                    w.counters[video::FRAMES as usize] += 1;
+                    w.counters[c0 + video::FRAMES as usize] += 1;
                     match v {
-                        video::Verdict::Shown => w.counters[video::SHOWN as usize] += 1,
+                        video::Verdict::Shown => w.counters[c0 + video::SHOWN as usize] += 1,
                         video::Verdict::Late(l) => {
-                            w.counters[video::LATE as usize] += 1;
-                            w.hists[video::LATENESS as usize].record(l);
+                            w.counters[c0 + video::LATE as usize] += 1;
+                            w.hists[h0 + video::LATENESS as usize].record(l);
                         }
                         video::Verdict::Dropped(l) => {
-                            w.counters[video::DROPPED as usize] += 1;
-                            w.hists[video::LATENESS as usize].record(l);
+                            w.counters[c0 + video::DROPPED as usize] += 1;
+                            w.hists[h0 + video::LATENESS as usize].record(l);
                         }
                     }
                 }
@@ -357,9 +363,9 @@ impl Simulation {
         };
         if measuring && skipped > 0 {
             let c = &mut self.wls[wl].counters;
-            c[video::FRAMES as usize] += skipped;
-            c[video::DROPPED as usize] += skipped;
-            c[video::SKIPPED as usize] += skipped;
+            c[c0 + video::FRAMES as usize] += skipped;
+            c[c0 + video::DROPPED as usize] += skipped;
+            c[c0 + video::SKIPPED as usize] += skipped;
         }
         self.tasks[t].periodic_next = Some(next);
         next > self.now

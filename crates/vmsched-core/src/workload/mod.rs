@@ -84,11 +84,14 @@ pub enum Step {
     /// meanwhile as skipped (when dropping), then sleep until the next boundary, woken there as
     /// by a device interrupt (no slack), and record the wake-up latency; or, if that boundary
     /// has passed, go on at once. The first execution only sleeps one period. Uses the
-    /// workload's counters and histograms in video.rs's order.
+    /// workload's counters from `counters` and histograms from `hists` on, in video.rs's
+    /// order (the player's, or its audio thread's).
     Frame {
         period: Nanos,
         max_lateness: Nanos,
         drop_late: bool,
+        counters: Counter,
+        hists: Hist,
     },
     /// `sched_yield()`.
     Yield,

@@ -36,11 +36,21 @@
 //! affinity and an IPI to another vCPU are not modelled); its handler's own cost is not
 //! charged.
 //!
+//! **The sound** (`audio_period_us` > 0; the talk's "drop frames and tracks" are dropped frames
+//! and sound skips): a second task, free to run on any vCPU, woken by the sound device's period
+//! interrupt the same way, computes `audio_us` to refill the device's buffer with the next
+//! period, which must be done before the device reaches it, one period later; a refill that
+//! is late at all is an underrun (a skip: sound cannot be played late), and periods passed
+//! meanwhile are underruns too. 10 ms is the usual device period (the Windows audio engine's
+//! default period, `IAudioClient::GetDevicePeriod`); the buffer depth of one period ahead is
+//! assumed.
+//!
 //! Figures: `dropped` frames (the headline, unit `frames`); counters `frames` (frames due in the
 //! measured window: shown + late + dropped), `shown` (on time), `late` (shown late), `dropped`,
 //! `skipped` (the part of `dropped` never decoded); histograms `lateness` (how late each
 //! late or dropped decoded frame was) and `wake` (from the interrupt's time to the player
-//! running, the wake-up latency the talk's worst wait time stands for).
+//! running, the wake-up latency the talk's worst wait time stands for). With sound, the same
+//! five counters and two histograms again, prefixed `audio_` (`audio_dropped`: underruns).
 
 use serde::{Deserialize, Serialize};
 
@@ -73,9 +83,16 @@ pub struct VideoConfig {
     pub start_us: u64,
     #[serde(default)]
     pub nice: i32,
-    /// vCPUs the player may run on (default: all).
+    /// vCPUs the player may run on (default: all; not the sound thread).
     #[serde(default)]
     pub affinity: Option<Vec<u32>>,
+    /// The sound device's period: a sound thread refills its buffer every period (default 0:
+    /// no sound thread).
+    #[serde(default)]
+    pub audio_period_us: u64,
+    /// CPU time of one refill (default 200 µs).
+    #[serde(default = "d_audio")]
+    pub audio_us: u64,
 }
 
 /// What the player does with a frame decoded after its display time.
@@ -102,6 +119,9 @@ fn d_spread() -> u32 {
 fn d_lateness() -> u64 {
     20_000
 }
+fn d_audio() -> u64 {
+    200
+}
 
 /// Counter indices of a video workload.
 pub const FRAMES: u16 = 0;
@@ -112,6 +132,9 @@ pub const SKIPPED: u16 = 4;
 /// Its histograms.
 pub const LATENESS: u16 = 0;
 pub const WAKE: u16 = 1;
+/// The sound thread's counters and histograms start after the player's.
+pub const AUDIO_COUNTERS: u16 = 5;
+pub const AUDIO_HISTS: u16 = 2;
 
 /// The checked times of a player, in ns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -121,6 +144,9 @@ pub struct VideoTimes {
     pub decode_hi: Nanos,
     pub max_lateness: Nanos,
     pub start: Nanos,
+    /// The sound device's period (0: no sound thread) and a refill's CPU time.
+    pub audio_period: Nanos,
+    pub audio: Nanos,
 }
 
 impl VideoConfig {
@@ -146,29 +172,72 @@ impl VideoConfig {
             decode_hi: decode + spread,
             max_lateness: time_ns("max_lateness_us", self.max_lateness_us, NS_PER_US)?,
             start: time_ns("start_us", self.start_us, NS_PER_US)?,
+            audio_period: time_ns("audio_period_us", self.audio_period_us, NS_PER_US)?,
+            audio: time_ns("audio_us", self.audio_us, NS_PER_US)?,
         })
     }
 
     pub fn validate(&self) -> Result<(), (String, String)> {
-        self.times()?;
+        let t = self.times()?;
+        if t.audio_period > 0 && t.audio_period < 1000 * NS_PER_US {
+            return Err((
+                "audio_period_us".into(),
+                format!(
+                    "must be 0 (no sound) or at least 1000, got {}",
+                    self.audio_period_us
+                ),
+            ));
+        }
+        if t.audio_period > 0 && t.audio == 0 {
+            return Err((
+                "audio_us".into(),
+                "must be positive with a sound thread".into(),
+            ));
+        }
         super::check_nice(self.nice)
     }
 
     pub fn build(&self) -> WorkloadSpec {
         let t = self.times().expect("validated before build");
-        WorkloadSpec {
-            name: self.name.clone(),
-            kind: WorkloadKind::Video,
-            tasks: vec![TaskSpec {
-                name: format!("{}.player", self.name),
+        let names = ["frames", "shown", "late", "dropped", "skipped"];
+        let mut tasks = vec![TaskSpec {
+            name: format!("{}.player", self.name),
+            program: vec![
+                Step::Frame {
+                    period: t.period,
+                    max_lateness: t.max_lateness,
+                    drop_late: self.late == LatePolicy::Drop,
+                    counters: 0,
+                    hists: 0,
+                },
+                Step::Compute {
+                    dur: Dist::Uniform(t.decode_lo, t.decode_hi),
+                    kernel: false,
+                },
+                Step::Goto { to: 0, times: None },
+            ],
+            nice: self.nice,
+            policy: Policy::Normal,
+            rt_prio: 0,
+            affinity: self.affinity.clone(),
+            start: t.start,
+        }];
+        let mut counters: Vec<String> = names.map(String::from).to_vec();
+        let mut hists = vec!["lateness".to_string(), "wake".to_string()];
+        if t.audio_period > 0 {
+            tasks.push(TaskSpec {
+                name: format!("{}.audio", self.name),
                 program: vec![
+                    // Sound cannot be late: any lateness is an underrun.
                     Step::Frame {
-                        period: t.period,
-                        max_lateness: t.max_lateness,
-                        drop_late: self.late == LatePolicy::Drop,
+                        period: t.audio_period,
+                        max_lateness: 0,
+                        drop_late: true,
+                        counters: AUDIO_COUNTERS,
+                        hists: AUDIO_HISTS,
                     },
                     Step::Compute {
-                        dur: Dist::Uniform(t.decode_lo, t.decode_hi),
+                        dur: Dist::Fixed(t.audio),
                         kernel: false,
                     },
                     Step::Goto { to: 0, times: None },
@@ -176,14 +245,19 @@ impl VideoConfig {
                 nice: self.nice,
                 policy: Policy::Normal,
                 rt_prio: 0,
-                affinity: self.affinity.clone(),
+                affinity: None,
                 start: t.start,
-            }],
+            });
+            counters.extend(names.map(|n| format!("audio_{n}")));
+            hists.extend(["audio_lateness".to_string(), "audio_wake".to_string()]);
+        }
+        WorkloadSpec {
+            name: self.name.clone(),
+            kind: WorkloadKind::Video,
+            tasks,
             channels: 0,
-            counters: ["frames", "shown", "late", "dropped", "skipped"]
-                .map(String::from)
-                .to_vec(),
-            hists: vec!["lateness".into(), "wake".into()],
+            counters,
+            hists,
             gap_pairs: vec![],
             tokens: vec![],
             hist_buckets: 0,
@@ -306,10 +380,49 @@ mod tests {
             s.tasks[0].program[0],
             Step::Frame {
                 drop_late: false,
+                counters: 0,
+                hists: 0,
                 ..
             }
         ));
         assert_eq!(s.counters[DROPPED as usize], "dropped");
         assert_eq!(s.hists[WAKE as usize], "wake");
+        assert_eq!(s.counters.len(), AUDIO_COUNTERS as usize);
+    }
+
+    #[test]
+    fn a_sound_thread_refills_every_period_and_any_lateness_is_an_underrun() {
+        let s = cfg("audio_period_us = 10000\naudio_us = 300\naffinity = [0]").build();
+        assert_eq!(s.tasks.len(), 2);
+        let a = &s.tasks[1];
+        assert_eq!(a.affinity, None);
+        assert_eq!(
+            a.program[0],
+            Step::Frame {
+                period: 10 * NS_PER_MS,
+                max_lateness: 0,
+                drop_late: true,
+                counters: AUDIO_COUNTERS,
+                hists: AUDIO_HISTS,
+            }
+        );
+        assert_eq!(
+            a.program[1],
+            Step::Compute {
+                dur: Dist::Fixed(300 * NS_PER_US),
+                kernel: false
+            }
+        );
+        assert_eq!(
+            s.counters[(AUDIO_COUNTERS + DROPPED) as usize],
+            "audio_dropped"
+        );
+        assert_eq!(s.hists[(AUDIO_HISTS + WAKE) as usize], "audio_wake");
+        for (toml, field) in [
+            ("audio_period_us = 999", "audio_period_us"),
+            ("audio_period_us = 10000\naudio_us = 0", "audio_us"),
+        ] {
+            assert_eq!(cfg(toml).validate().unwrap_err().0, field, "{toml}");
+        }
     }
 }
