@@ -1,8 +1,9 @@
 //! The video playback and VM boot workloads (workload/video.rs, workload/vmboot.rs) on the full
 //! simulator: a player alone shows every frame; a player whose vCPU waits behind a hog's 30 ms
 //! slices drops (or shows late) frames as its late rule says, and every frame due is accounted
-//! for; a boot in a domain created mid-run keeps its vCPUs busy from its creation for its
-//! duration, then lets them halt. The unit rules (a frame's verdict, the next boundary) are in
+//! for; a sound thread whose refill waits past the next period skips; a boot in a domain
+//! created mid-run keeps its vCPUs busy from its creation for its duration, then lets them
+//! halt. The unit rules (a frame's verdict, the next boundary) are in
 //! the workloads' own tests.
 
 use vmsched_core::report::{Results, WorkloadResult};

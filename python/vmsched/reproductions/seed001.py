@@ -11,7 +11,8 @@ Each configuration (baseline, first improvement, boost credit) runs M1 (the boot
 M2 (`seed001_video_boost_credit` as shipped), with the player's decode cost as assumed (5 ms a
 frame) and with a decode short enough to fit the 2 ms BOOST slice (1 ms), on which the first
 improvement's effect turns. Printed beside the talk's figures: HVM1's worst wait (after a wake
-and after a preemption), the video's frames (shown, late, dropped), and the mechanism from
+and after a preemption), the video's frames (shown, late, dropped) and its sound's skips (the
+talk's "tracks"), and the mechanism from
 xenmon's figures (the window with HVM1's worst wait: who ran, for how long per execution, with
 what slice). docs/seed001.md reads the results.
 """
