@@ -180,3 +180,65 @@ fn a_sound_thread_skips_when_its_refill_waits_past_the_next_period() {
     assert_eq!(counter(v, "audio_dropped"), 0, "{:?}", v.counters);
     assert!(counter(v, "audio_frames") > 390);
 }
+
+#[test]
+fn many_video_and_boot_shapes_keep_the_invariants_and_account_for_every_frame() {
+    // A grid of edge cases (one frame a second to 1000, a decode longer than the period, both
+    // late rules, sound on and off, boots with and without I/O waits, created mid-run) on
+    // Credit1 3.3 and Credit2, one and two pCPUs, with the engine's debug checks on.
+    let mut n = 0;
+    for (host, pcpus) in [
+        ("scheduler = \"credit\"\nversion = \"3.3\"", 1),
+        ("scheduler = \"credit2\"", 2),
+    ] {
+        for (fps, decode_us, late, audio) in [
+            (1, 5000, "drop", 0),
+            (30, 40_000, "drop", 10_000),
+            (30, 40_000, "show", 0),
+            (1000, 900, "drop", 1000),
+            (60, 1, "show", 5000),
+        ] {
+            for (burst, io) in [(20_000, 1000), (3000, 0)] {
+                let src = format!(
+                    "name = \"g\"\n[run]\nduration_ms = 1500\nwarmup_ms = 200\nseed = 3\n\
+                     [machine]\npcpus = {pcpus}\n[host]\n{host}\n\
+                     [[domain]]\nname = \"p\"\nvcpus = 2\nguest_type = \"hvm\"\n\
+                     [domain.sched]\nscheduler = \"cfs\"\n[[domain.workload]]\nkind = \"video\"\n\
+                     name = \"v\"\nfps = {fps}\ndecode_us = {decode_us}\nlate = \"{late}\"\n\
+                     audio_period_us = {audio}\nmax_lateness_us = 0\n\
+                     [[domain]]\nname = \"b\"\nvcpus = 2\ncreate_at_ms = 500\n\
+                     [domain.sched]\nscheduler = \"cfs\"\n[[domain.workload]]\nkind = \"vmboot\"\n\
+                     name = \"boot\"\nduration_ms = 600\nburst_us = {burst}\nio_us = {io}\n"
+                );
+                let s = vmsched_sched::load("g.toml", &src, &[]).unwrap_or_else(|e| panic!("{e}"));
+                let mut sim = vmsched_sched::build(&s);
+                sim.set_debug_checks(true);
+                sim.run();
+                let r = sim.results();
+                let v = workload(&r, "video");
+                let c = |k: &str| counter(v, k);
+                assert_eq!(c("frames"), c("shown") + c("late") + c("dropped"), "{src}");
+                assert!(c("skipped") <= c("dropped"), "{src}");
+                if late == "show" {
+                    assert_eq!(c("dropped"), 0, "{src}");
+                }
+                // No more frames judged than boundaries in the measured 1.3 s (plus edges).
+                assert!(c("frames") <= fps * 13 / 10 + 2, "{src}: {:?}", v.counters);
+                if audio > 0 {
+                    assert_eq!(c("audio_late"), 0, "{src}");
+                    assert_eq!(
+                        c("audio_frames"),
+                        c("audio_shown") + c("audio_dropped"),
+                        "{src}"
+                    );
+                }
+                for e in &r.entities {
+                    let sum = e.running_ns + e.runnable_ns + e.blocked_ns + e.offline_ns;
+                    assert_eq!(sum, r.measured_ns, "{}: {src}", e.name);
+                }
+                n += 1;
+            }
+        }
+    }
+    assert_eq!(n, 20);
+}
