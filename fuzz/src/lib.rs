@@ -209,6 +209,10 @@ pub fn small_enough(s: &vmsched_sched::Scenario) -> bool {
                     // A flood of requests is a packet per interval: keep it to a few thousand.
                     W::Ping(p) => p.interval_us >= 10,
                     W::Stream(p) => p.rate_mbps <= 10_000,
+                    // At most 1000 frames and 1000 sound periods a second.
+                    W::Video(_) => true,
+                    // Bursts of a few µs are a round per few µs per vCPU.
+                    W::VmBoot(b) => b.burst_us >= 10,
                 })
         })
 }
@@ -416,6 +420,7 @@ pub fn generate(u: &mut Unstructured) -> String {
     }
     timeline(&mut p, &mut s, host, duration, pcpus, &doms);
     hypervisor(&mut p, &mut s, host_at, doms.len());
+    seed001_workload(&mut p, &mut s);
     s
 }
 
@@ -451,6 +456,40 @@ fn hypervisor(p: &mut Pick, s: &mut String, machine_end: usize, ndoms: usize) {
         }
     }
     s.insert_str(machine_end, &m);
+}
+
+/// Appended choice: a video player (with or without sound) or a boot in the last domain (seed
+/// 001's workloads, workload/video.rs and vmboot.rs), with periods short enough to act within
+/// the target's 2 ms. `[[domain.workload]]` after the timeline's tables belongs to the last
+/// `[[domain]]`.
+fn seed001_workload(p: &mut Pick, s: &mut String) {
+    match p.pick(3) {
+        0 => {}
+        1 => {
+            *s += &format!(
+                "[[domain.workload]]\nkind = \"video\"\nname = \"fuzz_video\"\nfps = {}\n\
+                 decode_us = {}\ndecode_spread_pct = {}\nlate = \"{}\"\nmax_lateness_us = {}\n\
+                 audio_period_us = {}\naudio_us = {}\n",
+                p.among(&[1000u64, 500, 30], &[0, 1, 1001]),
+                p.among(&[1, 500, 3000], &[0]),
+                p.among(&[0, 40, 100], &[101]),
+                ["drop", "show"][p.pick(2) as usize],
+                p.among(&[0, 100, 20_000], &[1u64 << 40]),
+                p.among(&[0, 1000, 1500], &[1, 999]),
+                p.among(&[200, 900], &[0]),
+            )
+        }
+        _ => {
+            *s += &format!(
+                "[[domain.workload]]\nkind = \"vmboot\"\nname = \"fuzz_boot\"\n\
+                 duration_ms = {}\nburst_us = {}\nio_us = {}\nap_start_ms = {}\n",
+                p.among(&[1, 2, 20_000], &[0]),
+                p.among(&[100, 1000, 20_000], &[0]),
+                p.among(&[0, 50, 1000], &[1u64 << 50]),
+                p.among(&[0], &[1, 5]),
+            )
+        }
+    }
 }
 
 /// The host scheduler drawn, for the timeline's choices.

@@ -1,9 +1,11 @@
 //! `vmsched-bench`: throughput of the engine on fixed scenarios (a benchmark, not a test).
 //!
 //! ```text
-//! cargo run --release -p vmsched-bench -- [seed000|seed002|large|rtds|x1024|x4096|all|scale] [--seconds S]
+//! cargo run --release -p vmsched-bench -- [seed000|seed001|seed002|large|rtds|x1024|x4096|all|scale] [--seconds S]
 //! ```
-//! Scenarios: `seed000` (the shipped seed-000 scenario, 8 pCPUs), `seed002` (the shipped seed-002
+//! Scenarios: `seed000` (the shipped seed-000 scenario, 8 pCPUs), `seed001` (the shipped seed-001
+//! scenario: a video guest and two booting guests on Xen 3.3 Credit1, 4 pCPUs, the baseline),
+//! `seed002` (the shipped seed-002
 //! scenario, 16 domains on one pCPU under Xen 3.3 Credit1 with the I/O path, run with the
 //! round-robin fix so that packets flow), `large` (64 pCPUs), `rtds` (the same mix on 64 pCPUs
 //! under Xen RTDS with 64 domains, 256 vCPUs, at RTDS's default 4 ms / 10 ms with extratime:
@@ -20,6 +22,8 @@ use std::time::Instant;
 
 const SEED000: &str =
     include_str!("../../../python/vmsched/scenarios/seed000_context1_ratelimit.toml");
+const SEED001: &str =
+    include_str!("../../../python/vmsched/scenarios/seed001_video_boost_credit.toml");
 const SEED002: &str = include_str!("../../../python/vmsched/scenarios/seed002_io_ping.toml");
 
 /// A Credit2 host over CFS guests with `pcpus` pCPUs in `sockets` sockets and `pcpus / 2`
@@ -125,11 +129,11 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(10.0);
     let known = [
-        "seed000", "seed002", "large", "rtds", "x1024", "x4096", "all", "scale",
+        "seed000", "seed001", "seed002", "large", "rtds", "x1024", "x4096", "all", "scale",
     ];
     if !known.contains(&which) || seconds.is_nan() || seconds <= 0.0 {
         eprintln!(
-            "usage: vmsched-bench [seed000|seed002|large|rtds|x1024|x4096|all|scale] [--seconds S]\n\
+            "usage: vmsched-bench [seed000|seed001|seed002|large|rtds|x1024|x4096|all|scale] [--seconds S]\n\
              (all = seed000 + large; scale = x1024 + x4096; S may be fractional)"
         );
         std::process::exit(2);
@@ -147,6 +151,9 @@ fn main() {
     };
     if matches!(which, "seed000" | "all") {
         add(bench("seed000", SEED000, seconds, &[]));
+    }
+    if which == "seed001" {
+        add(bench("seed001", SEED001, seconds, &[]));
     }
     if which == "seed002" {
         let fix = [("domain.0.kernel.evtchn_order", "round_robin")];

@@ -216,7 +216,7 @@ fn loop_rate(steps: usize, min_ns: Nanos) -> Option<u64> {
     (min_ns > 0).then(|| (steps as u64 * 4).saturating_mul(NS_PER_S) / min_ns)
 }
 
-fn shape(w: &WorkloadConfig) -> Shape {
+fn shape(w: &WorkloadConfig, vcpus: u32) -> Shape {
     match w {
         WorkloadConfig::CpuLoop(c) => Shape {
             tasks_field: "copies",
@@ -293,6 +293,39 @@ fn shape(w: &WorkloadConfig) -> Shape {
                 rate: Some((per_s.saturating_mul(12), "rate_mbps".into())),
             }
         }
+        // A player task (a frame boundary, a decode and a loop per frame) and maybe a sound
+        // thread (the same per period). Their histograms are not counted (as a ping's and a
+        // stream's: small, and no field sets their number).
+        WorkloadConfig::Video(c) => {
+            let player = loop_rate(3, NS_PER_S / u64::from(c.fps.max(1))).unwrap_or(u64::MAX);
+            let audio = loop_rate(3, c.audio_period_us.saturating_mul(NS_PER_US)).unwrap_or(0);
+            let field = if audio > player {
+                "audio_period_us"
+            } else {
+                "fps"
+            };
+            Shape {
+                tasks_field: "",
+                tasks: 1 + u64::from(c.audio_period_us > 0),
+                steps: 3,
+                channels: 0,
+                hists: 0,
+                buckets: 0,
+                gap_pairs: 0,
+                rate: Some((player.saturating_add(audio), field.into())),
+            }
+        }
+        // One task per vCPU; exponential bursts and waits: no bound on the rate.
+        WorkloadConfig::VmBoot(_) => Shape {
+            tasks_field: "",
+            tasks: vcpus.into(),
+            steps: 6,
+            channels: 0,
+            hists: 0,
+            buckets: 0,
+            gap_pairs: 0,
+            rate: None,
+        },
         WorkloadConfig::Program(p) => {
             let prog = p.compile().unwrap_or_default();
             let tasks = u64::from(p.max_tasks.unwrap_or(p.copies).max(p.copies));
@@ -377,7 +410,7 @@ impl Estimate {
                     "" => format!("domain.{i}.workload.{j}"),
                     f => format!("domain.{i}.workload.{j}.{f}"),
                 };
-                let sh = shape(w);
+                let sh = shape(w, d.vcpus);
                 let step_bytes = sh.steps * size_of::<Step>() as u64 * 3;
                 let per_task = entity + TASK_BYTES + step_bytes + sh.channels * 16;
                 parts.push(Part {

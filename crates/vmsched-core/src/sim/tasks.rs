@@ -2,6 +2,7 @@
 //! timers with slack, channels, spinning and trapped spin-waits (WFE, PAUSE loops).
 
 use super::*;
+use crate::workload::video;
 
 impl Simulation {
     // ---- tasks ---------------------------------------------------------------------------
@@ -254,6 +255,22 @@ impl Simulation {
                     self.sleep_until(t, c, next, slack);
                     return;
                 }
+                Step::Frame {
+                    period,
+                    max_lateness,
+                    drop_late,
+                    counters,
+                    hists,
+                } => {
+                    self.tasks[t].pc += 1;
+                    let (c0, h0) = (counters as usize, hists as usize);
+                    if self.frame(t, wl, period, max_lateness, drop_late, (c0, h0), measuring) {
+                        let next = self.tasks[t].periodic_next.expect("set by frame");
+                        self.tasks[t].latency_pending = Some((hists + video::WAKE, next));
+                        self.sleep_until(t, c, next, 0);
+                        return;
+                    }
+                }
                 Step::Yield => {
                     self.tasks[t].pc += 1;
                     let (l, e) = (
@@ -312,6 +329,52 @@ impl Simulation {
             .params
             .name
         );
+    }
+
+    /// A video player's frame boundary (workload/video.rs): judges the frame just decoded
+    /// (if any) and sets the next boundary; returns whether the player sleeps until it.
+    /// `(c0, h0)`: the first of its counters and histograms in the workload.
+    #[allow(clippy::too_many_arguments)]
+    fn frame(
+        &mut self,
+        t: usize,
+        wl: usize,
+        period: Nanos,
+        max_lateness: Nanos,
+        drop_late: bool,
+        (c0, h0): (usize, usize),
+        measuring: bool,
+    ) -> bool {
+        let (next, skipped) = match self.tasks[t].periodic_next {
+            None => (self.now + period, 0),
+            Some(b) => {
+                let v = video::verdict(b + period, self.now, max_lateness, drop_late);
+                let w = &mut self.wls[wl];
+                if measuring {
+                    w.counters[c0 + video::FRAMES as usize] += 1;
+                    match v {
+                        video::Verdict::Shown => w.counters[c0 + video::SHOWN as usize] += 1,
+                        video::Verdict::Late(l) => {
+                            w.counters[c0 + video::LATE as usize] += 1;
+                            w.hists[h0 + video::LATENESS as usize].record(l);
+                        }
+                        video::Verdict::Dropped(l) => {
+                            w.counters[c0 + video::DROPPED as usize] += 1;
+                            w.hists[h0 + video::LATENESS as usize].record(l);
+                        }
+                    }
+                }
+                video::next_boundary(b, period, self.now, drop_late)
+            }
+        };
+        if measuring && skipped > 0 {
+            let c = &mut self.wls[wl].counters;
+            c[c0 + video::FRAMES as usize] += skipped;
+            c[c0 + video::DROPPED as usize] += skipped;
+            c[c0 + video::SKIPPED as usize] += skipped;
+        }
+        self.tasks[t].periodic_next = Some(next);
+        next > self.now
     }
 
     /// Arms task `t`'s sleep timer on CPU `c`: soft deadline `expiry`, hard deadline

@@ -15,6 +15,8 @@ pub mod cyclictest;
 pub mod ping;
 pub mod program;
 pub mod stream;
+pub mod video;
+pub mod vmboot;
 
 use serde::{Deserialize, Serialize};
 
@@ -75,6 +77,21 @@ pub enum Step {
         interval: Nanos,
         slack: Nanos,
         hist: Hist,
+    },
+    /// Video playback's frame boundary (video.rs): judge the frame decoded since the last
+    /// boundary against its display time (one `period` after that boundary; late by more than
+    /// `max_lateness` and `drop_late`: dropped), count the frames whose display time passed
+    /// meanwhile as skipped (when dropping), then sleep until the next boundary, woken there as
+    /// by a device interrupt (no slack), and record the wake-up latency; or, if that boundary
+    /// has passed, go on at once. The first execution only sleeps one period. Uses the
+    /// workload's counters from `counters` and histograms from `hists` on, in video.rs's
+    /// order (the player's, or its audio thread's).
+    Frame {
+        period: Nanos,
+        max_lateness: Nanos,
+        drop_late: bool,
+        counters: Counter,
+        hists: Hist,
     },
     /// `sched_yield()`.
     Yield,
@@ -175,6 +192,11 @@ pub enum WorkloadKind {
     Ping,
     /// A windowed packet flow into a guest (stream.rs): no task, the engine's I/O path.
     Stream,
+    /// Video playback with frame deadlines (video.rs).
+    Video,
+    /// A booting guest's CPU burst (vmboot.rs).
+    #[serde(rename = "vmboot")]
+    VmBoot,
 }
 
 /// A workload's headline figure in its benchmark's unit.
@@ -195,6 +217,9 @@ pub enum WorkloadConfig {
     Program(program::ProgramConfig),
     Ping(ping::PingConfig),
     Stream(stream::StreamConfig),
+    Video(video::VideoConfig),
+    #[serde(rename = "vmboot")]
+    VmBoot(vmboot::VmBootConfig),
 }
 
 impl WorkloadConfig {
@@ -206,6 +231,8 @@ impl WorkloadConfig {
             WorkloadConfig::Program(c) => &c.name,
             WorkloadConfig::Ping(c) => &c.name,
             WorkloadConfig::Stream(c) => &c.name,
+            WorkloadConfig::Video(c) => &c.name,
+            WorkloadConfig::VmBoot(c) => &c.name,
         }
     }
 
@@ -246,6 +273,11 @@ impl WorkloadConfig {
             }
             WorkloadConfig::Ping(c) => c.validate(nr_vcpus),
             WorkloadConfig::Stream(c) => c.validate(nr_vcpus),
+            WorkloadConfig::Video(c) => {
+                aff(&c.affinity)?;
+                c.validate()
+            }
+            WorkloadConfig::VmBoot(c) => c.validate(),
         }
     }
 
@@ -257,6 +289,8 @@ impl WorkloadConfig {
             WorkloadConfig::Program(c) => c.build(),
             WorkloadConfig::Ping(c) => c.build(),
             WorkloadConfig::Stream(c) => c.build(),
+            WorkloadConfig::Video(c) => c.build(),
+            WorkloadConfig::VmBoot(c) => c.build(nr_vcpus),
         }
     }
 }
@@ -307,6 +341,8 @@ impl WorkloadKind {
                 unit: "us".into(),
             },
             WorkloadKind::Stream => stream::figure(counters, secs),
+            WorkloadKind::Video => video::figure(counters),
+            WorkloadKind::VmBoot => vmboot::figure(executed_ns),
             WorkloadKind::Program => Figure {
                 name: "count".into(),
                 value: counters.first().copied().unwrap_or(0) as f64,
