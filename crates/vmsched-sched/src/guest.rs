@@ -1,3 +1,4 @@
 //! Guest schedulers (place tasks on vCPUs).
 pub mod cfs;
 pub mod linux_core;
+pub mod rt;

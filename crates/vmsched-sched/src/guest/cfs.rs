@@ -102,6 +102,7 @@ use weights::{calc_delta, calc_delta_fair, LoadWeight};
 use crate::guest::linux_core::{
     DequeueFlags, EnqueueFlags, LinuxCore, LinuxCtx, Rq, SchedClass, WakeFlags,
 };
+use crate::guest::rt::{Rt, RtParams};
 
 // ------------------------------------------------------------------------------------------------
 // Parameters
@@ -141,6 +142,9 @@ pub struct CfsParams {
     /// Whether the guest can see that a vCPU is preempted by the host (x86 Xen/KVM); arm64 5.10
     /// guests always report false (ERRATA L1).
     pub vcpu_is_preempted: bool,
+    /// The RT class's sysctls (`[domain.sched.rt]`: `sched_rr_timeslice_ms`,
+    /// `sched_rt_period_us`, `sched_rt_runtime_us`); the RT class sits above CFS in the chain.
+    pub rt: RtParams,
 }
 
 impl Default for CfsParams {
@@ -160,6 +164,7 @@ impl Default for CfsParams {
             last_buddy: true,
             wakeup_preemption: true,
             vcpu_is_preempted: false,
+            rt: RtParams::default(),
         }
     }
 }
@@ -216,7 +221,7 @@ impl CfsParams {
         ] {
             v.map_or(Ok(()), |v| range(field, v, lo, NS_PER_S))?;
         }
-        Ok(())
+        self.rt.validate().map_err(|m| format!("rt.{m}"))
     }
 }
 
@@ -741,19 +746,29 @@ impl Cfs {
 }
 
 impl Cfs {
-    /// CFS as the fair class of a Linux 5.10 core, with a tick every 1/HZ (TICK_NSEC, rounded).
+    /// CFS as the fair class of a Linux 5.10 core, below the RT class (SCHED_FIFO, SCHED_RR,
+    /// with the sysctls of `params.rt`), with a tick every 1/HZ (TICK_NSEC, rounded).
     pub fn sched(params: CfsParams, cpus: &[CpuTopo]) -> CfsSched {
+        let rt = Rt::new(params.rt.clone(), params.hz, cpus.len());
         let cfs = Cfs::new(params, cpus);
-        LinuxCore::new("cfs", cpus.len(), cfs.tun.tick_ns, cfs)
+        LinuxCore::with_classes(
+            "cfs",
+            cpus.len(),
+            cfs.tun.tick_ns,
+            cfs,
+            rt,
+            crate::guest::linux_core::EmptyClass,
+        )
     }
 }
 
-/// A Linux 5.10 kernel whose fair class is CFS (and no RT or deadline class yet).
-pub type CfsSched = LinuxCore<Cfs>;
+/// A Linux 5.10 kernel: CFS as the fair class under the RT class (no deadline class yet).
+pub type CfsSched = LinuxCore<Cfs, Rt>;
 
 impl SchedClass for Cfs {
-    /// SCHED_NORMAL, SCHED_BATCH and SCHED_IDLE; also SCHED_FIFO and SCHED_RR, scheduled as
-    /// normal tasks at their nice value, as long as no RT class precedes CFS in the chain.
+    /// SCHED_NORMAL, SCHED_BATCH and SCHED_IDLE. It takes every policy, so that a core with no
+    /// RT class above it (`LinuxCore<Cfs>`) still runs SCHED_FIFO and SCHED_RR tasks, as
+    /// normal tasks at their nice value; in [`CfsSched`] the RT class takes them first.
     fn accepts(&self, _policy: Policy) -> bool {
         true
     }

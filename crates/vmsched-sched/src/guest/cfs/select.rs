@@ -22,22 +22,23 @@ struct Wakeup {
 }
 
 impl Cfs {
-    /// Linux v5.10: available_idle_cpu (idle_cpu && !vcpu_is_preempted)
+    /// Linux v5.10: available_idle_cpu (idle_cpu && !vcpu_is_preempted); `idle_cpu` counts the
+    /// RT tasks of the CPU too (`rq->nr_running`).
     fn available_idle_cpu(&self, ctx: &LinuxCtx, c: usize) -> bool {
         let rq = &self.rqs[c];
         let preempted =
             self.params.vcpu_is_preempted && ctx.cpu(CpuId(c as u32)).vcpu_is_preempted();
-        rq.nr_running == 0 && rq.curr.is_none() && !preempted
+        rq.nr_running == 0 && rq.curr.is_none() && ctx.rq(c).rt_nr_running == 0 && !preempted
     }
 
-    /// Linux v5.10: sched_idle_cpu (only SCHED_IDLE tasks runnable)
-    fn sched_idle_cpu(&self, c: usize) -> bool {
+    /// Linux v5.10: sched_idle_cpu (only SCHED_IDLE tasks runnable, no RT task)
+    fn sched_idle_cpu(&self, ctx: &LinuxCtx, c: usize) -> bool {
         let rq = &self.rqs[c];
-        rq.nr_running > 0 && rq.nr_running == rq.idle_nr_running
+        rq.nr_running > 0 && rq.nr_running == rq.idle_nr_running && ctx.rq(c).rt_nr_running == 0
     }
 
     fn idle_or_sched_idle(&self, ctx: &LinuxCtx, c: usize) -> bool {
-        self.available_idle_cpu(ctx, c) || self.sched_idle_cpu(c)
+        self.available_idle_cpu(ctx, c) || self.sched_idle_cpu(ctx, c)
     }
 
     /// Linux v5.10: record_wakee (on the waker `w`)
@@ -253,7 +254,7 @@ impl Cfs {
         let mut idlest: Option<(usize, u64)> = None;
         let mut least: Option<(usize, u64)> = None;
         for c in (0..self.ncpus()).filter(|&c| allowed.contains(CpuId(c as u32))) {
-            if self.sched_idle_cpu(c) {
+            if self.sched_idle_cpu(ctx, c) {
                 return c;
             }
             if self.available_idle_cpu(ctx, c) {
