@@ -699,10 +699,14 @@ fn cfs(n: usize) -> vmsched_sched::guest::cfs::CfsSched {
 }
 
 /// The Linux 5.10 guest with every task SCHED_RR at priority 10: the RT class under the
-/// suite.
+/// suite. Throttling is off (`sched_rt_runtime_us = -1`): with it, a CPU with only RT work
+/// idles 50 ms a second by design, which the work-conservation cases would flag; the RT tests
+/// (guest/rt/tests/bandwidth.rs, tests/rt.rs) cover it.
 fn rr_tasks(n: usize) -> vmsched_sched::guest::cfs::CfsSched {
     TASK_POLICY.set((Policy::Rr, 10));
-    vmsched_sched::guest::cfs::Cfs::sched(Default::default(), &flat(n))
+    let mut p = vmsched_sched::guest::cfs::CfsParams::default();
+    p.rt.sched_rt_runtime_us = -1;
+    vmsched_sched::guest::cfs::Cfs::sched(p, &flat(n))
 }
 
 /// Parameter change (RT guest): raising one RR task's priority gives it the CPU outright.

@@ -1,5 +1,5 @@
 //! The RT class (SCHED_FIFO, SCHED_RR; guest/rt.rs) through whole scenarios: class order
-//! against the fair class and errors naming the field.
+//! against the fair class, RT throttling, and errors naming the field.
 
 use vmsched_core::report::Results;
 
@@ -58,13 +58,26 @@ steps = [{ op = "compute", ms = 10 }, { op = "loop", to = 0 }]
 
 const FAIR_LOOP: &str = "\n[[domain.workload]]\nkind = \"cpu_loop\"\nname = \"loop\"\n";
 
-/// §3.1: a FIFO hog keeps its vCPU from a CPU-bound fair task (no throttling in this model
-/// yet).
+/// §3.3: a FIFO hog leaves a CPU-bound fair task only the throttled part of every period
+/// (1 − 950/1000 = 5 %); with `sched_rt_runtime_us = -1` it leaves it nothing.
 #[test]
-fn a_fifo_hog_runs_before_fair_work() {
-    let r = run_src(&format!("{ONE_VCPU}{FIFO_HOG}{FAIR_LOOP}"), &[]);
-    assert_eq!(share(&r, "loop.0"), 0.0);
-    assert!(share(&r, "hog.0") > 0.999);
+fn throttling_leaves_fair_work_five_percent() {
+    let src = format!("{ONE_VCPU}{FIFO_HOG}{FAIR_LOOP}");
+    let r = run_src(&src, &[]);
+    let (hog, fair) = (share(&r, "hog.0"), share(&r, "loop.0"));
+    // Three periods; the tick (4 ms at HZ 250) is the throttle's granularity.
+    assert!((0.94..0.955).contains(&hog), "RT share {hog}");
+    assert!((0.045..0.06).contains(&fair), "fair share {fair}");
+    let r = run_src(&src, &[("domain.0.sched.rt.sched_rt_runtime_us", "-1")]);
+    assert_eq!(share(&r, "loop.0"), 0.0, "unthrottled RT starves fair work");
+}
+
+/// §3.3: without fair work a throttled CPU idles: RT still gets no more than its runtime.
+#[test]
+fn throttled_rt_idles_the_cpu_without_fair_work() {
+    let r = run_src(&format!("{ONE_VCPU}{FIFO_HOG}"), &[]);
+    let hog = share(&r, "hog.0");
+    assert!((0.94..0.955).contains(&hog), "RT share {hog}");
 }
 
 #[test]
@@ -79,11 +92,8 @@ fn bad_rt_sysctls_are_refused_by_field() {
         &[("domain.0.sched.rt.sched_rr_timeslice_ms", "0")],
     );
     assert_eq!(e.field, "domain.0.sched.rt.sched_rr_timeslice_ms", "{e}");
-    let e = load_err(
-        ONE_VCPU,
-        &[("domain.0.sched.rt.sched_rr_timeslise_ms", "1")],
-    );
-    assert!(e.message.contains("sched_rr_timeslise_ms"), "{e}");
+    let e = load_err(ONE_VCPU, &[("domain.0.sched.rt.sched_rt_perid_us", "1")]);
+    assert!(e.message.contains("sched_rt_perid_us"), "{e}");
 }
 
 /// A run-time policy change that would move a task between the RT and the fair class is

@@ -1,7 +1,7 @@
 //! The Linux real-time class, SCHED_FIFO and SCHED_RR, as of **Linux v5.10**
 //! (`kernel/sched/rt.c`, `kernel/sched/cpupri.c`), in the RT slot of the Linux core
 //! (`LinuxCore<Fair, Rt>`: it works with any fair class). Behavioural reference:
-//! `shared/spec/linux-schedulers.md` §3.1, §3.2 with `ERRATA.md` L7.
+//! `shared/spec/linux-schedulers.md` §3.1–§3.3 with `ERRATA.md` L7.
 //!
 //! # Priorities and the run queue (§3.1, §3.2)
 //!
@@ -31,6 +31,17 @@
 //! whose RT task blocked pulls the highest queued task from a CPU with more than one RT task
 //! if it outranks what the puller has left (`pull_rt_task`).
 //!
+//! # Bandwidth: RT throttling (§3.3)
+//!
+//! With `sched_rt_runtime_us` ≥ 0 (950 000 of every `sched_rt_period_us` = 1 000 000 by
+//! default), RT run time is added to the CPU's `rt_time` at each accounting point
+//! (`update_curr_rt`: tick, preemption, block); once it exceeds the runtime the CPU's RT queue is
+//! throttled: its tasks stay queued but are not picked, so the fair class runs (or the CPU
+//! idles). One period timer for all CPUs, started at the first RT enqueue and stopped when a
+//! period finds no RT activity anywhere, takes one runtime per elapsed period off every CPU's
+//! `rt_time` and unthrottles the queues that are below the runtime again. There is no
+//! borrowing between CPUs (RT_RUNTIME_SHARE is off in 5.10).
+//!
 //! # Simplifications
 //!
 //! * One root task group (no RT_GROUP_SCHED); `rt_priority` out of 1..=99 is refused before
@@ -41,10 +52,10 @@
 //!   move costs no time; pushing and pulling read `cpupri` exactly (no races).
 //! * Deadline tasks do not exist yet, so `cpupri` and the push conditions see only RT tasks.
 //! * A change of class at run time (FIFO to NORMAL and back) is refused by the core.
-//! * No RT throttling yet (§3.3): an RT hog starves the fair class of its CPU.
 
 use vmsched_core::ids::{CpuId, EntityId};
 use vmsched_core::sched::{Policy, WakeInfo};
+use vmsched_core::time::{SimTime, NS_PER_US};
 
 use crate::guest::linux_core::{DequeueFlags, EnqueueFlags, LinuxCtx, SchedClass, WakeFlags};
 
@@ -65,24 +76,47 @@ pub struct RtParams {
     /// `sched_rr_timeslice_ms`: SCHED_RR's slice (100 ms, RR_TIMESLICE), kept in ticks
     /// (`msecs_to_jiffies`, rounded up).
     pub sched_rr_timeslice_ms: u64,
+    /// `sched_rt_period_us`: the throttling period (1 s).
+    pub sched_rt_period_us: u64,
+    /// `sched_rt_runtime_us`: RT run time allowed per period and CPU (0.95 s); −1 disables
+    /// throttling.
+    pub sched_rt_runtime_us: i64,
 }
 
 impl Default for RtParams {
     fn default() -> Self {
         RtParams {
             sched_rr_timeslice_ms: 100,
+            sched_rt_period_us: 1_000_000,
+            sched_rt_runtime_us: 950_000,
         }
     }
 }
 
 impl RtParams {
-    /// The range Linux v5.10's `sched_rr_handler` accepts; the error names the field.
+    /// The ranges Linux v5.10's `sched_rt_handler` and `sched_rr_handler` accept (a period of
+    /// at least 1 µs, a runtime of −1 or at most the period); the error names the field.
     pub fn validate(&self) -> Result<(), String> {
         if self.sched_rr_timeslice_ms == 0 || self.sched_rr_timeslice_ms > i32::MAX as u64 {
             return Err(format!(
                 "sched_rr_timeslice_ms: {} is outside 1..={} (Linux resets 0 to the default)",
                 self.sched_rr_timeslice_ms,
                 i32::MAX
+            ));
+        }
+        if self.sched_rt_period_us == 0 || self.sched_rt_period_us > i32::MAX as u64 {
+            return Err(format!(
+                "sched_rt_period_us: {} is outside 1..={}",
+                self.sched_rt_period_us,
+                i32::MAX
+            ));
+        }
+        let r = self.sched_rt_runtime_us;
+        if r != -1 && !(0..=self.sched_rt_period_us as i64).contains(&r) {
+            return Err(format!(
+                "sched_rt_runtime_us: {r} must be -1 (no throttling) or 0..={} (at most \
+                 sched_rt_period_us)",
+                self.sched_rt_period_us
             ));
         }
         Ok(())
@@ -124,6 +158,9 @@ struct RtRq {
     nr_running: u32,
     /// The RT task running here.
     curr: Option<EntityId>,
+    /// RT run time charged in the current period (ns).
+    rt_time: u64,
+    throttled: bool,
 }
 
 impl Default for RtRq {
@@ -135,6 +172,8 @@ impl Default for RtRq {
             count: [0; MAX_RT_PRIO],
             nr_running: 0,
             curr: None,
+            rt_time: 0,
+            throttled: false,
         }
     }
 }
@@ -158,9 +197,20 @@ pub struct Rt {
     pub params: RtParams,
     /// The RR slice in ticks.
     rr_ticks: u32,
+    /// Bandwidth in ns; None: throttling disabled (`sched_rt_runtime_us = -1`, or the runtime
+    /// covers the whole period).
+    runtime_ns: Option<u64>,
+    period_ns: u64,
+    timer_base: u32,
+    /// `rt_period_active` and the period timer's expiry.
+    period_active: bool,
+    period_expires: SimTime,
     tasks: Vec<RtTask>,
     rqs: Vec<RtRq>,
 }
+
+/// Timer 0: the RT bandwidth period timer (`def_rt_bandwidth.rt_period_timer`).
+const PERIOD_TIMER: u32 = 0;
 
 impl Rt {
     /// The class for a kernel of `ncpus` CPUs at CONFIG_HZ `hz`.
@@ -168,9 +218,19 @@ impl Rt {
         let rr_ticks = (params.sched_rr_timeslice_ms * hz as u64)
             .div_ceil(1000)
             .max(1) as u32;
+        let period_ns = params.sched_rt_period_us * NS_PER_US;
+        let runtime_ns = u64::try_from(params.sched_rt_runtime_us)
+            .ok()
+            .map(|r| r * NS_PER_US)
+            .filter(|&r| r < period_ns);
         Rt {
             params,
             rr_ticks,
+            runtime_ns,
+            period_ns,
+            timer_base: 0,
+            period_active: false,
+            period_expires: 0,
             tasks: Vec::new(),
             rqs: vec![RtRq::default(); ncpus],
         }
@@ -179,6 +239,16 @@ impl Rt {
     /// The RR slice in ticks (`sched_rr_timeslice`).
     pub fn rr_timeslice_ticks(&self) -> u32 {
         self.rr_ticks
+    }
+
+    /// Whether `cpu`'s RT queue is throttled.
+    pub fn throttled(&self, cpu: CpuId) -> bool {
+        self.rqs[cpu.idx()].throttled
+    }
+
+    /// The RT run time charged to `cpu` in the current period (ns).
+    pub fn rt_time(&self, cpu: CpuId) -> u64 {
+        self.rqs[cpu.idx()].rt_time
     }
 
     /// The kernel priority of RT task `e` (0 is the highest).
@@ -243,7 +313,7 @@ impl Rt {
     }
 
     /// Linux v5.10: enqueue_rt_entity (the task joins `cpu`'s queue, at the tail unless
-    /// ENQUEUE_HEAD), with `inc_rt_tasks`.
+    /// ENQUEUE_HEAD), with `inc_rt_tasks` and `start_rt_bandwidth`.
     fn enqueue(&mut self, ctx: &mut LinuxCtx, cpu: usize, e: EntityId, head: bool) {
         debug_assert!(!self.tasks[e.idx()].on_rq, "enqueue of a queued RT task");
         self.tasks[e.idx()].on_rq = true;
@@ -251,6 +321,7 @@ impl Rt {
         self.list_add(cpu, e, head);
         self.rqs[cpu].nr_running += 1;
         ctx.rq_mut(cpu).rt_nr_running += 1;
+        self.start_rt_bandwidth(ctx);
     }
 
     /// Linux v5.10: dequeue_rt_entity with `dec_rt_tasks`.
@@ -273,15 +344,99 @@ impl Rt {
         }
     }
 
-    /// Linux v5.10: update_curr_rt: charge the running RT task of `cpu` up to its task clock.
+    /// Linux v5.10: update_curr_rt: charge the running RT task of `cpu` up to its task clock
+    /// and, with bandwidth control, add the run time to `rt_time` and throttle the queue once
+    /// it exceeds the runtime (`sched_rt_runtime_exceeded`), rescheduling the CPU.
     fn update_curr_rt(&mut self, ctx: &mut LinuxCtx, cpu: usize) {
         let Some(curr) = self.rqs[cpu].curr else {
             return;
         };
         let now = ctx.rq_clock_task(cpu);
         let t = &mut self.tasks[curr.idx()];
-        if now > t.exec_start {
-            t.exec_start = now;
+        if now <= t.exec_start {
+            return;
+        }
+        let delta = now - t.exec_start;
+        t.exec_start = now;
+        let Some(runtime) = self.runtime_ns else {
+            return;
+        };
+        let rq = &mut self.rqs[cpu];
+        rq.rt_time += delta;
+        if !rq.throttled && rq.rt_time > runtime {
+            if runtime > 0 {
+                rq.throttled = true;
+            } else {
+                // A zero runtime does not throttle (upstream clears `rt_time` instead).
+                rq.rt_time = 0;
+            }
+        }
+        if rq.throttled {
+            ctx.resched_curr(cpu);
+        }
+    }
+
+    /// Linux v5.10: start_rt_bandwidth. The period timer is started at the first RT enqueue
+    /// (forwarded to now: it fires at once, then every period).
+    fn start_rt_bandwidth(&mut self, ctx: &mut LinuxCtx) {
+        if self.runtime_ns.is_none() || self.period_active {
+            return;
+        }
+        self.period_active = true;
+        self.period_expires = ctx.now();
+        ctx.set_timer(self.timer_base + PERIOD_TIMER, Some(self.period_expires));
+    }
+
+    /// Linux v5.10: sched_rt_period_timer → do_sched_rt_period_timer for every online CPU:
+    /// `rt_time` loses one runtime per elapsed period; a throttled queue below the runtime
+    /// again is unthrottled and its CPU rescheduled. The timer stops when no CPU has RT run
+    /// time, RT tasks or a throttled queue.
+    fn sched_rt_period_timer(&mut self, ctx: &mut LinuxCtx) {
+        let Some(runtime) = self.runtime_ns else {
+            self.period_active = false;
+            return;
+        };
+        let now = ctx.now();
+        // hrtimer_forward_now: whole periods until the expiry is in the future.
+        let overrun = if now >= self.period_expires {
+            (now - self.period_expires) / self.period_ns + 1
+        } else {
+            0
+        };
+        self.period_expires += overrun * self.period_ns;
+        let mut idle = true;
+        if overrun > 0 {
+            for c in 0..self.rqs.len() {
+                if !ctx.cpu(CpuId(c as u32)).online {
+                    continue;
+                }
+                let rq = &mut self.rqs[c];
+                let mut unthrottle = false;
+                if rq.rt_time > 0 {
+                    rq.rt_time -= rq.rt_time.min(overrun.saturating_mul(runtime));
+                    if rq.throttled && rq.rt_time < runtime {
+                        rq.throttled = false;
+                        unthrottle = true;
+                    }
+                    if rq.rt_time > 0 || rq.nr_running > 0 {
+                        idle = false;
+                    }
+                } else if rq.nr_running > 0 {
+                    idle = false;
+                }
+                if rq.throttled {
+                    idle = false;
+                }
+                if unthrottle && rq.nr_running > 0 {
+                    ctx.update_rq_clock(c);
+                    ctx.resched_curr(c);
+                }
+            }
+        }
+        if idle {
+            self.period_active = false;
+        } else {
+            ctx.set_timer(self.timer_base + PERIOD_TIMER, Some(self.period_expires));
         }
     }
 
@@ -581,10 +736,11 @@ impl SchedClass for Rt {
         }
     }
 
-    /// Linux v5.10: pick_next_task_rt: the head of the highest non-empty list.
+    /// Linux v5.10: pick_next_task_rt: the head of the highest non-empty list, unless the
+    /// queue is throttled.
     fn pick_next_task(&mut self, _ctx: &mut LinuxCtx, cpu: CpuId) -> Option<EntityId> {
         let rq = &self.rqs[cpu.idx()];
-        if rq.nr_running == 0 {
+        if rq.throttled || rq.nr_running == 0 {
             return None;
         }
         let p = rq.highest_prio() as usize;
@@ -685,6 +841,19 @@ impl SchedClass for Rt {
     /// Linux v5.10: move_queued_task for an RT task.
     fn move_queued_task(&mut self, ctx: &mut LinuxCtx, e: EntityId, src: CpuId, dst: CpuId) {
         self.move_task(ctx, e, src.idx(), dst.idx());
+    }
+
+    fn nr_timers(&self) -> u32 {
+        1
+    }
+
+    fn set_timer_base(&mut self, base: u32) {
+        self.timer_base = base;
+    }
+
+    fn on_timer(&mut self, ctx: &mut LinuxCtx, k: u32) {
+        debug_assert_eq!(k, PERIOD_TIMER);
+        self.sched_rt_period_timer(ctx);
     }
 }
 

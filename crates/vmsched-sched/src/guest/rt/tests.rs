@@ -9,6 +9,7 @@ use vmsched_core::sched::{EntityParams, WakeCause};
 use vmsched_core::testkit::{flat, params, pinned, Harness};
 use vmsched_core::time::ms;
 
+mod bandwidth;
 mod props;
 mod smp;
 
@@ -250,6 +251,9 @@ fn bad_parameters_are_refused_by_field() {
         p.validate().unwrap_err()
     };
     assert!(bad(|p| p.sched_rr_timeslice_ms = 0).starts_with("sched_rr_timeslice_ms:"));
+    assert!(bad(|p| p.sched_rt_period_us = 0).starts_with("sched_rt_period_us:"));
+    assert!(bad(|p| p.sched_rt_runtime_us = 1_000_001).starts_with("sched_rt_runtime_us:"));
+    assert!(bad(|p| p.sched_rt_runtime_us = -2).starts_with("sched_rt_runtime_us:"));
     assert_eq!(RtParams::default().validate(), Ok(()));
     let mut c = CfsParams::default();
     c.rt.sched_rr_timeslice_ms = 0;

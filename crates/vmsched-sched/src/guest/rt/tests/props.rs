@@ -1,6 +1,7 @@
 //! §3.1 as a property: whatever the sequence of wake-ups, blocks, yields and ticks, once the
 //! reschedules are delivered, no CPU runs a lower class (or idles) while an RT task that may
-//! run there waits, and every CPU runs its highest-priority RT task.
+//! run there waits, and every CPU runs its highest-priority RT task; with throttling on
+//! (§3.3), the same holds on every CPU whose RT queue is not throttled.
 use super::*;
 use proptest::prelude::*;
 
@@ -18,7 +19,7 @@ fn op(n: u32, ncpus: u32) -> impl Strategy<Value = Op> {
         (0..n, proptest::option::of(0..ncpus)).prop_map(|(e, w)| Op::Wake(e, w)),
         (0..n).prop_map(Op::Block),
         (0..n).prop_map(Op::Yield),
-        (1u64..30_000_000).prop_map(Op::Run),
+        (1u64..100_000_000).prop_map(Op::Run),
     ]
 }
 
@@ -31,13 +32,15 @@ fn task() -> impl Strategy<Value = (u32, bool, Option<u32>)> {
     )
 }
 
-/// The checks after the reschedules settled.
-fn check(h: &Harness<CfsSched>) -> Result<(), TestCaseError> {
+/// The checks after the reschedules settled. With throttling, a throttled CPU's RT tasks are
+/// not eligible (§3.3), so only CPUs whose RT queue runs are checked, and only the per-CPU
+/// rule.
+fn check(h: &Harness<CfsSched>, throttling: bool) -> Result<(), TestCaseError> {
     let rt = &h.sched.cls.rt;
     let ncpus = h.cpus.len();
     for c in 0..ncpus {
         let rq = &rt.rqs[c];
-        if rq.nr_running == 0 {
+        if rq.nr_running == 0 || rq.throttled {
             continue;
         }
         let curr = h.curr(c as u32);
@@ -53,6 +56,9 @@ fn check(h: &Harness<CfsSched>) -> Result<(), TestCaseError> {
             "CPU {} runs a lower RT task",
             c
         );
+    }
+    if throttling {
+        return Ok(());
     }
     // No RT task waits while a CPU of its affinity runs something of lower priority.
     for (i, t) in rt.tasks.iter().enumerate() {
@@ -86,6 +92,7 @@ proptest! {
     fn rt_never_waits_behind_a_lower_class(
         tasks in proptest::collection::vec(task(), 2..7),
         ops in proptest::collection::vec(op(7, 3), 1..120),
+        throttling in any::<bool>(),
     ) {
         let ncpus = 3;
         let ents: Vec<EntityParams> = tasks
@@ -104,7 +111,11 @@ proptest! {
             })
             .collect();
         let n = ents.len() as u32;
-        let mut h = harness(ncpus, ents);
+        let mut p = CfsParams::default();
+        if !throttling {
+            p.rt.sched_rt_runtime_us = -1;
+        }
+        let mut h = harness_with(p, ncpus, ents);
         let mut forked = vec![false; n as usize];
         for o in ops {
             match o {
@@ -123,7 +134,7 @@ proptest! {
                 _ => continue,
             }
             h.pump();
-            check(&h)?;
+            check(&h, throttling)?;
         }
     }
 }
