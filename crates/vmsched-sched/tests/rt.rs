@@ -1,5 +1,5 @@
 //! The RT class (SCHED_FIFO, SCHED_RR; guest/rt.rs) through whole scenarios: class order
-//! against the fair class, RT throttling, and errors naming the field.
+//! against the fair class, RT throttling, cyclictest `-p`, and errors naming the field.
 
 use vmsched_core::report::Results;
 
@@ -29,6 +29,16 @@ fn share(r: &Results, name: &str) -> f64 {
         .find(|e| e.name == name)
         .unwrap_or_else(|| panic!("no entity {name}"))
         .cpu_share
+}
+
+fn latency(r: &Results, name: &str) -> vmsched_core::metrics::HistSummary {
+    r.workloads
+        .iter()
+        .find(|w| w.name == name)
+        .unwrap_or_else(|| panic!("no workload {name}"))
+        .histograms[0]
+        .1
+        .clone()
 }
 
 /// One guest vCPU on its own pCPU (a pinned host): the guest's scheduler alone decides.
@@ -78,6 +88,54 @@ fn throttled_rt_idles_the_cpu_without_fair_work() {
     let r = run_src(&format!("{ONE_VCPU}{FIFO_HOG}"), &[]);
     let hog = share(&r, "hog.0");
     assert!((0.94..0.955).contains(&hog), "RT share {hog}");
+}
+
+/// §3.1 with cyclictest (workloads.md §2.1 `-p`): a thread with a priority above a FIFO hog's
+/// preempts it at every wake-up (no latency, no slack), except while the CPU's RT queue is
+/// throttled, which holds it back with the hog (§3.3: the whole queue is throttled); one
+/// below the hog never runs; a SCHED_OTHER one runs only while the hog is throttled.
+#[test]
+fn cyclictest_priority_orders_it_against_a_fifo_hog() {
+    let ct = "\n[[domain.workload]]\nkind = \"cyclictest\"\nname = \"ct\"\nmain_thread = false\n";
+    let src = format!("{ONE_VCPU}{FIFO_HOG}{ct}");
+    let prio = |p: &'static str| ("domain.0.workload.1.priority", p);
+    let unthrottled = ("domain.0.sched.rt.sched_rt_runtime_us", "-1");
+    let above = latency(&run_src(&src, &[prio("20"), unthrottled]), "ct");
+    assert!(above.count >= 2995, "every period sampled: {}", above.count);
+    assert_eq!(above.max_us, 0, "FIFO 20 preempts FIFO 10 at once");
+    let throttled = latency(&run_src(&src, &[prio("20")]), "ct");
+    assert_eq!(
+        throttled.count - throttled.buckets_us[0],
+        3,
+        "0 µs but for one late sample per throttled window"
+    );
+    // About 50 periods lost in each of the three throttled windows, one late sample each.
+    assert!(
+        (2830..2870).contains(&throttled.count),
+        "periods sampled: {}",
+        throttled.count
+    );
+    assert!(
+        (45_000..=50_000).contains(&throttled.max_us),
+        "the throttled window shows as latency: {} us",
+        throttled.max_us
+    );
+    // Below the hog: throttling frees the CPU for the fair class only, so it never runs.
+    let below = latency(&run_src(&src, &[prio("5")]), "ct");
+    assert_eq!(below.count, 0, "FIFO 5 behind a FIFO 10 hog never runs");
+    // SCHED_OTHER: it runs in the throttled 50 ms of every second, one late sample each time
+    // and then one per period (W3b).
+    let other = latency(&run_src(&src, &[prio("0")]), "ct");
+    assert!(
+        (100..200).contains(&other.count),
+        "about 50 periods in each of 3 windows: {} samples",
+        other.count
+    );
+    assert!(
+        other.max_us > 900_000,
+        "waits out the RT runtime: max {} us",
+        other.max_us
+    );
 }
 
 #[test]
