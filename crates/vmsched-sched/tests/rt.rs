@@ -82,6 +82,18 @@ fn throttling_leaves_fair_work_five_percent() {
     assert_eq!(share(&r, "loop.0"), 0.0, "unthrottled RT starves fair work");
 }
 
+/// §3.6: with the 6.12 fair server instead of throttling, the fair loop still gets 50 ms a
+/// second under the FIFO hog, but a hog alone keeps its whole CPU.
+#[test]
+fn the_fair_server_guarantees_fair_work_without_throttling() {
+    let fs = ("domain.0.sched.rt.fair_server", "true");
+    let r = run_src(&format!("{ONE_VCPU}{FIFO_HOG}{FAIR_LOOP}"), &[fs]);
+    let fair = share(&r, "loop.0");
+    assert!((0.045..0.06).contains(&fair), "fair share {fair}");
+    let r = run_src(&format!("{ONE_VCPU}{FIFO_HOG}"), &[fs]);
+    assert!(share(&r, "hog.0") > 0.999, "RT alone is not throttled");
+}
+
 /// §3.3: without fair work a throttled CPU idles: RT still gets no more than its runtime.
 #[test]
 fn throttled_rt_idles_the_cpu_without_fair_work() {

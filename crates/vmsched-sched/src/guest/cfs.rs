@@ -947,6 +947,12 @@ impl SchedClass for Cfs {
         }
     }
 
+    /// `rq->cfs.h_nr_running` (no groups: `nr_running`).
+    #[inline]
+    fn nr_running(&self, cpu: CpuId) -> u32 {
+        self.rqs[cpu.idx()].nr_running
+    }
+
     /// Linux v5.10: trigger_load_balance (periodic and NOHZ idle balancing, see the module
     /// doc); requests a resched of any vCPU that balancing gave a task to preempt.
     fn trigger_load_balance(&mut self, ctx: &mut LinuxCtx, cpu: CpuId) {

@@ -72,6 +72,10 @@ pub struct Rq {
     /// `rq->rt.rt_nr_running`: RT tasks queued or running here, kept by the RT class, so that
     /// another class's idle test (`idle_cpu` reads the whole `rq->nr_running`) sees them.
     pub rt_nr_running: u32,
+    /// `rq->cfs.h_nr_running`: the fair class's runnable tasks here (running included), as of
+    /// the start of the last `__schedule` or tick of this CPU (the core reads it from the fair
+    /// class's [`SchedClass::nr_running`]), for the fair server (6.12's `dl_server`).
+    pub cfs_nr_running: u32,
 }
 
 /// What a class hook sees: the engine's context of the level plus the core's run queues.
@@ -258,6 +262,14 @@ pub trait SchedClass: Send {
 
     /// The tick, for `cpu`'s current task `curr` of this class.
     fn task_tick(&mut self, ctx: &mut LinuxCtx, cpu: CpuId, curr: EntityId);
+
+    /// The class's runnable tasks on `cpu`, running included (`rq->cfs.h_nr_running` for the
+    /// fair class). The core reads the fair class's at each `__schedule` and tick into
+    /// [`Rq::cfs_nr_running`]; a fair class that leaves the default (0) never starts the
+    /// fair server of the class above it.
+    fn nr_running(&self, _cpu: CpuId) -> u32 {
+        0
+    }
 
     /// The tick of `cpu`, for every class (fair: `trigger_load_balance`).
     fn trigger_load_balance(&mut self, _ctx: &mut LinuxCtx, _cpu: CpuId) {}
@@ -773,6 +785,9 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> Scheduler for LinuxCore<F
         if let Some(p) = prev {
             with_class!(s, p, |c| c.put_prev_task(lx, cpu, p));
         }
+        if !Self::FAIR_ONLY {
+            lx.rq_mut(cpu.idx()).cfs_nr_running = s.fair.nr_running(cpu);
+        }
         if !lx.cpu(cpu).online {
             // The offline's reschedule (sched_cpu_dying): empty the CPU, run nothing.
             s.migrate_tasks(lx, cpu);
@@ -801,6 +816,9 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> Scheduler for LinuxCore<F
         let (s, mut lx) = self.split(ctx);
         let lx = &mut lx;
         lx.update_rq_clock(cpu.idx());
+        if !Self::FAIR_ONLY {
+            lx.rq_mut(cpu.idx()).cfs_nr_running = s.fair.nr_running(cpu);
+        }
         if let Some(c) = curr {
             with_class!(s, c, |x| x.task_tick(lx, cpu, c));
         }

@@ -1,7 +1,7 @@
 //! The Linux real-time class, SCHED_FIFO and SCHED_RR, as of **Linux v5.10**
 //! (`kernel/sched/rt.c`, `kernel/sched/cpupri.c`), in the RT slot of the Linux core
 //! (`LinuxCore<Fair, Rt>`: it works with any fair class). Behavioural reference:
-//! `shared/spec/linux-schedulers.md` §3.1–§3.3 with `ERRATA.md` L7.
+//! `shared/spec/linux-schedulers.md` §3.1–§3.3 and §3.6 with `ERRATA.md` L7.
 //!
 //! # Priorities and the run queue (§3.1, §3.2)
 //!
@@ -31,7 +31,7 @@
 //! whose RT task blocked pulls the highest queued task from a CPU with more than one RT task
 //! if it outranks what the puller has left (`pull_rt_task`).
 //!
-//! # Bandwidth: RT throttling (§3.3)
+//! # Bandwidth: RT throttling (§3.3) and the fair server (§3.6)
 //!
 //! With `sched_rt_runtime_us` ≥ 0 (950 000 of every `sched_rt_period_us` = 1 000 000 by
 //! default), RT run time is added to the CPU's `rt_time` at each accounting point
@@ -41,6 +41,10 @@
 //! period finds no RT activity anywhere, takes one runtime per elapsed period off every CPU's
 //! `rt_time` and unthrottles the queues that are below the runtime again. There is no
 //! borrowing between CPUs (RT_RUNTIME_SHARE is off in 5.10).
+//!
+//! With `fair_server = true` (Linux 6.12 and later) there is no throttling; instead each CPU's
+//! fair server (`rt/fair_server.rs`) runs the fair class ahead of RT for 50 ms once fair tasks
+//! have waited out 950 ms of a 1 s period, and never when no fair task waits.
 //!
 //! # Simplifications
 //!
@@ -58,6 +62,8 @@ use vmsched_core::sched::{Policy, WakeInfo};
 use vmsched_core::time::{SimTime, NS_PER_US};
 
 use crate::guest::linux_core::{DequeueFlags, EnqueueFlags, LinuxCtx, SchedClass, WakeFlags};
+
+mod fair_server; // the 6.12 fair server (§3.6)
 
 /// MAX_RT_PRIO: the RT kernel priorities are 0..100 (user 99..1, and 99 is unused).
 pub const MAX_RT_PRIO: usize = 100;
@@ -81,6 +87,14 @@ pub struct RtParams {
     /// `sched_rt_runtime_us`: RT run time allowed per period and CPU (0.95 s); −1 disables
     /// throttling.
     pub sched_rt_runtime_us: i64,
+    /// The 6.12 fair server (§3.6) instead of RT throttling. Off: Linux 5.10 up to 6.11.
+    /// To be bound to the guest's kernel version once the Linux core has one (on for 6.12 and
+    /// later, which take the sysctls above but do not throttle).
+    pub fair_server: bool,
+    /// `/sys/kernel/debug/sched/fair_server/cpuN/runtime` (50 ms).
+    pub fair_server_runtime_ns: u64,
+    /// `/sys/kernel/debug/sched/fair_server/cpuN/period` (1 s).
+    pub fair_server_period_ns: u64,
 }
 
 impl Default for RtParams {
@@ -89,6 +103,9 @@ impl Default for RtParams {
             sched_rr_timeslice_ms: 100,
             sched_rt_period_us: 1_000_000,
             sched_rt_runtime_us: 950_000,
+            fair_server: false,
+            fair_server_runtime_ns: 50_000_000,
+            fair_server_period_ns: 1_000_000_000,
         }
     }
 }
@@ -117,6 +134,20 @@ impl RtParams {
                 "sched_rt_runtime_us: {r} must be -1 (no throttling) or 0..={} (at most \
                  sched_rt_period_us)",
                 self.sched_rt_period_us
+            ));
+        }
+        // The debugfs writer's limits: 100 µs ≤ period ≤ 2^22 µs, runtime ≤ period.
+        let (lo, hi) = (100 * NS_PER_US, (1 << 22) * NS_PER_US);
+        if !(lo..=hi).contains(&self.fair_server_period_ns) {
+            return Err(format!(
+                "fair_server_period_ns: {} is outside {lo}..={hi}",
+                self.fair_server_period_ns
+            ));
+        }
+        if self.fair_server_runtime_ns > self.fair_server_period_ns {
+            return Err(format!(
+                "fair_server_runtime_ns: {} is above fair_server_period_ns ({})",
+                self.fair_server_runtime_ns, self.fair_server_period_ns
             ));
         }
         Ok(())
@@ -207,6 +238,10 @@ pub struct Rt {
     period_expires: SimTime,
     tasks: Vec<RtTask>,
     rqs: Vec<RtRq>,
+    /// The per-CPU fair servers (6.12), when on; their timers follow the period timer.
+    fair_server: Option<Vec<fair_server::FairServer>>,
+    fs_runtime: u64,
+    fs_period: u64,
 }
 
 /// Timer 0: the RT bandwidth period timer (`def_rt_bandwidth.rt_period_timer`).
@@ -222,7 +257,11 @@ impl Rt {
         let runtime_ns = u64::try_from(params.sched_rt_runtime_us)
             .ok()
             .map(|r| r * NS_PER_US)
-            .filter(|&r| r < period_ns);
+            .filter(|&r| r < period_ns && !params.fair_server);
+        let fair_server = params
+            .fair_server
+            .then(|| vec![fair_server::FairServer::default(); ncpus]);
+        let (fs_runtime, fs_period) = (params.fair_server_runtime_ns, params.fair_server_period_ns);
         Rt {
             params,
             rr_ticks,
@@ -233,6 +272,9 @@ impl Rt {
             period_expires: 0,
             tasks: Vec::new(),
             rqs: vec![RtRq::default(); ncpus],
+            fair_server,
+            fs_runtime,
+            fs_period,
         }
     }
 
@@ -737,8 +779,15 @@ impl SchedClass for Rt {
     }
 
     /// Linux v5.10: pick_next_task_rt: the head of the highest non-empty list, unless the
-    /// queue is throttled.
-    fn pick_next_task(&mut self, _ctx: &mut LinuxCtx, cpu: CpuId) -> Option<EntityId> {
+    /// queue is throttled. With the 6.12 fair server, its accounting point, and nothing
+    /// while it runs the fair class (`guest/rt/fair_server.rs`).
+    fn pick_next_task(&mut self, ctx: &mut LinuxCtx, cpu: CpuId) -> Option<EntityId> {
+        if self.fair_server.is_some() {
+            self.fair_server_update(ctx, cpu.idx());
+            if self.fair_server_runs(ctx, cpu.idx()) {
+                return None;
+            }
+        }
         let rq = &self.rqs[cpu.idx()];
         if rq.throttled || rq.nr_running == 0 {
             return None;
@@ -843,8 +892,17 @@ impl SchedClass for Rt {
         self.move_task(ctx, e, src.idx(), dst.idx());
     }
 
+    /// The fair server's accounting point at every tick (fair's `update_curr` from
+    /// `task_tick_fair`).
+    fn trigger_load_balance(&mut self, ctx: &mut LinuxCtx, cpu: CpuId) {
+        if self.fair_server.is_some() {
+            self.fair_server_update(ctx, cpu.idx());
+        }
+    }
+
+    /// The period timer, then one fair-server timer per CPU when the fair server is on.
     fn nr_timers(&self) -> u32 {
-        1
+        1 + self.fair_server.as_ref().map_or(0, |s| s.len() as u32)
     }
 
     fn set_timer_base(&mut self, base: u32) {
@@ -852,8 +910,11 @@ impl SchedClass for Rt {
     }
 
     fn on_timer(&mut self, ctx: &mut LinuxCtx, k: u32) {
-        debug_assert_eq!(k, PERIOD_TIMER);
-        self.sched_rt_period_timer(ctx);
+        if k == PERIOD_TIMER {
+            self.sched_rt_period_timer(ctx);
+        } else {
+            self.fair_server_timer(ctx, (k - PERIOD_TIMER - 1) as usize);
+        }
     }
 }
 

@@ -10,6 +10,7 @@ use vmsched_core::testkit::{flat, params, pinned, Harness};
 use vmsched_core::time::ms;
 
 mod bandwidth;
+mod fair_server;
 mod props;
 mod smp;
 

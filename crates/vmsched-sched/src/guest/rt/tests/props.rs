@@ -1,7 +1,7 @@
 //! §3.1 as a property: whatever the sequence of wake-ups, blocks, yields and ticks, once the
 //! reschedules are delivered, no CPU runs a lower class (or idles) while an RT task that may
-//! run there waits, and every CPU runs its highest-priority RT task; with throttling on
-//! (§3.3), the same holds on every CPU whose RT queue is not throttled.
+//! run there waits, and every CPU runs its highest-priority RT task; with throttling (§3.3) or
+//! the fair server (§3.6), the same holds on every CPU whose RT queue is not held back.
 use super::*;
 use proptest::prelude::*;
 
@@ -32,15 +32,19 @@ fn task() -> impl Strategy<Value = (u32, bool, Option<u32>)> {
     )
 }
 
-/// The checks after the reschedules settled. With throttling, a throttled CPU's RT tasks are
-/// not eligible (§3.3), so only CPUs whose RT queue runs are checked, and only the per-CPU
-/// rule.
+/// The checks after the reschedules settled. With throttling or the fair server, a throttled
+/// CPU's RT tasks are not eligible (§3.3), nor are they while the CPU's fair server runs
+/// (§3.6), so only the other CPUs are checked, and only the per-CPU rule.
 fn check(h: &Harness<CfsSched>, throttling: bool) -> Result<(), TestCaseError> {
     let rt = &h.sched.cls.rt;
     let ncpus = h.cpus.len();
     for c in 0..ncpus {
         let rq = &rt.rqs[c];
-        if rq.nr_running == 0 || rq.throttled {
+        let lx_rq = &h.sched.rq[c];
+        let server_runs = rt.fair_server.as_ref().is_some_and(|s| {
+            s[c].active && s[c].running && !s[c].throttled && lx_rq.cfs_nr_running > 0
+        });
+        if rq.nr_running == 0 || rq.throttled || server_runs {
             continue;
         }
         let curr = h.curr(c as u32);
@@ -92,7 +96,7 @@ proptest! {
     fn rt_never_waits_behind_a_lower_class(
         tasks in proptest::collection::vec(task(), 2..7),
         ops in proptest::collection::vec(op(7, 3), 1..120),
-        throttling in any::<bool>(),
+        mode in 0u8..3,
     ) {
         let ncpus = 3;
         let ents: Vec<EntityParams> = tasks
@@ -111,10 +115,14 @@ proptest! {
             })
             .collect();
         let n = ents.len() as u32;
+        // 0: no bandwidth control, 1: RT throttling (5.10), 2: the fair server (6.12).
         let mut p = CfsParams::default();
-        if !throttling {
-            p.rt.sched_rt_runtime_us = -1;
+        match mode {
+            0 => p.rt.sched_rt_runtime_us = -1,
+            2 => p.rt.fair_server = true,
+            _ => {}
         }
+        let throttling = mode != 0;
         let mut h = harness_with(p, ncpus, ents);
         let mut forked = vec![false; n as usize];
         for o in ops {
