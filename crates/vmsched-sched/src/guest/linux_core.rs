@@ -411,6 +411,10 @@ pub struct Classes<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> {
     name: &'static str,
     /// `p->sched_class` of every task.
     class: Vec<ClassId>,
+    /// Every task is the fair class's (known at build: tasks are inserted then, and none
+    /// changes class), so the other classes have nothing to do: the core skips them (the
+    /// 5.10 fast path of `pick_next_task` when all runnable tasks are fair).
+    fair_only: bool,
     pub stop: EmptyClass,
     pub dl: Dl,
     pub rt: Rt,
@@ -419,10 +423,10 @@ pub struct Classes<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> {
 }
 
 /// Runs `$body` with `$c` bound to the class of task `$e` in `$s` (static dispatch on
-/// `p->sched_class`; no lookup at all when only the fair class can have tasks).
+/// `p->sched_class`; no lookup at all when only the fair class can have tasks, or has any).
 macro_rules! with_class {
     ($s:expr, $e:expr, |$c:ident| $body:expr) => {
-        if Self::FAIR_ONLY {
+        if Self::FAIR_ONLY || $s.fair_only {
             let $c = &mut $s.fair;
             $body
         } else {
@@ -493,6 +497,7 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> LinuxCore<Fair, Rt, Dl> {
             cls: Classes {
                 name,
                 class: Vec::new(),
+                fair_only: true,
                 stop: EmptyClass,
                 dl,
                 rt,
@@ -551,7 +556,7 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> Classes<Fair, Rt, Dl> {
             None => lx.resched_curr(cpu.idx()),
             Some(curr) if curr == p => {}
             Some(curr) => {
-                let (kc, kp) = if Self::FAIR_ONLY {
+                let (kc, kp) = if Self::FAIR_ONLY || self.fair_only {
                     (ClassId::Fair, ClassId::Fair)
                 } else {
                     (self.class[curr.idx()], self.class[p.idx()])
@@ -706,6 +711,7 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> Scheduler for LinuxCore<F
         assert_eq!(e.idx(), s.class.len(), "insert: tasks come in id order");
         let k = s.class_for(lx.ent(e).params.linux.policy);
         s.class.push(k);
+        s.fair_only &= k == ClassId::Fair;
         s.stop.init_task(lx, e, k == ClassId::Stop);
         s.dl.init_task(lx, e, k == ClassId::Deadline);
         s.rt.init_task(lx, e, k == ClassId::Rt);
@@ -785,9 +791,6 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> Scheduler for LinuxCore<F
         if let Some(p) = prev {
             with_class!(s, p, |c| c.put_prev_task(lx, cpu, p));
         }
-        if !Self::FAIR_ONLY {
-            lx.rq_mut(cpu.idx()).cfs_nr_running = s.fair.nr_running(cpu);
-        }
         if !lx.cpu(cpu).online {
             // The offline's reschedule (sched_cpu_dying): empty the CPU, run nothing.
             s.migrate_tasks(lx, cpu);
@@ -796,13 +799,17 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> Scheduler for LinuxCore<F
                 slice: None,
             };
         }
-        let next = s
-            .stop
-            .pick_next_task(lx, cpu)
-            .or_else(|| s.dl.pick_next_task(lx, cpu))
-            .or_else(|| s.rt.pick_next_task(lx, cpu))
-            .or_else(|| s.fair.pick_next_task(lx, cpu))
-            .or_else(|| s.idle.pick_next_task(lx, cpu));
+        let next = if Self::FAIR_ONLY || s.fair_only {
+            s.fair.pick_next_task(lx, cpu)
+        } else {
+            lx.rq_mut(cpu.idx()).cfs_nr_running = s.fair.nr_running(cpu);
+            s.stop
+                .pick_next_task(lx, cpu)
+                .or_else(|| s.dl.pick_next_task(lx, cpu))
+                .or_else(|| s.rt.pick_next_task(lx, cpu))
+                .or_else(|| s.fair.pick_next_task(lx, cpu))
+                .or_else(|| s.idle.pick_next_task(lx, cpu))
+        };
         if let Some(n) = next {
             with_class!(s, n, |c| c.set_next_task(lx, cpu, n));
         }
@@ -816,14 +823,17 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> Scheduler for LinuxCore<F
         let (s, mut lx) = self.split(ctx);
         let lx = &mut lx;
         lx.update_rq_clock(cpu.idx());
-        if !Self::FAIR_ONLY {
+        let fair_only = Self::FAIR_ONLY || s.fair_only;
+        if !fair_only {
             lx.rq_mut(cpu.idx()).cfs_nr_running = s.fair.nr_running(cpu);
         }
         if let Some(c) = curr {
             with_class!(s, c, |x| x.task_tick(lx, cpu, c));
         }
-        s.dl.trigger_load_balance(lx, cpu);
-        s.rt.trigger_load_balance(lx, cpu);
+        if !fair_only {
+            s.dl.trigger_load_balance(lx, cpu);
+            s.rt.trigger_load_balance(lx, cpu);
+        }
         s.fair.trigger_load_balance(lx, cpu);
     }
 
