@@ -66,8 +66,10 @@
 //! # Other simplifications
 //!
 //! * Tasks only: no group scheduling, bandwidth control, PELT. CFS is the fair class of the Linux
-//!   core; while the core's RT and deadline slots are empty, CFS accepts FIFO/RR tasks and treats
-//!   them as SCHED_NORMAL at their nice value; nice is clamped to −20..19.
+//!   core, under the RT class (`guest/rt.rs`); in a core without one, CFS accepts FIFO/RR tasks
+//!   and treats them as SCHED_NORMAL at their nice value; nice is clamped to −20..19. The idle
+//!   test of wake placement counts a vCPU's RT tasks (`Rq::rt_nr_running`); load balancing does
+//!   not see them (no RT capacity scaling).
 //! * `wake_affine_weight` compares runnable weights, so the wakee's load is *not* subtracted from
 //!   its previous CPU (PELT would still carry the sleeper's decaying load there).
 //! * SIS_PROP: the budget `nr = max(4, span·(avg_idle/512)/(avg_scan_cost+1))` is as in 5.10, and at

@@ -55,7 +55,12 @@
 //!   upstream pull is an IPI asking those CPUs to push, which comes to the same move here. A
 //!   move costs no time; pushing and pulling read `cpupri` exactly (no races).
 //! * Deadline tasks do not exist yet, so `cpupri` and the push conditions see only RT tasks.
-//! * A change of class at run time (FIFO to NORMAL and back) is refused by the core.
+//! * A change of class at run time (FIFO to NORMAL and back) is refused by validation.
+//! * Throttling is accounted at the tick and at context switches (as upstream without HRTICK);
+//!   the period timer's phase is the first RT enqueue of the run.
+//! * The fair class below does not see RT load when it balances (upstream scales a CPU's
+//!   capacity by its RT utilisation), so a fair task sharing a CPU with an RT hog is not moved
+//!   away by that.
 
 use vmsched_core::ids::{CpuId, EntityId};
 use vmsched_core::sched::{Policy, WakeInfo};
