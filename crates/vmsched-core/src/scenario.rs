@@ -15,7 +15,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use crate::cpuset::MAX_CPUS;
-use crate::sched::CpuTopo;
+use crate::sched::{CpuTopo, Policy};
 use crate::time::{time_ns, Nanos, NS_PER_MS, NS_PER_US};
 use crate::workload::WorkloadConfig;
 
@@ -41,6 +41,14 @@ pub trait ConfigCheck {
         Err(format!(
             "this scheduler takes no run-time change of `{field}`"
         ))
+    }
+
+    /// Whether a guest's scheduler takes a `sched_task` event moving a task from policy
+    /// `from` (its policy at build) to `to` (after `check_adjust("policy", ..)` took `to`):
+    /// a Linux kernel whose classes cannot hand a task over refuses moves between them.
+    /// Err(why not). The default takes every move.
+    fn check_policy_change(&self, _from: Policy, _to: Policy) -> Result<(), String> {
+        Ok(())
     }
 }
 

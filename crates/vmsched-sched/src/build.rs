@@ -16,7 +16,8 @@ use vmsched_core::sim::{
 };
 use vmsched_core::workload::WorkloadConfig;
 use vmsched_core::{
-    CpuId, CpuSet, CpuTopo, EntityParams, GlobalParam, LevelClock, LevelId, LinuxAttr, XenAttr,
+    CpuId, CpuSet, CpuTopo, EntityParams, GlobalParam, LevelClock, LevelId, LinuxAttr, Policy,
+    XenAttr,
 };
 
 use crate::guest::cfs::{Cfs, CfsParams};
@@ -160,8 +161,8 @@ impl ConfigCheck for GuestSchedConfig {
         }
     }
 
-    /// CFS 5.10 takes nice and a change among the policies it schedules (every policy, while
-    /// no RT class precedes it); `rt_priority` is stored and not read.
+    /// Linux 5.10 (CFS under the RT class) takes nice, a change of policy within a class
+    /// (see `check_policy_change`) and an RT task's new `rt_priority`.
     fn check_adjust(&self, field: &str, _value: i64) -> Result<(), String> {
         match (self, field) {
             (
@@ -178,6 +179,22 @@ impl ConfigCheck for GuestSchedConfig {
             (GuestSchedConfig::Eevdf(_), _) => {
                 Err(format!("eevdf takes no run-time change of `{field}`"))
             }
+        }
+    }
+
+    /// A task stays in its class: normal, batch and idle move among themselves (the fair
+    /// class), fifo and rr among themselves (the RT class); a move between the two classes
+    /// (`switched_from`/`switched_to`) is not modelled.
+    fn check_policy_change(&self, from: Policy, to: Policy) -> Result<(), String> {
+        let rt = |p: Policy| matches!(p, Policy::Fifo | Policy::Rr);
+        match self {
+            GuestSchedConfig::Cfs(_) | GuestSchedConfig::Eevdf(_) if rt(from) != rt(to) => {
+                Err(format!(
+                    "moving a task from {from:?} to {to:?} changes its scheduling class (RT ↔ \
+                     fair), which is not modelled at run time"
+                ))
+            }
+            GuestSchedConfig::Cfs(_) | GuestSchedConfig::Eevdf(_) => Ok(()),
         }
     }
 }

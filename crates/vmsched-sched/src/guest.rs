@@ -2,3 +2,4 @@
 pub mod cfs;
 pub mod eevdf;
 pub mod linux_core;
+pub mod rt;

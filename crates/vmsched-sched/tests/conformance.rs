@@ -12,8 +12,39 @@
 //! determinism over a scripted run of every hook (with the level's own parameter change), and at
 //! a host level pause.
 
-use vmsched_core::testkit::{flat, params, pinned, pinned_to, placed_on, Harness};
-use vmsched_core::{CpuId, CpuSet, Request, Scheduler, WakeCause, WakeInfo, NS_PER_MS, NS_PER_S};
+use std::cell::Cell;
+
+use vmsched_core::testkit::{flat, pinned_to, Harness};
+use vmsched_core::{
+    CpuId, CpuSet, EntityParams, Policy, Request, Scheduler, WakeCause, WakeInfo, NS_PER_MS,
+    NS_PER_S,
+};
+
+thread_local! {
+    /// The policy and `rt_priority` of every entity the suite builds on this thread (a Linux
+    /// level's tasks), set by the constructor of the instance under test: normal tasks unless
+    /// an instance asks for RT ones (`rr_guest`).
+    static TASK_POLICY: Cell<(Policy, u32)> = const { Cell::new((Policy::Normal, 0)) };
+}
+
+/// `testkit::params` with this thread's task policy.
+fn params(i: usize, ncpus: usize) -> EntityParams {
+    let mut p = vmsched_core::testkit::params(i, ncpus);
+    (p.linux.policy, p.linux.rt_priority) = TASK_POLICY.get();
+    p
+}
+
+/// `testkit::pinned` with this thread's task policy.
+fn pinned(i: usize, ncpus: usize, cpu: u32) -> EntityParams {
+    pinned_to(params(i, ncpus), cpu)
+}
+
+/// `testkit::placed_on` with this thread's task policy.
+fn placed_on(i: usize, ncpus: usize, initial: u32) -> EntityParams {
+    let mut p = params(i, ncpus);
+    p.initial_cpu = CpuId(initial);
+    p
+}
 
 /// A lone entity gets its CPU at once and keeps it.
 fn lone_entity_runs<S: Scheduler>(s: S) {
@@ -730,6 +761,38 @@ fn eevdf_6_18(n: usize) -> vmsched_sched::guest::eevdf::EevdfSched {
     eevdf(vmsched_sched::guest::eevdf::EevdfKernel::V6_18, n)
 }
 
+/// The Linux 5.10 guest with every task SCHED_RR at priority 10: the RT class under the
+/// suite. Throttling is off (`sched_rt_runtime_us = -1`): with it, a CPU with only RT work
+/// idles 50 ms a second by design, which the work-conservation cases would flag; the RT tests
+/// (guest/rt/tests/bandwidth.rs, tests/rt.rs) cover it.
+fn rr_tasks(n: usize) -> vmsched_sched::guest::cfs::CfsSched {
+    TASK_POLICY.set((Policy::Rr, 10));
+    let mut p = vmsched_sched::guest::cfs::CfsParams::default();
+    p.rt.sched_rt_runtime_us = -1;
+    vmsched_sched::guest::cfs::Cfs::sched(p, &flat(n))
+}
+
+/// Parameter change (RT guest): raising one RR task's priority gives it the CPU outright.
+fn rt_priority_change_takes_the_cpu<S: Scheduler>(s: S) {
+    let mut h = two_on_one_cpu(s);
+    h.run_for(200 * NS_PER_MS, 100_000);
+    let (a, b) = window(&mut h, 1000);
+    let before = a as f64 / b as f64;
+    h.ents[1].params.linux.rt_priority = 20;
+    h.prio_changed(1);
+    h.pump();
+    let (a, b) = window(&mut h, 1000);
+    assert!(
+        (0.8..1.25).contains(&before),
+        "equal priorities take turns: {before}"
+    );
+    assert_eq!(
+        (a, b),
+        (0, 1000 * NS_PER_MS),
+        "the higher priority runs alone"
+    );
+}
+
 host_conformance!(credit2_host, credit2);
 host_conformance!(credit1_3_3_host, credit1_v3_3);
 host_conformance!(credit1_4_20_host, credit1_v4_20);
@@ -745,6 +808,29 @@ guest_conformance!(cfs_guest, cfs);
 guest_conformance!(eevdf_6_6_guest, eevdf_6_6);
 guest_conformance!(eevdf_6_12_guest, eevdf_6_12);
 guest_conformance!(eevdf_6_18_guest, eevdf_6_18);
+
+/// The RT class (SCHED_RR tasks) at a guest level: the common cases, removal, timers and
+/// determinism, with a priority change as its parameter change.
+mod rr_guest {
+    use super::*;
+    common_conformance!(common, rr_tasks, {});
+    #[test]
+    fn rt_priority_change_takes_the_cpu() {
+        super::rt_priority_change_takes_the_cpu(rr_tasks(1));
+    }
+    #[test]
+    fn removed_entity_never_runs() {
+        super::removed_entity_never_runs(rr_tasks(1), false);
+    }
+    #[test]
+    fn timers_well_formed() {
+        super::timers_well_formed(rr_tasks(2), false);
+    }
+    #[test]
+    fn deterministic() {
+        super::deterministic(rr_tasks(2), rr_tasks(2), false);
+    }
+}
 
 mod pinned_host {
     #[test]

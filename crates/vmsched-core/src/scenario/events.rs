@@ -336,6 +336,36 @@ impl EventConfig {
                         .check_adjust("rt_priority", r.into())
                         .map_err(|m| (at("rt_priority"), m))?;
                 }
+                // What each task becomes: `sched_setattr` takes an RT policy only with a
+                // priority in 1..=99, and the scheduler says which policy moves it models.
+                let spec = w.build(d.vcpus);
+                let targets = spec
+                    .tasks
+                    .iter()
+                    .filter(|t| self.task.as_ref().is_none_or(|tn| &t.name == tn));
+                for t in targets {
+                    let policy = self.policy.unwrap_or(t.policy);
+                    let prio = self.rt_priority.unwrap_or(t.rt_prio);
+                    let rt = matches!(policy, Policy::Fifo | Policy::Rr);
+                    if rt && !(1..=99).contains(&prio) {
+                        let f = if self.rt_priority.is_some() {
+                            "rt_priority"
+                        } else {
+                            "policy"
+                        };
+                        return Err((
+                            at(f),
+                            format!(
+                                "task '{}' would be {policy:?} with rt_priority {prio}: an RT \
+                                 policy needs rt_priority in 1..=99",
+                                t.name
+                            ),
+                        ));
+                    }
+                    d.sched
+                        .check_policy_change(t.policy, policy)
+                        .map_err(|m| (at("policy"), format!("task '{}': {m}", t.name)))?;
+                }
             }
             EventAction::Pause | EventAction::Unpause => {
                 need("domain", self.domain.is_some())?;

@@ -66,8 +66,10 @@
 //! # Other simplifications
 //!
 //! * Tasks only: no group scheduling, bandwidth control, PELT. CFS is the fair class of the Linux
-//!   core; while the core's RT and deadline slots are empty, CFS accepts FIFO/RR tasks and treats
-//!   them as SCHED_NORMAL at their nice value; nice is clamped to −20..19.
+//!   core, under the RT class (`guest/rt.rs`); in a core without one, CFS accepts FIFO/RR tasks
+//!   and treats them as SCHED_NORMAL at their nice value; nice is clamped to −20..19. The idle
+//!   test of wake placement counts a vCPU's RT tasks (`Rq::rt_nr_running`); load balancing does
+//!   not see them (no RT capacity scaling).
 //! * `wake_affine_weight` compares runnable weights, so the wakee's load is *not* subtracted from
 //!   its previous CPU (PELT would still carry the sleeper's decaying load there).
 //! * SIS_PROP: the budget `nr = max(4, span·(avg_idle/512)/(avg_scan_cost+1))` is as in 5.10, and at
@@ -104,6 +106,7 @@ use weights::{calc_delta, calc_delta_fair, LoadWeight};
 use crate::guest::linux_core::{
     DequeueFlags, EnqueueFlags, LinuxCore, LinuxCtx, Rq, SchedClass, WakeFlags,
 };
+use crate::guest::rt::{Rt, RtParams};
 
 // ------------------------------------------------------------------------------------------------
 // Parameters
@@ -143,6 +146,9 @@ pub struct CfsParams {
     /// Whether the guest can see that a vCPU is preempted by the host (x86 Xen/KVM); arm64 5.10
     /// guests always report false (ERRATA L1).
     pub vcpu_is_preempted: bool,
+    /// The RT class's sysctls (`[domain.sched.rt]`: `sched_rr_timeslice_ms`,
+    /// `sched_rt_period_us`, `sched_rt_runtime_us`); the RT class sits above CFS in the chain.
+    pub rt: RtParams,
 }
 
 impl Default for CfsParams {
@@ -162,6 +168,7 @@ impl Default for CfsParams {
             last_buddy: true,
             wakeup_preemption: true,
             vcpu_is_preempted: false,
+            rt: RtParams::default(),
         }
     }
 }
@@ -218,7 +225,7 @@ impl CfsParams {
         ] {
             v.map_or(Ok(()), |v| range(field, v, lo, NS_PER_S))?;
         }
-        Ok(())
+        self.rt.validate().map_err(|m| format!("rt.{m}"))
     }
 }
 
@@ -731,19 +738,29 @@ impl Cfs {
 }
 
 impl Cfs {
-    /// CFS as the fair class of a Linux 5.10 core, with a tick every 1/HZ (TICK_NSEC, rounded).
+    /// CFS as the fair class of a Linux 5.10 core, below the RT class (SCHED_FIFO, SCHED_RR,
+    /// with the sysctls of `params.rt`), with a tick every 1/HZ (TICK_NSEC, rounded).
     pub fn sched(params: CfsParams, cpus: &[CpuTopo]) -> CfsSched {
+        let rt = Rt::new(params.rt.clone(), params.hz, cpus.len());
         let cfs = Cfs::new(params, cpus);
-        LinuxCore::new("cfs", cpus.len(), cfs.tun.tick_ns, cfs)
+        LinuxCore::with_classes(
+            "cfs",
+            cpus.len(),
+            cfs.tun.tick_ns,
+            cfs,
+            rt,
+            crate::guest::linux_core::EmptyClass,
+        )
     }
 }
 
-/// A Linux 5.10 kernel whose fair class is CFS (and no RT or deadline class yet).
-pub type CfsSched = LinuxCore<Cfs>;
+/// A Linux 5.10 kernel: CFS as the fair class under the RT class (no deadline class yet).
+pub type CfsSched = LinuxCore<Cfs, Rt>;
 
 impl SchedClass for Cfs {
-    /// SCHED_NORMAL, SCHED_BATCH and SCHED_IDLE; also SCHED_FIFO and SCHED_RR, scheduled as
-    /// normal tasks at their nice value, as long as no RT class precedes CFS in the chain.
+    /// SCHED_NORMAL, SCHED_BATCH and SCHED_IDLE. It takes every policy, so that a core with no
+    /// RT class above it (`LinuxCore<Cfs>`) still runs SCHED_FIFO and SCHED_RR tasks, as
+    /// normal tasks at their nice value; in [`CfsSched`] the RT class takes them first.
     fn accepts(&self, _policy: Policy) -> bool {
         true
     }
@@ -920,6 +937,12 @@ impl SchedClass for Cfs {
                 self.check_preempt_tick(ctx, cpu, curr);
             }
         }
+    }
+
+    /// `rq->cfs.h_nr_running` (no groups: `nr_running`).
+    #[inline]
+    fn nr_running(&self, cpu: CpuId) -> u32 {
+        self.rqs[cpu.idx()].nr_running
     }
 
     /// Linux v5.10: trigger_load_balance (periodic and NOHZ idle balancing, see the module

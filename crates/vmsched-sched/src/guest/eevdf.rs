@@ -98,8 +98,9 @@ use crate::guest::cfs::select::SelectFair;
 use crate::guest::cfs::tunable_factor;
 use crate::guest::cfs::weights::{calc_delta_fair, LoadWeight};
 use crate::guest::linux_core::{
-    DequeueFlags, EnqueueFlags, LinuxCore, LinuxCtx, Rq, SchedClass, WakeFlags,
+    DequeueFlags, EmptyClass, EnqueueFlags, LinuxCore, LinuxCtx, Rq, SchedClass, WakeFlags,
 };
+use crate::guest::rt::Rt;
 
 /// `cfs_rq->min_vruntime`'s initial value (−2^20 ns, as u64).
 const MIN_VRUNTIME_INIT: u64 = (1u64 << 20).wrapping_neg();
@@ -201,7 +202,8 @@ pub struct Eevdf {
 }
 
 /// A Linux 6.x kernel whose fair class is EEVDF.
-pub type EevdfSched = LinuxCore<Eevdf>;
+/// A Linux 6.x kernel: EEVDF as the fair class under the RT class (no deadline class yet).
+pub type EevdfSched = LinuxCore<Eevdf, Rt>;
 
 impl Eevdf {
     /// `cpus`: the topology of the guest's vCPUs; their number scales the base slice. Panics
@@ -249,8 +251,14 @@ impl Eevdf {
 
     /// EEVDF as the fair class of a Linux 6.x core, with a tick every 1/HZ.
     pub fn sched(params: EevdfParams, cpus: &[CpuTopo]) -> EevdfSched {
+        // The fair server (dl_server) is 6.12's; 6.6 throttles RT as 5.10 does.
+        let rt_params = params
+            .rt
+            .clone()
+            .with_fair_server_default(params.kernel >= EevdfKernel::V6_12);
+        let rt = Rt::new(rt_params, params.hz, cpus.len());
         let e = Eevdf::new(params, cpus);
-        LinuxCore::new("eevdf", cpus.len(), e.tick_ns, e)
+        LinuxCore::with_classes("eevdf", cpus.len(), e.tick_ns, e, rt, EmptyClass)
     }
 
     fn v6_12(&self) -> bool {
@@ -565,10 +573,18 @@ impl Eevdf {
 }
 
 impl SchedClass for Eevdf {
-    /// SCHED_NORMAL, SCHED_BATCH and SCHED_IDLE; also SCHED_FIFO and SCHED_RR, scheduled as
-    /// normal tasks at their nice value, as long as no RT class precedes the fair class.
+    /// SCHED_NORMAL, SCHED_BATCH and SCHED_IDLE. It takes every policy, so that a core with no
+    /// RT class above it (`LinuxCore<Eevdf>`) still runs SCHED_FIFO and SCHED_RR tasks as
+    /// normal tasks; in [`EevdfSched`] the RT class takes them first.
     fn accepts(&self, _policy: Policy) -> bool {
         true
+    }
+
+    /// `rq->cfs.h_nr_running` (no groups): the queue's entities, delayed ones included as
+    /// 6.12.0 counts them; read by the fair server (`dl_server_start`).
+    #[inline]
+    fn nr_running(&self, cpu: CpuId) -> u32 {
+        self.rqs[cpu.idx()].nr_running
     }
 
     fn init_rq(&self, rq: &mut Rq) {

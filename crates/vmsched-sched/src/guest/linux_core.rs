@@ -8,14 +8,14 @@
 //! Like `struct sched_class`, a [`SchedClass`] is a table of hooks; the core holds one instance
 //! of each class in the fixed order stop > deadline > RT > fair > idle and asks them in that
 //! order for the next task. [`LinuxCore`] is generic over the classes, so every call is static
-//! (one `Box<dyn Scheduler>` per level, no further indirection): `LinuxCore<Cfs>` is Linux 5.10
-//! with CFS as the fair class and [`EmptyClass`] in the other slots. An RT or deadline class is
-//! added by implementing [`SchedClass`] and naming it in the type (`LinuxCore<Cfs, Rt>`),
-//! without touching the fair class. A task belongs to the first class, in chain order, whose
-//! [`SchedClass::accepts`] takes its policy (`p->sched_class`); until an RT class exists, CFS
-//! accepts SCHED_FIFO and SCHED_RR tasks too and schedules them as normal tasks (see
-//! `docs/simplifications.md`). The stop class never has tasks (no stop-machine work is
-//! modelled) and the idle class is the engine's idle: a CPU with nothing to pick idles.
+//! (one `Box<dyn Scheduler>` per level, no further indirection): `LinuxCore<Cfs, Rt>` is Linux
+//! 5.10 with CFS as the fair class, the RT class (`guest/rt.rs`) above it and [`EmptyClass`] in
+//! the other slots. A class is added by implementing [`SchedClass`] and naming it in the type,
+//! without touching the others. A task belongs to the first class, in chain order, whose
+//! [`SchedClass::accepts`] takes its policy (`p->sched_class`); CFS accepts every policy, so a
+//! core without an RT class (`LinuxCore<Cfs>`) runs SCHED_FIFO and SCHED_RR tasks as normal
+//! ones. The stop class never has tasks (no stop-machine work is modelled) and the idle class
+//! is the engine's idle: a CPU with nothing to pick idles.
 //!
 //! # Who calls what
 //!
@@ -27,9 +27,12 @@
 //!   class, as its own operation), `migrate_task_rq` + `set_task_cpu` if it moves, the target
 //!   queue's clock, `enqueue_task(ENQUEUE_WAKEUP)`, then `check_preempt_curr` (the class's
 //!   `wakeup_preempt` when the current task is of the same class, a reschedule when the wakee's
-//!   class is higher or the CPU idles) and the `avg_idle` update of `ttwu_do_wakeup`. A first
-//!   wake-up (`WakeCause::Fork`) is `wake_up_new_task`: `task_fork` on the parent's queue,
-//!   `select_task_rq(SD_BALANCE_FORK)`, enqueue, `check_preempt_curr(WF_FORK)`.
+//!   class is higher or the CPU idles), the class's `task_woken` (RT: push) and the `avg_idle`
+//!   update of `ttwu_do_wakeup`. A first wake-up (`WakeCause::Fork`) is `wake_up_new_task`:
+//!   `task_fork` on the parent's queue, `select_task_rq(SD_BALANCE_FORK)`, enqueue,
+//!   `check_preempt_curr(WF_FORK)`, `task_woken`.
+//! * `on_timer(key)`: a class's own timer (hrtimer); the keys are given out in chain order at
+//!   construction (`nr_timers`, `set_timer_base`).
 //! * `block(e)`: `deactivate_task(DEQUEUE_SLEEP)` on the task's queue (`__schedule` follows).
 //! * `yield_(e)`: `do_sched_yield` → the class's `yield_task`.
 //! * `schedule(cpu)`: `__schedule`: clock, clear `need_resched`, `put_prev_task(prev)`, then each
@@ -69,6 +72,13 @@ pub struct Rq {
     /// Steal beyond the clock delta is dropped, not carried over (6.6.87, 6.12.19, 6.13+:
     /// ERRATA L5); set by the fair class's `init_rq`. False: 5.10.y's carry-over.
     pub drop_excess_steal: bool,
+    /// `rq->rt.rt_nr_running`: RT tasks queued or running here, kept by the RT class, so that
+    /// another class's idle test (`idle_cpu` reads the whole `rq->nr_running`) sees them.
+    pub rt_nr_running: u32,
+    /// `rq->cfs.h_nr_running`: the fair class's runnable tasks here (running included), as of
+    /// the start of the last `__schedule` or tick of this CPU (the core reads it from the fair
+    /// class's [`SchedClass::nr_running`]), for the fair server (6.12's `dl_server`).
+    pub cfs_nr_running: u32,
 }
 
 /// What a class hook sees: the engine's context of the level plus the core's run queues.
@@ -240,6 +250,11 @@ pub trait SchedClass: Send {
         f: WakeFlags,
     );
 
+    /// `e` of this class was woken onto `cpu` and `check_preempt_curr` has run (Linux
+    /// `task_woken`, from `ttwu_do_wakeup` and `wake_up_new_task`): the RT class pushes tasks
+    /// that cannot run here to other CPUs.
+    fn task_woken(&mut self, _ctx: &mut LinuxCtx, _cpu: CpuId, _e: EntityId) {}
+
     /// The next task of this class for `cpu`, if it has one; `put_prev_task` was called for the
     /// previous task. May pull work from other CPUs first (newidle balance).
     fn pick_next_task(&mut self, ctx: &mut LinuxCtx, cpu: CpuId) -> Option<EntityId>;
@@ -253,8 +268,31 @@ pub trait SchedClass: Send {
     /// The tick, for `cpu`'s current task `curr` of this class.
     fn task_tick(&mut self, ctx: &mut LinuxCtx, cpu: CpuId, curr: EntityId);
 
+    /// The class's runnable tasks on `cpu`, running included (`rq->cfs.h_nr_running` for the
+    /// fair class). The core reads the fair class's at each `__schedule` and tick into
+    /// [`Rq::cfs_nr_running`]; a fair class that leaves the default (0) never starts the
+    /// fair server of the class above it.
+    fn nr_running(&self, _cpu: CpuId) -> u32 {
+        0
+    }
+
     /// The tick of `cpu`, for every class (fair: `trigger_load_balance`).
     fn trigger_load_balance(&mut self, _ctx: &mut LinuxCtx, _cpu: CpuId) {}
+
+    /// How many timers of its own the class wants (hrtimers such as the RT period timer).
+    /// Called once, at construction; the core then calls [`SchedClass::set_timer_base`].
+    fn nr_timers(&self) -> u32 {
+        0
+    }
+
+    /// The engine key of the class's timer 0: the class arms its timer `k` with
+    /// `ctx.set_timer(base + k, ..)`. Called once by the core at construction.
+    fn set_timer_base(&mut self, _base: u32) {}
+
+    /// The class's timer `k` (0..[`SchedClass::nr_timers`], relative to its base) fired.
+    /// Called outside any CPU's code (an hrtimer interrupt); the class brings the clocks it
+    /// reads up to date itself.
+    fn on_timer(&mut self, _ctx: &mut LinuxCtx, _k: u32) {}
 
     /// `e`'s attributes changed (`set_user_nice`, `__sched_setscheduler` within the class:
     /// the new values are in `params.linux`; the core updated `e`'s run queue clock). The class
@@ -366,6 +404,9 @@ pub enum ClassId {
 pub struct LinuxCore<Fair: SchedClass, Rt: SchedClass = EmptyClass, Dl: SchedClass = EmptyClass> {
     name: &'static str,
     tick_ns: Nanos,
+    /// The first timer key of the RT and of the fair class (the deadline class's start at 0),
+    /// and the total.
+    timer_base: [u32; 3],
     pub rq: Vec<Rq>,
     pub cls: Classes<Fair, Rt, Dl>,
 }
@@ -375,6 +416,10 @@ pub struct Classes<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> {
     name: &'static str,
     /// `p->sched_class` of every task.
     class: Vec<ClassId>,
+    /// Every task is the fair class's (known at build: tasks are inserted then, and none
+    /// changes class), so the other classes have nothing to do: the core skips them (the
+    /// 5.10 fast path of `pick_next_task` when all runnable tasks are fair).
+    fair_only: bool,
     pub stop: EmptyClass,
     pub dl: Dl,
     pub rt: Rt,
@@ -383,10 +428,10 @@ pub struct Classes<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> {
 }
 
 /// Runs `$body` with `$c` bound to the class of task `$e` in `$s` (static dispatch on
-/// `p->sched_class`; no lookup at all when only the fair class can have tasks).
+/// `p->sched_class`; no lookup at all when only the fair class can have tasks, or has any).
 macro_rules! with_class {
     ($s:expr, $e:expr, |$c:ident| $body:expr) => {
-        if Self::FAIR_ONLY {
+        if Self::FAIR_ONLY || $s.fair_only {
             let $c = &mut $s.fair;
             $body
         } else {
@@ -436,19 +481,28 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> LinuxCore<Fair, Rt, Dl> {
         rt: Rt,
         dl: Dl,
     ) -> Self {
+        let (mut dl, mut rt, mut fair) = (dl, rt, fair);
         let mut rq = vec![Rq::default(); ncpus];
         for r in &mut rq {
             dl.init_rq(r);
             rt.init_rq(r);
             fair.init_rq(r);
         }
+        let rt_base = dl.nr_timers();
+        let fair_base = rt_base + rt.nr_timers();
+        let timer_base = [rt_base, fair_base, fair_base + fair.nr_timers()];
+        dl.set_timer_base(0);
+        rt.set_timer_base(rt_base);
+        fair.set_timer_base(fair_base);
         LinuxCore {
             name,
             tick_ns,
+            timer_base,
             rq,
             cls: Classes {
                 name,
                 class: Vec::new(),
+                fair_only: true,
                 stop: EmptyClass,
                 dl,
                 rt,
@@ -507,7 +561,7 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> Classes<Fair, Rt, Dl> {
             None => lx.resched_curr(cpu.idx()),
             Some(curr) if curr == p => {}
             Some(curr) => {
-                let (kc, kp) = if Self::FAIR_ONLY {
+                let (kc, kp) = if Self::FAIR_ONLY || self.fair_only {
                     (ClassId::Fair, ClassId::Fair)
                 } else {
                     (self.class[curr.idx()], self.class[p.idx()])
@@ -544,6 +598,7 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> Classes<Fair, Rt, Dl> {
             sync: false,
         };
         self.check_preempt_curr(lx, cpu, e, f);
+        with_class!(self, e, |c| c.task_woken(lx, cpu, e));
     }
 
     /// Linux v5.10: select_fallback_rq: the first online CPU of `e`'s affinity on the node of
@@ -634,6 +689,25 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> Scheduler for LinuxCore<F
         Some(self.tick_ns)
     }
 
+    /// The classes' own timers, the deadline class's keys first, then the RT and the fair
+    /// class's.
+    fn nr_timers(&self) -> u32 {
+        self.timer_base[2]
+    }
+
+    /// A class's timer: handed to the class that owns the key, relative to its base.
+    fn on_timer(&mut self, ctx: &mut SchedCtx, key: u32) {
+        let [rt, fair, _] = self.timer_base;
+        let (s, mut lx) = self.split(ctx);
+        if key < rt {
+            s.dl.on_timer(&mut lx, key);
+        } else if key < fair {
+            s.rt.on_timer(&mut lx, key - rt);
+        } else {
+            s.fair.on_timer(&mut lx, key - fair);
+        }
+    }
+
     /// Build time (`sched_fork`'s initialisation): the task's class by its policy, then every
     /// class initialises its part of the task.
     fn insert(&mut self, ctx: &mut SchedCtx, e: EntityId) {
@@ -642,6 +716,7 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> Scheduler for LinuxCore<F
         assert_eq!(e.idx(), s.class.len(), "insert: tasks come in id order");
         let k = s.class_for(lx.ent(e).params.linux.policy);
         s.class.push(k);
+        s.fair_only &= k == ClassId::Fair;
         s.stop.init_task(lx, e, k == ClassId::Stop);
         s.dl.init_task(lx, e, k == ClassId::Deadline);
         s.rt.init_task(lx, e, k == ClassId::Rt);
@@ -683,6 +758,7 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> Scheduler for LinuxCore<F
             sync: info.sync,
         };
         s.check_preempt_curr(lx, cpu, e, wf);
+        with_class!(s, e, |c| c.task_woken(lx, cpu, e));
         let rq = lx.rq_mut(cpu.idx());
         if let Some(stamp) = rq.idle_stamp.take() {
             let sample = rq.clock - stamp;
@@ -728,13 +804,17 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> Scheduler for LinuxCore<F
                 slice: None,
             };
         }
-        let next = s
-            .stop
-            .pick_next_task(lx, cpu)
-            .or_else(|| s.dl.pick_next_task(lx, cpu))
-            .or_else(|| s.rt.pick_next_task(lx, cpu))
-            .or_else(|| s.fair.pick_next_task(lx, cpu))
-            .or_else(|| s.idle.pick_next_task(lx, cpu));
+        let next = if Self::FAIR_ONLY || s.fair_only {
+            s.fair.pick_next_task(lx, cpu)
+        } else {
+            lx.rq_mut(cpu.idx()).cfs_nr_running = s.fair.nr_running(cpu);
+            s.stop
+                .pick_next_task(lx, cpu)
+                .or_else(|| s.dl.pick_next_task(lx, cpu))
+                .or_else(|| s.rt.pick_next_task(lx, cpu))
+                .or_else(|| s.fair.pick_next_task(lx, cpu))
+                .or_else(|| s.idle.pick_next_task(lx, cpu))
+        };
         if let Some(n) = next {
             with_class!(s, n, |c| c.set_next_task(lx, cpu, n));
         }
@@ -748,11 +828,17 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> Scheduler for LinuxCore<F
         let (s, mut lx) = self.split(ctx);
         let lx = &mut lx;
         lx.update_rq_clock(cpu.idx());
+        let fair_only = Self::FAIR_ONLY || s.fair_only;
+        if !fair_only {
+            lx.rq_mut(cpu.idx()).cfs_nr_running = s.fair.nr_running(cpu);
+        }
         if let Some(c) = curr {
             with_class!(s, c, |x| x.task_tick(lx, cpu, c));
         }
-        s.dl.trigger_load_balance(lx, cpu);
-        s.rt.trigger_load_balance(lx, cpu);
+        if !fair_only {
+            s.dl.trigger_load_balance(lx, cpu);
+            s.rt.trigger_load_balance(lx, cpu);
+        }
         s.fair.trigger_load_balance(lx, cpu);
     }
 
@@ -766,7 +852,8 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> Scheduler for LinuxCore<F
     /// Linux v5.10: set_user_nice / __sched_setscheduler for a task that stays in its class:
     /// the class reweights it in place (a dequeue with DEQUEUE_SAVE and an enqueue with
     /// ENQUEUE_RESTORE leave its vruntime as it was), then `prio_changed`. A change of class
-    /// (`switched_from`/`switched_to`) is refused: no class but the fair one has tasks yet.
+    /// (`switched_from`/`switched_to`) is not modelled: validation refuses it
+    /// (`check_policy_change`).
     fn prio_changed(&mut self, ctx: &mut SchedCtx, e: EntityId) {
         let (s, mut lx) = self.split(ctx);
         let lx = &mut lx;
@@ -930,17 +1017,19 @@ mod tests {
         assert_eq!(h.curr(0), Some(0));
     }
 
-    /// Without an RT class, CFS takes SCHED_FIFO tasks (documented simplification).
+    /// In a core without an RT class, CFS takes SCHED_FIFO tasks; with one (`Cfs::sched`),
+    /// the RT class takes them first.
     #[test]
-    fn fifo_tasks_go_to_cfs_without_an_rt_class() {
+    fn fifo_tasks_go_to_the_first_accepting_class() {
         let mut rt = params(0, 1);
         rt.linux.policy = Policy::Fifo;
-        let h = Harness::new(
-            Cfs::sched(CfsParams::default(), &[CpuTopo::default()]),
-            1,
-            vec![rt],
-        );
+        rt.linux.rt_priority = 1;
+        let topo = [CpuTopo::default()];
+        let bare = LinuxCore::new("cfs", 1, 4_000_000, Cfs::new(CfsParams::default(), &topo));
+        let h = Harness::new(bare, 1, vec![rt.clone()]);
         assert_eq!(h.sched.class_of(EntityId(0)), ClassId::Fair);
+        let h = Harness::new(Cfs::sched(CfsParams::default(), &topo), 1, vec![rt]);
+        assert_eq!(h.sched.class_of(EntityId(0)), ClassId::Rt);
     }
 
     /// need_resched: a CPU is asked to reschedule once until it runs `__schedule`.

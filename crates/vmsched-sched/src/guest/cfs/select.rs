@@ -83,20 +83,24 @@ pub(crate) trait SelectFair {
         now / self.tick_ns()
     }
 
-    /// Linux v5.10: available_idle_cpu (idle_cpu && !vcpu_is_preempted)
+    /// Linux v5.10: available_idle_cpu (idle_cpu && !vcpu_is_preempted); `idle_cpu` counts the
+    /// RT tasks of the CPU too (`rq->nr_running`).
     fn available_idle_cpu(&self, ctx: &LinuxCtx, c: usize) -> bool {
         let preempted = self.sees_vcpu_preempted() && ctx.cpu(CpuId(c as u32)).vcpu_is_preempted();
-        self.rq_nr_running(c) == 0 && self.rq_curr(c).is_none() && !preempted
+        self.rq_nr_running(c) == 0
+            && self.rq_curr(c).is_none()
+            && ctx.rq(c).rt_nr_running == 0
+            && !preempted
     }
 
-    /// Linux v5.10: sched_idle_cpu (only SCHED_IDLE tasks runnable)
-    fn sched_idle_cpu(&self, c: usize) -> bool {
+    /// Linux v5.10: sched_idle_cpu (only SCHED_IDLE tasks runnable, no RT task)
+    fn sched_idle_cpu(&self, ctx: &LinuxCtx, c: usize) -> bool {
         let nr = self.rq_nr_running(c);
-        nr > 0 && nr == self.rq_idle_nr_running(c)
+        nr > 0 && nr == self.rq_idle_nr_running(c) && ctx.rq(c).rt_nr_running == 0
     }
 
     fn idle_or_sched_idle(&self, ctx: &LinuxCtx, c: usize) -> bool {
-        self.available_idle_cpu(ctx, c) || self.sched_idle_cpu(c)
+        self.available_idle_cpu(ctx, c) || self.sched_idle_cpu(ctx, c)
     }
 
     /// Linux v5.10: record_wakee (on the waker `w`)
@@ -310,7 +314,7 @@ pub(crate) trait SelectFair {
         let mut idlest: Option<(usize, u64)> = None;
         let mut least: Option<(usize, u64)> = None;
         for c in (0..self.nr_cpus()).filter(|&c| allowed.contains(CpuId(c as u32))) {
-            if self.sched_idle_cpu(c) {
+            if self.sched_idle_cpu(ctx, c) {
                 return c;
             }
             if self.available_idle_cpu(ctx, c) {

@@ -5,7 +5,9 @@
 //! (`/proc/sys/kernel/sched_*` in 5.10, `/sys/kernel/debug/sched/*` from 5.13):
 //! `sched_latency_ns`, `sched_min_granularity_ns`, `sched_wakeup_granularity_ns` (their values
 //! as read are the effective, already scaled, values: what the fields take),
-//! `sched_tunable_scaling`, `sched_migration_cost_ns`. Features (5.10's
+//! `sched_tunable_scaling`, `sched_migration_cost_ns`; and the RT class's
+//! `sched_rr_timeslice_ms`, `sched_rt_period_us`, `sched_rt_runtime_us` into
+//! `[domain.sched.rt]` (docs/rt.md). Features (5.10's
 //! `kernel/sched/features.h`): `GENTLE_FAIR_SLEEPERS`, `START_DEBIT`, `NEXT_BUDDY`, `LAST_BUDDY`,
 //! `WAKEUP_PREEMPTION`. Every other knob or feature is listed in a note: the ones the model
 //! follows as if on whatever the dump says, the 5.10 ones it does not model, and names 5.10 does
@@ -24,6 +26,14 @@ const KNOBS: [&str; 5] = [
     "sched_wakeup_granularity_ns",
     "sched_tunable_scaling",
     "sched_migration_cost_ns",
+];
+
+/// RT class knob → `[domain.sched.rt]` field (the same name; signed: `sched_rt_runtime_us` may
+/// be −1).
+const RT_KNOBS: [&str; 3] = [
+    "sched_rr_timeslice_ms",
+    "sched_rt_period_us",
+    "sched_rt_runtime_us",
 ];
 
 /// Feature → `[domain.sched]` field.
@@ -60,8 +70,9 @@ pub fn import(file: &str, dump: &Dump) -> Result<Fragment, ScenarioError> {
     let mut notes = dump.skipped.clone();
     let mut sched = toml::Table::new();
     sched.insert("scheduler".into(), "cfs".into());
-    // The line each field came from, for errors of the whole table.
-    let mut lines: Vec<(&str, usize)> = Vec::new();
+    let mut rt = toml::Table::new();
+    // The line each field came from, for errors of the whole table (RT fields as `rt.<knob>`).
+    let mut lines: Vec<(String, usize)> = Vec::new();
     // `kernel.sched_domain.cpuN.domainM.*` (CONFIG_SCHED_DEBUG): hundreds of per-CPU lines, one
     // note for all of them.
     let (domains, entries): (Vec<_>, Vec<_>) = dump
@@ -102,7 +113,16 @@ pub fn import(file: &str, dump: &Dump) -> Result<Fragment, ScenarioError> {
                     message: format!("{v} is out of range"),
                 })?;
             sched.insert((*field).into(), v.into());
-            lines.push((field, e.line));
+            lines.push((field.to_string(), e.line));
+        } else if let Some(field) = RT_KNOBS.iter().find(|k| **k == e.knob) {
+            let v: i64 = e.value.trim().parse().map_err(|_| ScenarioError {
+                file: file.into(),
+                line: Some(e.line),
+                field: e.key.clone(),
+                message: format!("expected an integer, got '{}'", e.value),
+            })?;
+            rt.insert((*field).into(), v.into());
+            lines.push((format!("rt.{field}"), e.line));
         } else {
             let message = match e.knob.as_str() {
                 "sched_child_runs_first" if e.value.trim() != "0" => {
@@ -120,7 +140,7 @@ pub fn import(file: &str, dump: &Dump) -> Result<Fragment, ScenarioError> {
     for f in &dump.features {
         if let Some((_, field)) = FEATURES.iter().find(|(n, _)| *n == f.name) {
             sched.insert((*field).into(), f.enabled.into());
-            lines.push((field, f.line));
+            lines.push((field.to_string(), f.line));
             continue;
         }
         let word = if f.enabled {
@@ -157,6 +177,9 @@ pub fn import(file: &str, dump: &Dump) -> Result<Fragment, ScenarioError> {
     }
     // The values in range: CfsParams' own check, pointed at the line of the field it names.
     // `scheduler` is the registry's tag, not a CfsParams field.
+    if !rt.is_empty() {
+        sched.insert("rt".into(), rt.into());
+    }
     let mut fields = sched.clone();
     fields.remove("scheduler");
     let params: CfsParams =
@@ -170,12 +193,13 @@ pub fn import(file: &str, dump: &Dump) -> Result<Fragment, ScenarioError> {
             })?;
     params.validate().map_err(|m| {
         let (field, msg) = m.split_once(": ").unwrap_or(("", &m));
-        let line = lines.iter().rev().find(|(f, _)| *f == field).map(|l| l.1);
+        let line = lines.iter().rev().find(|(f, _)| f == field).map(|l| l.1);
+        let knob = field.strip_prefix("rt.").unwrap_or(field);
         let key = dump
             .entries
             .iter()
             .rev()
-            .find(|e| e.knob == field)
+            .find(|e| e.knob == knob)
             .map_or(field.to_string(), |e| e.key.clone());
         ScenarioError {
             file: file.into(),
@@ -237,10 +261,11 @@ GENTLE_FAIR_SLEEPERS NO_START_DEBIT NEXT_BUDDY LAST_BUDDY NO_WAKEUP_PREEMPTION N
             assert_eq!(s[field].as_bool(), Some(on), "{field}");
         }
         let notes: Vec<String> = f.notes.iter().map(|n| n.to_string()).collect();
-        assert_eq!(notes.len(), 8, "{notes:#?}");
-        assert!(notes[2].contains("2 sched_domain entries"), "{notes:#?}");
+        assert_eq!(notes.len(), 7, "{notes:#?}");
+        assert!(notes[1].contains("2 sched_domain entries"), "{notes:#?}");
         assert!(notes[0].contains("sched_child_runs_first: not modelled: the model's children"));
-        assert!(notes[1].contains("sched_rr_timeslice_ms: not modelled (value 100)"));
+        // The RT class's knob is modelled now ([domain.sched.rt]).
+        assert_eq!(s["rt"]["sched_rr_timeslice_ms"].as_integer(), Some(100));
         assert!(notes
             .iter()
             .any(|n| n.contains("NO_HRTICK: a Linux 5.10 feature the model does not model")));
@@ -285,5 +310,30 @@ GENTLE_FAIR_SLEEPERS NO_START_DEBIT NEXT_BUDDY LAST_BUDDY NO_WAKEUP_PREEMPTION N
             (e.line, e.field.as_str()),
             (Some(1), "kernel.sched_latency_ns")
         );
+    }
+
+    /// The RT sysctls go to `[domain.sched.rt]`; a bad one is named by its key and line.
+    #[test]
+    fn rt_knobs_become_rt_fields() {
+        let f = import_text(
+            "kernel.sched_rt_period_us = 1000000\nkernel.sched_rt_runtime_us = -1\n\
+             kernel.sched_rr_timeslice_ms = 25\n",
+        )
+        .unwrap();
+        let rt = &f.table["domain"][0]["sched"]["rt"];
+        assert_eq!(rt["sched_rt_runtime_us"].as_integer(), Some(-1));
+        assert_eq!(rt["sched_rt_period_us"].as_integer(), Some(1_000_000));
+        assert_eq!(rt["sched_rr_timeslice_ms"].as_integer(), Some(25));
+        assert!(f.notes.is_empty(), "{:?}", f.notes);
+        let e = import_text(
+            "kernel.sched_rt_period_us = 1000000\nkernel.sched_rt_runtime_us = 2000000\n",
+        )
+        .unwrap_err();
+        assert_eq!(
+            (e.line, e.field.as_str()),
+            (Some(2), "kernel.sched_rt_runtime_us")
+        );
+        let e = import_text("/proc/sys/kernel/sched_rt_runtime_us:lots\n").unwrap_err();
+        assert_eq!(e.line, Some(1));
     }
 }

@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::guest::cfs::LINUX_HZ;
+use crate::guest::rt::RtParams;
 use vmsched_core::time::NS_PER_S;
 
 /// The kernel release whose EEVDF is modelled (`kernel = "6.6" | "6.12" | "6.18"`).
@@ -176,6 +177,10 @@ pub struct EevdfParams {
     pub steal_carry_over: bool,
     #[serde(default)]
     pub features: EevdfFeatures,
+    /// The RT class's sysctls (`[domain.sched.rt]`, docs/rt.md); the fair server is on by
+    /// default from 6.12.
+    #[serde(default)]
+    pub rt: RtParams,
 }
 
 fn default_hz() -> u32 {
@@ -200,6 +205,7 @@ impl EevdfParams {
             vcpu_is_preempted: false,
             steal_carry_over: false,
             features: EevdfFeatures::default(),
+            rt: RtParams::default(),
         }
     }
 
@@ -232,6 +238,7 @@ impl EevdfParams {
                 return Err(format!("base_slice_ns: {s} is outside 1..={NS_PER_S}"));
             }
         }
+        self.rt.validate().map_err(|m| format!("rt.{m}"))?;
         self.features.resolve(self.kernel).map(|_| ())
     }
 }

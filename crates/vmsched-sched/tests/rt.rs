@@ -1,0 +1,191 @@
+//! The RT class (SCHED_FIFO, SCHED_RR; guest/rt.rs) through whole scenarios: class order
+//! against the fair class, RT throttling, cyclictest `-p`, and errors naming the field.
+
+use vmsched_core::report::Results;
+
+fn run_src(src: &str, ov: &[(&str, &str)]) -> Results {
+    let ov: Vec<(String, String)> = ov
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let s = vmsched_sched::load("rt.toml", src, &ov).unwrap_or_else(|e| panic!("{e}"));
+    let mut sim = vmsched_sched::build(&s);
+    sim.set_debug_checks(true);
+    sim.run();
+    sim.results()
+}
+
+fn load_err(src: &str, ov: &[(&str, &str)]) -> vmsched_core::scenario::ScenarioError {
+    let ov: Vec<(String, String)> = ov
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    vmsched_sched::load("rt.toml", src, &ov).expect_err("must be refused")
+}
+
+fn share(r: &Results, name: &str) -> f64 {
+    r.entities
+        .iter()
+        .find(|e| e.name == name)
+        .unwrap_or_else(|| panic!("no entity {name}"))
+        .cpu_share
+}
+
+fn latency(r: &Results, name: &str) -> vmsched_core::metrics::HistSummary {
+    r.workloads
+        .iter()
+        .find(|w| w.name == name)
+        .unwrap_or_else(|| panic!("no workload {name}"))
+        .histograms[0]
+        .1
+        .clone()
+}
+
+/// One guest vCPU on its own pCPU (a pinned host): the guest's scheduler alone decides.
+const ONE_VCPU: &str = r#"
+[run]
+duration_ms = 3000
+[machine]
+pcpus = 1
+[host]
+scheduler = "pinned"
+[[domain]]
+name = "g"
+vcpus = 1
+[domain.sched]
+scheduler = "cfs"
+"#;
+
+/// A SCHED_FIFO priority-10 CPU hog.
+const FIFO_HOG: &str = r#"
+[[domain.workload]]
+kind = "program"
+name = "hog"
+policy = "fifo"
+rt_priority = 10
+steps = [{ op = "compute", ms = 10 }, { op = "loop", to = 0 }]
+"#;
+
+const FAIR_LOOP: &str = "\n[[domain.workload]]\nkind = \"cpu_loop\"\nname = \"loop\"\n";
+
+/// §3.3: a FIFO hog leaves a CPU-bound fair task only the throttled part of every period
+/// (1 − 950/1000 = 5 %); with `sched_rt_runtime_us = -1` it leaves it nothing.
+#[test]
+fn throttling_leaves_fair_work_five_percent() {
+    let src = format!("{ONE_VCPU}{FIFO_HOG}{FAIR_LOOP}");
+    let r = run_src(&src, &[]);
+    let (hog, fair) = (share(&r, "hog.0"), share(&r, "loop.0"));
+    // Three periods; the tick (4 ms at HZ 250) is the throttle's granularity.
+    assert!((0.94..0.955).contains(&hog), "RT share {hog}");
+    assert!((0.045..0.06).contains(&fair), "fair share {fair}");
+    let r = run_src(&src, &[("domain.0.sched.rt.sched_rt_runtime_us", "-1")]);
+    assert_eq!(share(&r, "loop.0"), 0.0, "unthrottled RT starves fair work");
+}
+
+/// §3.6: with the 6.12 fair server instead of throttling, the fair loop still gets 50 ms a
+/// second under the FIFO hog, but a hog alone keeps its whole CPU.
+#[test]
+fn the_fair_server_guarantees_fair_work_without_throttling() {
+    let fs = ("domain.0.sched.rt.fair_server", "true");
+    let r = run_src(&format!("{ONE_VCPU}{FIFO_HOG}{FAIR_LOOP}"), &[fs]);
+    let fair = share(&r, "loop.0");
+    assert!((0.045..0.06).contains(&fair), "fair share {fair}");
+    let r = run_src(&format!("{ONE_VCPU}{FIFO_HOG}"), &[fs]);
+    assert!(share(&r, "hog.0") > 0.999, "RT alone is not throttled");
+}
+
+/// §3.3: without fair work a throttled CPU idles: RT still gets no more than its runtime.
+#[test]
+fn throttled_rt_idles_the_cpu_without_fair_work() {
+    let r = run_src(&format!("{ONE_VCPU}{FIFO_HOG}"), &[]);
+    let hog = share(&r, "hog.0");
+    assert!((0.94..0.955).contains(&hog), "RT share {hog}");
+}
+
+/// §3.1 with cyclictest (workloads.md §2.1 `-p`): a thread with a priority above a FIFO hog's
+/// preempts it at every wake-up (no latency, no slack), except while the CPU's RT queue is
+/// throttled, which holds it back with the hog (§3.3: the whole queue is throttled); one
+/// below the hog never runs; a SCHED_OTHER one runs only while the hog is throttled.
+#[test]
+fn cyclictest_priority_orders_it_against_a_fifo_hog() {
+    let ct = "\n[[domain.workload]]\nkind = \"cyclictest\"\nname = \"ct\"\nmain_thread = false\n";
+    let src = format!("{ONE_VCPU}{FIFO_HOG}{ct}");
+    let prio = |p: &'static str| ("domain.0.workload.1.priority", p);
+    let unthrottled = ("domain.0.sched.rt.sched_rt_runtime_us", "-1");
+    let above = latency(&run_src(&src, &[prio("20"), unthrottled]), "ct");
+    assert!(above.count >= 2995, "every period sampled: {}", above.count);
+    assert_eq!(above.max_us, 0, "FIFO 20 preempts FIFO 10 at once");
+    let throttled = latency(&run_src(&src, &[prio("20")]), "ct");
+    assert_eq!(
+        throttled.count - throttled.buckets_us[0],
+        3,
+        "0 µs but for one late sample per throttled window"
+    );
+    // About 50 periods lost in each of the three throttled windows, one late sample each.
+    assert!(
+        (2830..2870).contains(&throttled.count),
+        "periods sampled: {}",
+        throttled.count
+    );
+    assert!(
+        (45_000..=50_000).contains(&throttled.max_us),
+        "the throttled window shows as latency: {} us",
+        throttled.max_us
+    );
+    // Below the hog: throttling frees the CPU for the fair class only, so it never runs.
+    let below = latency(&run_src(&src, &[prio("5")]), "ct");
+    assert_eq!(below.count, 0, "FIFO 5 behind a FIFO 10 hog never runs");
+    // SCHED_OTHER: it runs in the throttled 50 ms of every second, one late sample each time
+    // and then one per period (W3b).
+    let other = latency(&run_src(&src, &[prio("0")]), "ct");
+    assert!(
+        (100..200).contains(&other.count),
+        "about 50 periods in each of 3 windows: {} samples",
+        other.count
+    );
+    assert!(
+        other.max_us > 900_000,
+        "waits out the RT runtime: max {} us",
+        other.max_us
+    );
+}
+
+#[test]
+fn bad_rt_sysctls_are_refused_by_field() {
+    let e = load_err(
+        ONE_VCPU,
+        &[("domain.0.sched.rt.sched_rt_runtime_us", "2000000")],
+    );
+    assert_eq!(e.field, "domain.0.sched.rt.sched_rt_runtime_us", "{e}");
+    let e = load_err(
+        ONE_VCPU,
+        &[("domain.0.sched.rt.sched_rr_timeslice_ms", "0")],
+    );
+    assert_eq!(e.field, "domain.0.sched.rt.sched_rr_timeslice_ms", "{e}");
+    let e = load_err(ONE_VCPU, &[("domain.0.sched.rt.sched_rt_perid_us", "1")]);
+    assert!(e.message.contains("sched_rt_perid_us"), "{e}");
+}
+
+/// A run-time policy change that would move a task between the RT and the fair class is
+/// refused by name, and so is an RT policy without a priority in 1..=99.
+#[test]
+fn class_changing_events_are_refused_by_field() {
+    let src = format!("{ONE_VCPU}{FIFO_HOG}{FAIR_LOOP}");
+    let ev = |body: &str| {
+        format!("{src}\n[[event]]\nat_ms = 10\naction = \"sched_task\"\ndomain = \"g\"\n{body}\n")
+    };
+    let e = load_err(
+        &ev("workload = \"loop\"\npolicy = \"fifo\"\nrt_priority = 5"),
+        &[],
+    );
+    assert_eq!(e.field, "event.0.policy", "{e}");
+    assert!(e.message.contains("class"), "{e}");
+    let e = load_err(&ev("workload = \"hog\"\npolicy = \"normal\""), &[]);
+    assert_eq!(e.field, "event.0.policy", "{e}");
+    let e = load_err(&ev("workload = \"hog\"\nrt_priority = 0"), &[]);
+    assert_eq!(e.field, "event.0.rt_priority", "{e}");
+    // Within the class: FIFO to RR at another priority runs.
+    let ok = ev("workload = \"hog\"\npolicy = \"rr\"\nrt_priority = 50");
+    let r = run_src(&ok, &[]);
+    assert!(share(&r, "hog.0") > 0.9);
+}
