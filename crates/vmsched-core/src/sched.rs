@@ -40,6 +40,7 @@
 use crate::cpuset::CpuSet;
 use crate::ids::{CpuId, EntityId};
 use crate::time::{Nanos, SimTime};
+use crate::trace::SchedEvent;
 
 /// Xen's runstates (`xen/include/public/vcpu.h`), used for every entity at every level.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
@@ -304,6 +305,8 @@ pub struct SchedCtx<'a> {
     cpus: &'a [CpuInfo],
     ents: &'a [EntityInfo],
     out: &'a mut Vec<Request>,
+    /// Where the policy's [`SchedEvent`]s go while tracing is on (None: off).
+    trace_out: Option<&'a mut Vec<SchedEvent>>,
 }
 
 impl<'a> SchedCtx<'a> {
@@ -320,6 +323,22 @@ impl<'a> SchedCtx<'a> {
             cpus,
             ents,
             out,
+            trace_out: None,
+        }
+    }
+
+    /// The same context with tracing on: [`SchedCtx::trace`] events go to `out`.
+    pub fn traced(mut self, out: &'a mut Vec<SchedEvent>) -> Self {
+        self.trace_out = Some(out);
+        self
+    }
+
+    /// Reports a policy event for the trace (crate::trace). `ev` is called, and the event kept,
+    /// only while tracing is on: when off this is one test of an `Option`.
+    #[inline]
+    pub fn trace(&mut self, ev: impl FnOnce() -> SchedEvent) {
+        if let Some(out) = self.trace_out.as_deref_mut() {
+            out.push(ev());
         }
     }
 

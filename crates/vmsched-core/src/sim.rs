@@ -41,7 +41,7 @@ use crate::sched::{
     Scheduler, WakeCause, WakeInfo,
 };
 use crate::time::{Nanos, SimTime, NEVER};
-use crate::trace::{emit, TraceBuf};
+use crate::trace::{emit, SchedEvent, TraceBuf};
 use crate::workload::{Chan, Dist, Step, WorkloadSpec};
 
 /// Options of one level that are not the scheduler's.
@@ -77,6 +77,8 @@ struct Level {
     cpu_info: Vec<CpuInfo>,
     ent_info: Vec<EntityInfo>,
     req: Vec<Request>,
+    /// The policy's trace events of the hook in progress (filled only while tracing is on).
+    sched_ev: Vec<SchedEvent>,
     cpu_g: Vec<GCpu>,
     ent_g: Vec<GEnt>,
     timer_slots: Vec<SlotId>,
@@ -380,8 +382,12 @@ impl Simulation {
                 &lv.ent_info,
                 &mut lv.req,
             );
+            if self.trace.is_some() {
+                ctx = ctx.traced(&mut lv.sched_ev);
+            }
             f(lv.sched.as_mut(), &mut ctx)
         };
+        emit!(self.trace_sched_events(l));
         self.drain_requests(l);
         r
     }
@@ -689,14 +695,15 @@ impl Simulation {
             None => self.q.cancel(slot),
         }
         if pick.next == prev {
-            if prev.is_none() {
+            match prev {
                 // Still idle (woken for a tick or a request that found nothing to run): halt
                 // again.
-                self.cpu_idle(c);
+                None => self.cpu_idle(c),
+                Some(p) => emit!(self.trace_continue(c, p, pick.slice)),
             }
             return;
         }
-        emit!(self.trace_switch(c, prev, pick.next));
+        emit!(self.trace_switch(c, prev, pick.next, pick.slice));
         match prev {
             Some(p) => self.switch_out(l, p, c),
             // The CPU leaves idle: a halt window in progress ends (the poll succeeded).

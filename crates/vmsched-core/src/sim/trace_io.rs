@@ -65,7 +65,13 @@ impl Simulation {
     /// for both.
     #[cold]
     #[inline(never)]
-    pub(super) fn trace_switch(&mut self, c: GCpu, prev: Option<EntityId>, next: Option<EntityId>) {
+    pub(super) fn trace_switch(
+        &mut self,
+        c: GCpu,
+        prev: Option<EntityId>,
+        next: Option<EntityId>,
+        slice: Option<Nanos>,
+    ) {
         let (t, level) = (self.now, self.cpus[c.idx()].level);
         let lv = &self.levels[level.idx()];
         let g = |e: Option<EntityId>| e.map(|e| lv.ent_g[e.idx()]);
@@ -78,6 +84,7 @@ impl Simulation {
             cpu: c,
             prev: gp,
             next: gn,
+            slice,
         });
         for (ent, value) in probes.into_iter().flatten() {
             self.record(Record::Probe {
@@ -87,6 +94,42 @@ impl Simulation {
                 value,
             });
         }
+    }
+
+    /// CPU `c` ran its scheduler and keeps `e` (a local id of its level), with a timer of
+    /// `slice`.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn trace_continue(&mut self, c: GCpu, e: EntityId, slice: Option<Nanos>) {
+        let level = self.cpus[c.idx()].level;
+        let ent = self.levels[level.idx()].ent_g[e.idx()];
+        self.record(Record::Continue {
+            t: self.now,
+            level,
+            cpu: c,
+            ent,
+            slice,
+        });
+    }
+
+    /// The trace events the policy of level `l` reported in the hook that just returned, with
+    /// global ids, from the CPU whose code ran it.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn trace_sched_events(&mut self, l: LevelId) {
+        let n = self.levels[l.idx()].sched_ev.len();
+        for i in 0..n {
+            let lv = &self.levels[l.idx()];
+            let ev = lv.sched_ev[i].map(|e| lv.ent_g[e.idx()], |c| lv.cpu_g[c.idx()]);
+            let r = Record::Sched {
+                t: self.now,
+                level: l,
+                cpu: self.local_cpu,
+                ev,
+            };
+            self.record(r);
+        }
+        self.levels[l.idx()].sched_ev.clear();
     }
 
     /// Entity `g` is about to change runstate; a non-change (closing intervals for windowed
