@@ -191,8 +191,6 @@ pub enum SchedEvent<E = EntityId, C = CpuId> {
     Ratelimit { ent: E, runtime: Nanos },
     /// Placement chose CPU `cpu` for `ent` (Xen `pick_resource`).
     PickedCpu { ent: E, cpu: C },
-    /// `ent` is stolen from CPU `from`'s runqueue (Credit1 load balancing).
-    Stolen { ent: E, from: C },
 }
 
 impl<E: Copy, C: Copy> SchedEvent<E, C> {
@@ -221,10 +219,6 @@ impl<E: Copy, C: Copy> SchedEvent<E, C> {
                 ent: e(ent),
                 cpu: c(cpu),
             },
-            Stolen { ent, from } => Stolen {
-                ent: e(ent),
-                from: c(from),
-            },
         }
     }
 
@@ -238,7 +232,6 @@ impl<E: Copy, C: Copy> SchedEvent<E, C> {
             SchedEvent::CreditReset { .. } => "credit reset",
             SchedEvent::Ratelimit { .. } => "ratelimit",
             SchedEvent::PickedCpu { .. } => "picked cpu",
-            SchedEvent::Stolen { .. } => "stolen",
         }
     }
 }

@@ -180,3 +180,63 @@ fn every_host_switch_is_written_on_its_pcpu_in_xens_order() {
         );
     }
 }
+
+/// The class records of the host's scheduler: every policy event the trace holds is written
+/// once under its scheduler's id, with ids that name a host vCPU or pCPU.
+#[test]
+fn each_scheduler_writes_its_own_class_records() {
+    use vmsched_core::trace::SchedEvent;
+    for (name, ms, sched_id, must) in [
+        // Credit2: credit burn, tickle.
+        ("seed000_context1_ratelimit.toml", 200, 1, &[3u32, 6][..]),
+        // Credit1: tickle, boost.
+        ("credit1_boost_interactive.toml", 1500, 0, &[6, 7][..]),
+    ] {
+        let tr = run(name, ms);
+        let (sum, recs) = export(&tr);
+        let host = tr.meta.cpus[0].level;
+        let class = xt::class_of(tr.meta.levels[host.idx()].sched).unwrap();
+        assert_eq!(class.sched_id(), sched_id);
+        let base = xt::TRC_SCHED_CLASS | sched_id << 9;
+        let written: Vec<&Rec> = recs.iter().filter(|r| r.event & !0x1ff == base).collect();
+        for n in must {
+            assert!(
+                written.iter().any(|r| r.event == base | n),
+                "{name}: no class record {n}"
+            );
+        }
+        // One record per policy event Xen traces, in the same order.
+        let events: Vec<SchedEvent<_, _>> = tr
+            .records
+            .iter()
+            .filter_map(|r| match *r {
+                Record::Sched { level, ev, .. } if level == host => Some(ev),
+                _ => None,
+            })
+            .collect();
+        let npcpu = 1 + recs.iter().map(|r| r.pcpu).max().unwrap();
+        let doms: Vec<u32> = sum.domains.iter().map(|d| d.1).collect();
+        let traced = events
+            .iter()
+            .filter(|e| {
+                !matches!(
+                    (sched_id, e),
+                    (
+                        0,
+                        SchedEvent::CreditBurn { .. } | SchedEvent::CreditReset { .. }
+                    ) | (1, SchedEvent::Boost { .. } | SchedEvent::Unboost { .. })
+                )
+            })
+            .count();
+        assert_eq!(written.len(), traced, "{name}");
+        for r in &written {
+            match r.event & 0x1ff {
+                6 => assert!(r.data[0] < npcpu, "{name}: tickle of pCPU {}", r.data[0]),
+                // Credit1 boost/unboost: domain, vCPU; Credit2 burn/reset/ratelimit: dv.
+                7 | 8 if sched_id == 0 => assert!(doms.contains(&r.data[0])),
+                3 | 7 | 22 => assert!(doms.contains(&(r.data[0] >> 16))),
+                _ => {}
+            }
+        }
+    }
+}

@@ -191,11 +191,6 @@ impl XenClass for Credit1 {
             vec![d, v]
         };
         Some(match *ev {
-            // STOLEN_UNIT: from pCPU, domain, vCPU.
-            SchedEvent::Stolen { ent, from } => {
-                let (d, v) = ids.dom_vcpu(ent);
-                (4, vec![ids.pcpu(from), d, v])
-            }
             // PICKED_CPU: domain, vCPU, pCPU.
             SchedEvent::PickedCpu { ent, cpu } => {
                 let (d, v) = ids.dom_vcpu(ent);
@@ -237,9 +232,7 @@ impl XenClass for Credit2 {
                 (19, vec![0, 0, ids.dv(ent), ids.pcpu(cpu) << 16])
             }
             SchedEvent::Ratelimit { ent, runtime } => (22, vec![ids.dv(ent), ns32(runtime)]),
-            SchedEvent::Boost { .. } | SchedEvent::Unboost { .. } | SchedEvent::Stolen { .. } => {
-                return None
-            }
+            SchedEvent::Boost { .. } | SchedEvent::Unboost { .. } => return None,
         })
     }
 }
