@@ -327,10 +327,10 @@ impl<'a> SchedCtx<'a> {
         }
     }
 
-    /// The same context with tracing on: [`SchedCtx::trace`] events go to `out`.
-    pub fn traced(mut self, out: &'a mut Vec<SchedEvent>) -> Self {
+    /// Turns tracing on for this context: [`SchedCtx::trace`] events go to `out`.
+    #[inline]
+    pub fn set_trace(&mut self, out: &'a mut Vec<SchedEvent>) {
         self.trace_out = Some(out);
-        self
     }
 
     /// Reports a policy event for the trace (crate::trace). `ev` is called, and the event kept,

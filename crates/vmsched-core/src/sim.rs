@@ -368,11 +368,13 @@ impl Simulation {
     }
 
     /// Runs a hook of level `l` with a context, then turns its requests into actions.
+    #[inline(always)]
     fn with_sched<R>(
         &mut self,
         l: LevelId,
         f: impl FnOnce(&mut dyn Scheduler, &mut SchedCtx) -> R,
     ) -> R {
+        let traced = self.trace.is_some();
         let lv = &mut self.levels[l.idx()];
         let r = {
             let mut ctx = SchedCtx::new(
@@ -382,12 +384,15 @@ impl Simulation {
                 &lv.ent_info,
                 &mut lv.req,
             );
-            if self.trace.is_some() {
-                ctx = ctx.traced(&mut lv.sched_ev);
+            if traced {
+                ctx.set_trace(&mut lv.sched_ev);
             }
             f(lv.sched.as_mut(), &mut ctx)
         };
-        emit!(self.trace_sched_events(l));
+        // The policy's trace events (the `emit!` test, taken once for the hook).
+        if traced {
+            self.trace_sched_events(l);
+        }
         self.drain_requests(l);
         r
     }
