@@ -288,6 +288,8 @@ pub enum Request {
     /// `unpark_parked_units`) the runstate is left alone: an `offline` entity stays offline until
     /// it runs.
     Unpause(EntityId, bool),
+    /// A policy event for the trace ([`SchedCtx::trace`]; only while tracing is on).
+    Trace(SchedEvent),
 }
 
 /// Per-level switches that change what the scheduler observes.
@@ -296,6 +298,8 @@ pub struct LevelClock {
     /// Linux `CONFIG_PARAVIRT_TIME_ACCOUNTING` (and the steal clock available): subtract steal
     /// time from `clock_task`.
     pub steal_accounting: bool,
+    /// Tracing is on: [`SchedCtx::trace`] reports the policy's events (set by the engine).
+    pub trace: bool,
 }
 
 /// The window through which a hook sees its level and makes requests.
@@ -305,8 +309,6 @@ pub struct SchedCtx<'a> {
     cpus: &'a [CpuInfo],
     ents: &'a [EntityInfo],
     out: &'a mut Vec<Request>,
-    /// Where the policy's [`SchedEvent`]s go while tracing is on (None: off).
-    trace_out: Option<&'a mut Vec<SchedEvent>>,
 }
 
 impl<'a> SchedCtx<'a> {
@@ -323,22 +325,16 @@ impl<'a> SchedCtx<'a> {
             cpus,
             ents,
             out,
-            trace_out: None,
         }
     }
 
-    /// Turns tracing on for this context: [`SchedCtx::trace`] events go to `out`.
-    #[inline]
-    pub fn set_trace(&mut self, out: &'a mut Vec<SchedEvent>) {
-        self.trace_out = Some(out);
-    }
-
-    /// Reports a policy event for the trace (crate::trace). `ev` is called, and the event kept,
-    /// only while tracing is on: when off this is one test of an `Option`.
+    /// Reports a policy event for the trace (crate::trace) as a [`Request::Trace`]. `ev` is
+    /// called, and the event kept, only while tracing is on ([`LevelClock::trace`]): when off
+    /// this is one test of a flag.
     #[inline]
     pub fn trace(&mut self, ev: impl FnOnce() -> SchedEvent) {
-        if let Some(out) = self.trace_out.as_deref_mut() {
-            out.push(ev());
+        if self.clock.trace {
+            self.out.push(Request::Trace(ev()));
         }
     }
 

@@ -41,7 +41,7 @@ use crate::sched::{
     Scheduler, WakeCause, WakeInfo,
 };
 use crate::time::{Nanos, SimTime, NEVER};
-use crate::trace::{emit, SchedEvent, TraceBuf};
+use crate::trace::{emit, TraceBuf};
 use crate::workload::{Chan, Dist, Step, WorkloadSpec};
 
 /// Options of one level that are not the scheduler's.
@@ -77,8 +77,6 @@ struct Level {
     cpu_info: Vec<CpuInfo>,
     ent_info: Vec<EntityInfo>,
     req: Vec<Request>,
-    /// The policy's trace events of the hook in progress (filled only while tracing is on).
-    sched_ev: Vec<SchedEvent>,
     cpu_g: Vec<GCpu>,
     ent_g: Vec<GEnt>,
     timer_slots: Vec<SlotId>,
@@ -368,13 +366,11 @@ impl Simulation {
     }
 
     /// Runs a hook of level `l` with a context, then turns its requests into actions.
-    #[inline(always)]
     fn with_sched<R>(
         &mut self,
         l: LevelId,
         f: impl FnOnce(&mut dyn Scheduler, &mut SchedCtx) -> R,
     ) -> R {
-        let traced = self.trace.is_some();
         let lv = &mut self.levels[l.idx()];
         let r = {
             let mut ctx = SchedCtx::new(
@@ -384,15 +380,8 @@ impl Simulation {
                 &lv.ent_info,
                 &mut lv.req,
             );
-            if traced {
-                ctx.set_trace(&mut lv.sched_ev);
-            }
             f(lv.sched.as_mut(), &mut ctx)
         };
-        // The policy's trace events (the `emit!` test, taken once for the hook).
-        if traced {
-            self.trace_sched_events(l);
-        }
         self.drain_requests(l);
         r
     }
@@ -425,6 +414,7 @@ impl Simulation {
                         self.set_runstate(g, RunState::Runnable);
                     }
                 }
+                Request::Trace(ev) => self.trace_sched_event(l, ev),
                 Request::Timer(k, at) => {
                     let s = *self.levels[l.idx()]
                         .timer_slots

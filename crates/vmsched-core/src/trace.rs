@@ -173,7 +173,9 @@ impl Record {
 /// Named after what the policies decide, not after one scheduler: Credit1's and Credit2's
 /// tickle are both [`SchedEvent::Tickle`]. A scheduler with events of its own adds variants
 /// here, reports them with [`crate::sched::SchedCtx::trace`], and says how each is written in
-/// the sinks that show it (docs/trace.md, "Adding a scheduler").
+/// the sinks that show it (docs/trace.md, "Adding a scheduler"). Figures are 32-bit, as
+/// Xen's trace fields are ([`sat32`]), which keeps the event, and the engine's request that
+/// carries it, small.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SchedEvent<E = EntityId, C = CpuId> {
     /// CPU `cpu` is asked to reschedule for a woken or preempting entity (Xen `tickle`).
@@ -184,13 +186,19 @@ pub enum SchedEvent<E = EntityId, C = CpuId> {
     Unboost { ent: E },
     /// `ent` is charged `delta` ns of run time; `credit` is what it has left (Credit2
     /// `burn_credits`).
-    CreditBurn { ent: E, credit: i64, delta: i64 },
+    CreditBurn { ent: E, credit: i32, delta: i32 },
     /// `ent`'s credit is reset from `start` to `end` (Credit2 `reset_credit`).
-    CreditReset { ent: E, start: i64, end: i64 },
+    CreditReset { ent: E, start: i32, end: i32 },
     /// The rate limit keeps `ent` running: it ran `runtime` ns since it was switched in.
-    Ratelimit { ent: E, runtime: Nanos },
+    Ratelimit { ent: E, runtime: u32 },
     /// Placement chose CPU `cpu` for `ent` (Xen `pick_resource`).
     PickedCpu { ent: E, cpu: C },
+}
+
+/// `v` saturated to 32 bits, for a [`SchedEvent`] figure.
+#[inline]
+pub fn sat32(v: i64) -> i32 {
+    v.clamp(i32::MIN as i64, i32::MAX as i64) as i32
 }
 
 impl<E: Copy, C: Copy> SchedEvent<E, C> {

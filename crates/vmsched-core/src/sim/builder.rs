@@ -123,7 +123,6 @@ impl SimBuilder {
             cpu_info: Vec::new(),
             ent_info: Vec::new(),
             req: Vec::with_capacity(16),
-            sched_ev: Vec::new(),
             cpu_g: Vec::new(),
             ent_g: Vec::new(),
             timer_slots,

@@ -2,17 +2,23 @@
 //! `trace::emit!` line at each point of the engine; crate::trace has the rest).
 
 use super::*;
-use crate::trace::{CpuMeta, EntMeta, LevelMeta, Record, Trace, TraceBuf, TraceMeta};
+use crate::trace::{CpuMeta, EntMeta, LevelMeta, Record, SchedEvent, Trace, TraceBuf, TraceMeta};
 
 impl Simulation {
     /// Records a trace of the run from now on, keeping at most `max_records` records.
     pub fn enable_trace(&mut self, max_records: usize) {
         self.trace = Some(Box::new(TraceBuf::new(max_records)));
+        for lv in &mut self.levels {
+            lv.opts.clock.trace = true;
+        }
     }
 
     /// Stops tracing and returns the trace so far with the run's names, if tracing was on.
     pub fn take_trace(&mut self) -> Option<Trace> {
         let buf = self.trace.take()?;
+        for lv in &mut self.levels {
+            lv.opts.clock.trace = false;
+        }
         let meta = TraceMeta {
             levels: self
                 .levels
@@ -112,24 +118,20 @@ impl Simulation {
         });
     }
 
-    /// The trace events the policy of level `l` reported in the hook that just returned, with
-    /// global ids, from the CPU whose code ran it.
+    /// A trace event the policy of level `l` reported (a [`Request::Trace`]), with global ids,
+    /// from the CPU whose code ran the hook.
     #[cold]
     #[inline(never)]
-    pub(super) fn trace_sched_events(&mut self, l: LevelId) {
-        let n = self.levels[l.idx()].sched_ev.len();
-        for i in 0..n {
-            let lv = &self.levels[l.idx()];
-            let ev = lv.sched_ev[i].map(|e| lv.ent_g[e.idx()], |c| lv.cpu_g[c.idx()]);
-            let r = Record::Sched {
-                t: self.now,
-                level: l,
-                cpu: self.local_cpu,
-                ev,
-            };
-            self.record(r);
-        }
-        self.levels[l.idx()].sched_ev.clear();
+    pub(super) fn trace_sched_event(&mut self, l: LevelId, ev: SchedEvent) {
+        let lv = &self.levels[l.idx()];
+        let ev = ev.map(|e| lv.ent_g[e.idx()], |c| lv.cpu_g[c.idx()]);
+        let r = Record::Sched {
+            t: self.now,
+            level: l,
+            cpu: self.local_cpu,
+            ev,
+        };
+        self.record(r);
     }
 
     /// Entity `g` is about to change runstate; a non-change (closing intervals for windowed

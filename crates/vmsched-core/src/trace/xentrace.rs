@@ -199,7 +199,7 @@ impl XenClass for Credit1 {
             SchedEvent::Tickle { cpu } => (6, vec![ids.pcpu(cpu)]),
             SchedEvent::Boost { ent } => (7, dv2(ent)),
             SchedEvent::Unboost { ent } => (8, dv2(ent)),
-            SchedEvent::Ratelimit { ent, runtime } => (10, vec![ids.dv(ent), ns32(runtime)]),
+            SchedEvent::Ratelimit { ent, runtime } => (10, vec![ids.dv(ent), runtime]),
             SchedEvent::CreditBurn { .. } | SchedEvent::CreditReset { .. } => return None,
         })
     }
@@ -214,24 +214,23 @@ impl XenClass for Credit2 {
     }
 
     fn record(&self, ev: &SchedEvent<GEnt, GCpu>, ids: &Ids) -> Option<(u32, Vec<u32>)> {
-        let i32w = |v: i64| v.clamp(i32::MIN as i64, i32::MAX as i64) as i32 as u32;
         Some(match *ev {
             // CREDIT_BURN: dv, credit, budget (INT_MIN: no cap), delta.
             SchedEvent::CreditBurn { ent, credit, delta } => (
                 3,
-                vec![ids.dv(ent), i32w(credit), i32::MIN as u32, i32w(delta)],
+                vec![ids.dv(ent), credit as u32, i32::MIN as u32, delta as u32],
             ),
             SchedEvent::Tickle { cpu } => (6, vec![ids.pcpu(cpu)]),
             // CREDIT_RESET: dv, credit before, credit after.
             SchedEvent::CreditReset { ent, start, end } => {
-                (7, vec![ids.dv(ent), i32w(start), i32w(end)])
+                (7, vec![ids.dv(ent), start as u32, end as u32])
             }
             // PICKED_CPU: the chosen runqueue's load (two words, not modelled: 0), dv,
             // runqueue id (not kept: 0) << 16 | pCPU... as Xen packs it, pCPU in the high half.
             SchedEvent::PickedCpu { ent, cpu } => {
                 (19, vec![0, 0, ids.dv(ent), ids.pcpu(cpu) << 16])
             }
-            SchedEvent::Ratelimit { ent, runtime } => (22, vec![ids.dv(ent), ns32(runtime)]),
+            SchedEvent::Ratelimit { ent, runtime } => (22, vec![ids.dv(ent), runtime]),
             SchedEvent::Boost { .. } | SchedEvent::Unboost { .. } => return None,
         })
     }

@@ -653,7 +653,7 @@ impl Credit1 {
                     u.start_time += now;
                     ctx.trace(|| SchedEvent::Ratelimit {
                         ent: c,
-                        runtime: runtime as u64,
+                        runtime: runtime as u32,
                     });
                     let slice = if runtime < MIN_TIMER {
                         MIN_TIMER

@@ -105,7 +105,7 @@ use crate::host::xen_core::{XenCore, XenCtx, XenOps};
 use vmsched_core::cpuset::{CpuSet, MAX_CPUS};
 use vmsched_core::ids::{CpuId, EntityId};
 use vmsched_core::sched::{CpuTopo, GlobalParam, Pick, WakeInfo};
-use vmsched_core::trace::SchedEvent;
+use vmsched_core::trace::{sat32, SchedEvent};
 
 mod balance;
 mod caps;
@@ -338,11 +338,11 @@ impl Credit2 {
 
     /// The trace event of a burn of `delta` ns (Xen traces every `burn_credits` call).
     fn burn_event(&self, e: EntityId, delta: i64) -> SchedEvent {
-        let credit = self.units[e.idx()].credit;
+        let credit = sat32(self.units[e.idx()].credit);
         SchedEvent::CreditBurn {
             ent: e,
             credit,
-            delta,
+            delta: sat32(delta),
         }
     }
 
@@ -370,10 +370,10 @@ impl Credit2 {
                 }
             }
             let u = &mut self.units[e.idx()];
-            let start = u.credit;
+            let start = sat32(u.credit);
             u.credit = (u.credit + reset).min(CREDIT_INIT + CARRYOVER_MAX);
             u.start_time = now;
-            let end = u.credit;
+            let end = sat32(u.credit);
             ctx.trace(|| SchedEvent::CreditReset { ent: e, start, end });
         }
     }
@@ -495,7 +495,7 @@ impl Credit2 {
             let runnable = self.runnable(ctx, c);
             let u = &self.units[c.idx()];
             if !yield_ && self.ratelimit > 0 && runnable && now - u.switch_in < self.ratelimit {
-                let runtime = (now - u.switch_in) as u64;
+                let runtime = (now - u.switch_in) as u32;
                 ctx.trace(|| SchedEvent::Ratelimit { ent: c, runtime });
                 return scurr;
             }
