@@ -171,6 +171,25 @@ fn every_host_switch_is_written_on_its_pcpu_in_xens_order() {
             assert_eq!(b.data, vec![nd << 16 | nv]);
         }
         assert!(switches >= 10, "{name}: {switches} switches");
+        // A wake: WAKE, then at once on the same pCPU the vCPU's change out of blocked.
+        let mut wakes = 0;
+        for list in &per {
+            for (k, w) in list.iter().enumerate() {
+                if w.event != xt::TRC_SCHED_WAKE {
+                    continue;
+                }
+                wakes += 1;
+                let rs = list[k + 1];
+                assert_eq!(
+                    rs.event & 0xffff_ff0f,
+                    0x0002_1201,
+                    "{name}: blocked → x after WAKE"
+                );
+                assert_eq!(rs.data, vec![w.data[0] << 16 | w.data[1]]);
+                assert_eq!(rs.cycles, w.cycles);
+            }
+        }
+        assert!(wakes > 0, "{name}: no wake");
         assert_eq!(
             recs.iter()
                 .filter(|r| r.event == xt::TRC_SCHED_SWITCH)

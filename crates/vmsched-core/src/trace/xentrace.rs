@@ -401,8 +401,8 @@ pub fn write<W: Write>(tr: &Trace, opts: &XentraceOpts, out: W) -> io::Result<Xe
     let mut idle_switched = vec![0 as SimTime; host.npcpu];
     // A switch to idle whose idle runstate change waits for the previous vCPU's (§8.4 order).
     let mut idle_in: Option<(u32, SimTime, GEnt)> = None;
-    // A wake whose runstate change goes to the waker's pCPU.
-    let mut woken: Option<(GEnt, u32)> = None;
+    // A wake whose runstate change (at the same instant) goes to the waker's pCPU.
+    let mut woken: Option<(GEnt, u32, SimTime)> = None;
     let idle_rs = |from: RunState, to: RunState| {
         TRC_SCHED_RUNSTATE_CHANGE | runstate_no(from) << 8 | runstate_no(to) << 4
     };
@@ -514,7 +514,7 @@ pub fn write<W: Write>(tr: &Trace, opts: &XentraceOpts, out: W) -> io::Result<Xe
                 to,
             } if level == host.level => {
                 let p = match woken.take() {
-                    Some((e, p)) if e == ent => p,
+                    Some((e, p, wt)) if e == ent && wt == t => p,
                     _ => vs[ent.idx()].pcpu,
                 };
                 vs[ent.idx()].state = Some(to);
@@ -539,7 +539,7 @@ pub fn write<W: Write>(tr: &Trace, opts: &XentraceOpts, out: W) -> io::Result<Xe
                 let p = waker_cpu.map_or(vs[ent.idx()].pcpu, |c| ids.pcpu(c));
                 let (d, v) = ids.dom_vcpu(ent);
                 w.rec(p, cyc(t), TRC_SCHED_WAKE, &[d, v])?;
-                woken = Some((ent, p));
+                woken = Some((ent, p, t));
             }
             Record::Block { t, level, ent } if level == host.level => {
                 let (d, v) = ids.dom_vcpu(ent);
