@@ -224,7 +224,9 @@ def xenalyze_runstates(text):
 
 @pytest.mark.parametrize("scenario,ms", [("seed000_context1_ratelimit", 1000),
                                          ("credit1_boost_interactive", 1500),
-                                         ("seed000_ncopy", 500)])
+                                         ("seed000_ncopy", 500),
+                                         ("rtds_reservation", 1000),
+                                         ("arinc653_partitions", 1000)])
 def test_xenalyze_runstate_summary_agrees_with_the_run(tmp_path, scenario, ms):
     tool = _tool("xenalyze")
     r, path = run(tmp_path, scenario, ms)
