@@ -7,6 +7,19 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+echo "== Xen's trace readers for the xentrace tests (Debian's xen-utils-common: xenalyze, xentrace_format) =="
+# tests/test_xentrace.py reads vmsched's xentrace files with them; it skips without them
+# locally, and fails under CI, so CI installs them here.
+if ! command -v xenalyze >/dev/null || ! command -v xentrace_format >/dev/null; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+            --no-install-recommends xen-utils-common >/dev/null \
+            || echo "warning: could not install xen-utils-common"
+    else
+        echo "note: xen-utils-common is not installed (needs root and apt-get); the xentrace reader tests will skip"
+    fi
+fi
+
 echo "== installing vmsched (builds the Rust core with maturin) =="
 python3 -m pip install --quiet --disable-pip-version-check ".[test]"
 

@@ -214,6 +214,8 @@ class Result:
     events: int = 0
     #: If the run wrote a trace: its counts (see `trace`).
     trace_info: dict | None = None
+    #: If the run wrote a xentrace file: what it holds (see `xentrace`).
+    xentrace_info: dict | None = None
     #: What the run logged as Xen or Linux would (a CPU going offline breaking an affinity).
     log: tuple[str, ...] = ()
     #: The `events=` given to `run`, added to the file's `[[event]]` timeline (with `scenario`
@@ -226,7 +228,8 @@ class Result:
         return cls(scenario=scenario, overrides=overrides, tables=tables,
                    duration_ns=out["duration_ns"], warmup_ns=out["warmup_ns"],
                    measured_ns=out["measured_ns"], events=out["events"],
-                   trace_info=out.get("trace"), log=tuple(out.get("log", ())))
+                   trace_info=out.get("trace"), xentrace_info=out.get("xentrace"),
+                   log=tuple(out.get("log", ())))
 
     @property
     def entities(self) -> pl.DataFrame:
@@ -309,6 +312,8 @@ class Result:
         }
         if self.trace_info is not None:
             raw["trace"] = self.trace_info
+        if self.xentrace_info is not None:
+            raw["xentrace"] = self.xentrace_info
         return raw
 
     @property
@@ -316,6 +321,14 @@ class Result:
         """If the run wrote a trace: records kept and dropped, the bound, and `truncated_at_ns`
         (None unless the bound was reached: the trace then ends there)."""
         return self.trace_info
+
+    @property
+    def xentrace(self) -> dict | None:
+        """If the run wrote a xentrace file (docs/trace.md): `records` written, `by_event`
+        ((Xen event id, count) pairs), `cpu_hz` (the CPU frequency its cycle counts assume),
+        `domains` ((domain name, Xen domain id) pairs) and `trace` (the trace's counts, as
+        `Result.trace`: `truncated_at_ns` is set if the bound was reached)."""
+        return self.xentrace_info
 
     def workload(self, name: str) -> dict:
         """The first workload called `name` (see `workload_records` for its shape)."""
@@ -463,7 +476,8 @@ def run(scenario: str | os.PathLike, set=None, seed: int | None = None,
         out: str | os.PathLike | None = None, progress=None, overwrite: bool = False,
         trace: str | os.PathLike | None = None, trace_max_records: int | None = None,
         events: Iterable[Mapping[str, Any]] | None = None,
-        memory_limit_mb: int | None = None) -> Result:
+        memory_limit_mb: int | None = None, xentrace: str | os.PathLike | None = None,
+        xentrace_cpu_hz: int | None = None) -> Result:
     """Runs a scenario file (or a shipped scenario's name) with overrides: `set` is a mapping
     of dotted keys to Python values (`{"host.version": "4.21", "run.seed": 3}`) or `key=value`
     strings as on the command line.
@@ -474,6 +488,10 @@ def run(scenario: str | os.PathLike, set=None, seed: int | None = None,
     `trace`, if given, is a file to write the run's schedule to as a Perfetto trace (docs/trace.md),
     keeping at most `trace_max_records` records (default 4,000,000); `Result.trace` then tells how
     many were kept and whether the trace was truncated.
+    `xentrace`, if given, is a file to write the host level to as Xen's binary trace, for
+    `xentrace_format` and `xenalyze` (docs/trace.md): the same records and bound as `trace` (both
+    may be given); its cycle counts assume a CPU of `xentrace_cpu_hz` (default 2.4 GHz, xenalyze's
+    default `--cpu-hz`). `Result.xentrace` tells what was written and the domain ids used.
     `events`: run-time changes added to the scenario's `[[event]]` timeline, one mapping per
     event with the same fields (`{"at_ms": 500, "action": "pause", "domain": "a"}`; schema in
     docs/scenarios.md), validated with the scenario.
@@ -486,11 +504,14 @@ def run(scenario: str | os.PathLike, set=None, seed: int | None = None,
     ov = _overrides(set, seed)
     if trace_max_records is not None and trace_max_records < 1:
         raise ValueError(f"trace_max_records must be at least 1, got {trace_max_records}")
+    if xentrace_cpu_hz is not None and xentrace_cpu_hz < 1:
+        raise ValueError(f"xentrace_cpu_hz must be at least 1, got {xentrace_cpu_hz}")
+    traced = trace is not None or xentrace is not None
     if out is not None:
         check_output_dir(out, overwrite)
     events = None if events is None else [dict(e) if isinstance(e, Mapping) else e
                                           for e in events]
-    est = estimate(p, set=ov, events=events, trace=trace is not None,
+    est = estimate(p, set=ov, events=events, trace=traced,
                    trace_max_records=trace_max_records, memory_limit_mb=memory_limit_mb)
     for note in (est.output_notice() if out is not None else None, est.events_notice()):
         if note:
@@ -498,7 +519,9 @@ def run(scenario: str | os.PathLike, set=None, seed: int | None = None,
     r = Result._from_core(str(p), ov, _core.run(str(p), _with_events(read_scenario(p), events),
                                                 ov, progress,
                                                 None if trace is None else str(trace),
-                                                trace_max_records, memory_limit_mb))
+                                                trace_max_records, memory_limit_mb,
+                                                None if xentrace is None else str(xentrace),
+                                                xentrace_cpu_hz))
     r.added_events = tuple(events or ())
     if out is not None:
         r.write(out, overwrite=overwrite)

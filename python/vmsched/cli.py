@@ -107,7 +107,8 @@ def cmd_run(a) -> int:
         check_output_dir(a.output, a.force)
     # The budget (docs/limits.md): refused here if over the memory limit; a large output or a
     # run of very many events gets one line first.
-    est = vmsched.estimate(a.scenario, set=a.set, seed=a.seed, trace=bool(a.trace),
+    est = vmsched.estimate(a.scenario, set=a.set, seed=a.seed,
+                           trace=bool(a.trace) or bool(a.xentrace),
                            trace_max_records=a.trace_limit, memory_limit_mb=a.memory_limit_mb)
     for note in (est.output_notice() if a.output else None, est.events_notice()):
         if note:
@@ -118,6 +119,8 @@ def cmd_run(a) -> int:
     print_result(r)
     if a.trace:
         _print_trace(a.trace, r.trace)
+    if a.xentrace:
+        _print_xentrace(a.xentrace, r.xentrace)
     if a.cyclictest:
         from vmsched.formats import cyclictest_histogram
 
@@ -140,7 +143,8 @@ def _run_with_bar(a) -> Result:
         return vmsched.run(a.scenario, set=a.set, seed=a.seed, out=a.output, overwrite=a.force,
                            progress=lambda f: bar.update(task, completed=f),
                            trace=a.trace, trace_max_records=a.trace_limit,
-                           memory_limit_mb=a.memory_limit_mb)
+                           memory_limit_mb=a.memory_limit_mb, xentrace=a.xentrace,
+                           xentrace_cpu_hz=a.xentrace_cpu_hz)
 
 
 def _print_trace(path: str, info: dict) -> None:
@@ -150,6 +154,18 @@ def _print_trace(path: str, info: dict) -> None:
         console.print(f"[yellow]warning:[/yellow] trace truncated at "
                       f"{info['truncated_at_ns'] / 1e6:.3f} ms: {info['dropped']:,} records dropped "
                       f"beyond --trace-limit {info['max_records']:,}", highlight=False)
+
+
+def _print_xentrace(path: str, info: dict) -> None:
+    doms = ", ".join(f"{name}={d}" for name, d in info["domains"])
+    console.print(f"xentrace written to {escape(str(path))} ({info['records']:,} records, "
+                  f"cycles at {info['cpu_hz'] / 1e9:g} GHz; domain ids: {escape(doms)}): read it "
+                  f"with xenalyze --cpu-hz={info['cpu_hz']} or xentrace_format", highlight=False)
+    t = info["trace"]
+    if t["truncated_at_ns"] is not None:
+        console.print(f"[yellow]warning:[/yellow] xentrace truncated at "
+                      f"{t['truncated_at_ns'] / 1e6:.3f} ms: {t['dropped']:,} records dropped "
+                      f"beyond --trace-limit {t['max_records']:,}", highlight=False)
 
 
 def cmd_xenmon(a) -> int:
@@ -316,6 +332,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--trace-limit", type=_positive_int, metavar="N",
                    help="keep at most N trace records (default 4,000,000); later ones are dropped "
                         "and the trace ends where they start")
+    p.add_argument("--xentrace", metavar="FILE",
+                   help="write the host level as Xen's binary trace (read it with xenalyze or "
+                        "xentrace_format; docs/trace.md); bounded by --trace-limit")
+    p.add_argument("--xentrace-cpu-hz", type=_positive_int, metavar="HZ",
+                   help="the CPU frequency the xentrace cycle counts assume (default "
+                        "2400000000, xenalyze's default --cpu-hz)")
     p.add_argument("--memory-limit-mb", type=_positive_int, metavar="MB",
                    help="the memory the run may plan to use (default: run.memory_limit_mb, else "
                         "80%% of the available memory); a run estimated above it is refused")

@@ -40,6 +40,7 @@
 use crate::cpuset::CpuSet;
 use crate::ids::{CpuId, EntityId};
 use crate::time::{Nanos, SimTime};
+use crate::trace::SchedEvent;
 
 /// Xen's runstates (`xen/include/public/vcpu.h`), used for every entity at every level.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
@@ -287,6 +288,8 @@ pub enum Request {
     /// `unpark_parked_units`) the runstate is left alone: an `offline` entity stays offline until
     /// it runs.
     Unpause(EntityId, bool),
+    /// A policy event for the trace ([`SchedCtx::trace`]; only while tracing is on).
+    Trace(SchedEvent),
 }
 
 /// Per-level switches that change what the scheduler observes.
@@ -295,6 +298,8 @@ pub struct LevelClock {
     /// Linux `CONFIG_PARAVIRT_TIME_ACCOUNTING` (and the steal clock available): subtract steal
     /// time from `clock_task`.
     pub steal_accounting: bool,
+    /// Tracing is on: [`SchedCtx::trace`] reports the policy's events (set by the engine).
+    pub trace: bool,
 }
 
 /// The window through which a hook sees its level and makes requests.
@@ -320,6 +325,16 @@ impl<'a> SchedCtx<'a> {
             cpus,
             ents,
             out,
+        }
+    }
+
+    /// Reports a policy event for the trace (crate::trace) as a [`Request::Trace`]. `ev` is
+    /// called, and the event kept, only while tracing is on ([`LevelClock::trace`]): when off
+    /// this is one test of a flag.
+    #[inline]
+    pub fn trace(&mut self, ev: impl FnOnce() -> SchedEvent) {
+        if self.clock.trace {
+            self.out.push(Request::Trace(ev()));
         }
     }
 

@@ -414,6 +414,7 @@ impl Simulation {
                         self.set_runstate(g, RunState::Runnable);
                     }
                 }
+                Request::Trace(ev) => self.trace_sched_event(l, ev),
                 Request::Timer(k, at) => {
                     let s = *self.levels[l.idx()]
                         .timer_slots
@@ -689,14 +690,15 @@ impl Simulation {
             None => self.q.cancel(slot),
         }
         if pick.next == prev {
-            if prev.is_none() {
+            match prev {
                 // Still idle (woken for a tick or a request that found nothing to run): halt
                 // again.
-                self.cpu_idle(c);
+                None => self.cpu_idle(c),
+                Some(p) => emit!(self.trace_continue(c, p, pick.slice)),
             }
             return;
         }
-        emit!(self.trace_switch(c, prev, pick.next));
+        emit!(self.trace_switch(c, prev, pick.next, pick.slice));
         match prev {
             Some(p) => self.switch_out(l, p, c),
             // The CPU leaves idle: a halt window in progress ends (the poll succeeded).

@@ -18,13 +18,20 @@
 //! truncated: later records are counted, not kept, and the time of the first dropped one is kept
 //! so a sink can end the trace there ([`Trace::truncated_at`]).
 //!
-//! Sinks: [`perfetto`] writes a Perfetto trace.
+//! **Policy events.** A policy reports its own decisions (a tickle, a boost, a credit burn: the
+//! events Xen's schedulers trace in their `TRC_SCHED_CLASS` records) as a typed [`SchedEvent`]
+//! through [`crate::sched::SchedCtx::trace`], one line at the decision point; the closure that
+//! builds it runs only while tracing is on. The engine turns them into [`Record::Sched`].
+//!
+//! Sinks: [`perfetto`] writes a Perfetto trace, [`xentrace`] the host level as Xen's binary
+//! trace.
 
-use crate::ids::{GCpu, GEnt, LevelId};
+use crate::ids::{CpuId, EntityId, GCpu, GEnt, LevelId};
 use crate::sched::{RunState, WakeCause};
-use crate::time::SimTime;
+use crate::time::{Nanos, SimTime};
 
 pub mod perfetto;
+pub mod xentrace;
 
 /// `emit!(self.trace_x(args))` calls the engine's recording method `trace_x` (cold, out of
 /// line: `sim/trace_io.rs`) only if tracing is on. When off this is one test of an `Option`; the
@@ -49,6 +56,25 @@ pub enum Record {
         cpu: GCpu,
         prev: Option<GEnt>,
         next: Option<GEnt>,
+        /// The timer the policy set for `next` (its `Pick::slice`), None for none.
+        slice: Option<Nanos>,
+    },
+    /// CPU `cpu` of `level` ran its scheduler and keeps `ent` (Xen's "continue running"); the
+    /// policy set a timer of `slice`.
+    Continue {
+        t: SimTime,
+        level: LevelId,
+        cpu: GCpu,
+        ent: GEnt,
+        slice: Option<Nanos>,
+    },
+    /// A policy's own event (a tickle, a boost, a credit burn...), reported by the policy of
+    /// `level` from code running on `cpu` (None: outside any CPU's code, e.g. a timer event).
+    Sched {
+        t: SimTime,
+        level: LevelId,
+        cpu: Option<GCpu>,
+        ev: SchedEvent<GEnt, GCpu>,
     },
     /// The policy's figure for `ent` (its `probe`), sampled at a switch it takes part in.
     Probe {
@@ -127,6 +153,8 @@ impl Record {
     pub fn t(&self) -> SimTime {
         match *self {
             Record::Switch { t, .. }
+            | Record::Continue { t, .. }
+            | Record::Sched { t, .. }
             | Record::Probe { t, .. }
             | Record::Runstate { t, .. }
             | Record::Wake { t, .. }
@@ -136,6 +164,82 @@ impl Record {
             | Record::Timer { t, .. }
             | Record::Notify { t, .. }
             | Record::Handler { t, .. } => t,
+        }
+    }
+}
+
+/// A policy's own decision, with the ids of its level (`E`, `C`: local [`EntityId`] and
+/// [`CpuId`] when the policy reports it, global [`GEnt`] and [`GCpu`] in a [`Record::Sched`]).
+/// Named after what the policies decide, not after one scheduler: Credit1's and Credit2's
+/// tickle are both [`SchedEvent::Tickle`]. A scheduler with events of its own adds variants
+/// here, reports them with [`crate::sched::SchedCtx::trace`], and says how each is written in
+/// the sinks that show it (docs/trace.md, "Adding a scheduler"). Figures are 32-bit, as
+/// Xen's trace fields are ([`sat32`]), which keeps the event, and the engine's request that
+/// carries it, small.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SchedEvent<E = EntityId, C = CpuId> {
+    /// CPU `cpu` is asked to reschedule for a woken or preempting entity (Xen `tickle`).
+    Tickle { cpu: C },
+    /// `ent` gets BOOST priority on a wake-up (Credit1).
+    Boost { ent: E },
+    /// `ent` loses BOOST priority (Credit1).
+    Unboost { ent: E },
+    /// `ent` is charged `delta` ns of run time; `credit` is what it has left (Credit2
+    /// `burn_credits`).
+    CreditBurn { ent: E, credit: i32, delta: i32 },
+    /// `ent`'s credit is reset from `start` to `end` (Credit2 `reset_credit`).
+    CreditReset { ent: E, start: i32, end: i32 },
+    /// The rate limit keeps `ent` running: it ran `runtime` ns since it was switched in.
+    Ratelimit { ent: E, runtime: u32 },
+    /// Placement chose CPU `cpu` for `ent` (Xen `pick_resource`).
+    PickedCpu { ent: E, cpu: C },
+}
+
+/// `v` saturated to 32 bits, for a [`SchedEvent`] figure.
+#[inline]
+pub fn sat32(v: i64) -> i32 {
+    v.clamp(i32::MIN as i64, i32::MAX as i64) as i32
+}
+
+impl<E: Copy, C: Copy> SchedEvent<E, C> {
+    /// The same event with its ids mapped.
+    pub fn map<E2, C2>(self, e: impl Fn(E) -> E2, c: impl Fn(C) -> C2) -> SchedEvent<E2, C2> {
+        use SchedEvent::*;
+        match self {
+            Tickle { cpu } => Tickle { cpu: c(cpu) },
+            Boost { ent } => Boost { ent: e(ent) },
+            Unboost { ent } => Unboost { ent: e(ent) },
+            CreditBurn { ent, credit, delta } => CreditBurn {
+                ent: e(ent),
+                credit,
+                delta,
+            },
+            CreditReset { ent, start, end } => CreditReset {
+                ent: e(ent),
+                start,
+                end,
+            },
+            Ratelimit { ent, runtime } => Ratelimit {
+                ent: e(ent),
+                runtime,
+            },
+            PickedCpu { ent, cpu } => PickedCpu {
+                ent: e(ent),
+                cpu: c(cpu),
+            },
+        }
+    }
+
+    /// Short name, for sinks that show events by name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            SchedEvent::Tickle { .. } => "tickle",
+            SchedEvent::Boost { .. } => "boost",
+            SchedEvent::Unboost { .. } => "unboost",
+            SchedEvent::CreditBurn { .. } => "credit burn",
+            SchedEvent::CreditReset { .. } => "credit reset",
+            SchedEvent::Ratelimit { .. } => "ratelimit",
+            SchedEvent::PickedCpu { .. } => "picked cpu",
         }
     }
 }

@@ -293,9 +293,12 @@ fn to_arrow(t: Table) -> PyResult<ArrowTable> {
 /// given, is called with the fraction of simulated time done, about a hundred times over the
 /// run; if it raises, the run stops and the exception propagates. `trace`, if given, is a path:
 /// the run's schedule is written there as a Perfetto trace (at most `trace_max_records`
-/// records), and the dict gets a `trace` entry with its counts.
+/// records), and the dict gets a `trace` entry with its counts. `xentrace`, if given, is a path
+/// for the host level as Xen's binary trace (same records and bound; cycle counts of a CPU of
+/// `xentrace_cpu_hz`, default 2.4 GHz), and the dict gets a `xentrace` entry (records written,
+/// per event id, the cycles assumption, the domain ids, the trace's counts).
 #[pyfunction]
-#[pyo3(signature = (file, text, overrides=vec![], progress=None, trace=None, trace_max_records=None, memory_limit_mb=None))]
+#[pyo3(signature = (file, text, overrides=vec![], progress=None, trace=None, trace_max_records=None, memory_limit_mb=None, xentrace=None, xentrace_cpu_hz=None))]
 #[allow(clippy::too_many_arguments)]
 fn run<'py>(
     py: Python<'py>,
@@ -306,15 +309,23 @@ fn run<'py>(
     trace: Option<std::path::PathBuf>,
     trace_max_records: Option<usize>,
     memory_limit_mb: Option<u64>,
+    xentrace: Option<std::path::PathBuf>,
+    xentrace_cpu_hz: Option<u64>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let s = load(file, text, &overrides)?;
-    let records = trace
-        .as_ref()
-        .map(|_| trace_max_records.unwrap_or(vmsched_core::trace::DEFAULT_MAX_RECORDS));
+    if xentrace_cpu_hz == Some(0) {
+        return Err(PyValueError::new_err(
+            "xentrace_cpu_hz must be positive, got 0",
+        ));
+    }
+    // One trace channel feeds both files.
+    let traced = trace.is_some() || xentrace.is_some();
+    let records =
+        traced.then(|| trace_max_records.unwrap_or(vmsched_core::trace::DEFAULT_MAX_RECORDS));
     check_budget(file, &s, records, memory_limit_mb)?;
     let mut sim = quiet(|| vmsched_sched::build(&s))?;
-    if trace.is_some() {
-        sim.enable_trace(trace_max_records.unwrap_or(vmsched_core::trace::DEFAULT_MAX_RECORDS));
+    if let Some(n) = records {
+        sim.enable_trace(n);
     }
     let end = sim.end();
     let steps: u64 = if progress.is_some() { 100 } else { 1 };
@@ -348,8 +359,17 @@ fn run<'py>(
         tables.set_item(t.name, to_arrow(t)?)?;
     }
     out.set_item("tables", tables)?;
-    if let Some(path) = trace {
-        out.set_item("trace", write_trace(py, &mut sim, &path)?)?;
+    if traced {
+        let tr = sim.take_trace().expect("tracing was enabled");
+        if let Some(path) = trace {
+            out.set_item("trace", write_trace(py, &tr, &path)?)?;
+        }
+        if let Some(path) = xentrace {
+            let opts = vmsched_core::trace::xentrace::XentraceOpts {
+                cpu_hz: xentrace_cpu_hz.unwrap_or(vmsched_core::trace::xentrace::DEFAULT_CPU_HZ),
+            };
+            out.set_item("xentrace", write_xentrace(py, &tr, &opts, &path)?)?;
+        }
     }
     Ok(out)
 }
@@ -378,18 +398,46 @@ impl Drop for SigintFlag {
 /// and where it was truncated, if it was).
 fn write_trace<'py>(
     py: Python<'py>,
-    sim: &mut vmsched_core::sim::Simulation,
+    tr: &vmsched_core::trace::Trace,
     path: &std::path::Path,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let tr = sim.take_trace().expect("tracing was enabled");
-    py.detach(|| vmsched_core::trace::perfetto::write_file(&tr, path))
+    py.detach(|| vmsched_core::trace::perfetto::write_file(tr, path))
         .map_err(|e| PyOSError::new_err(format!("trace: {}: {e}", path.display())))?;
+    trace_counts(py, tr)
+}
+
+/// A trace's counts: records kept and dropped, the bound, where it was truncated.
+fn trace_counts<'py>(
+    py: Python<'py>,
+    tr: &vmsched_core::trace::Trace,
+) -> PyResult<Bound<'py, PyDict>> {
     let sum = tr.summary();
     let d = PyDict::new(py);
     d.set_item("records", sum.records)?;
     d.set_item("dropped", sum.dropped)?;
     d.set_item("max_records", sum.max_records)?;
     d.set_item("truncated_at_ns", sum.truncated_at_ns)?;
+    Ok(d)
+}
+
+/// Writes the host level of the run's trace to `path` as a xentrace file; returns what was
+/// written (`records`, `by_event` as (event id, count), `cpu_hz`, `domains` as (name, domain
+/// id)) and the trace's counts under `trace` (whether it was truncated).
+fn write_xentrace<'py>(
+    py: Python<'py>,
+    tr: &vmsched_core::trace::Trace,
+    opts: &vmsched_core::trace::xentrace::XentraceOpts,
+    path: &std::path::Path,
+) -> PyResult<Bound<'py, PyDict>> {
+    let sum = py
+        .detach(|| vmsched_core::trace::xentrace::write_file(tr, opts, path))
+        .map_err(|e| PyOSError::new_err(format!("xentrace: {}: {e}", path.display())))?;
+    let d = PyDict::new(py);
+    d.set_item("records", sum.records)?;
+    d.set_item("by_event", sum.by_event)?;
+    d.set_item("cpu_hz", sum.cpu_hz)?;
+    d.set_item("domains", sum.domains)?;
+    d.set_item("trace", trace_counts(py, tr)?)?;
     Ok(d)
 }
 

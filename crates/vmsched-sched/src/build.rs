@@ -483,6 +483,7 @@ pub fn build(s: &Scenario) -> Simulation {
             LevelOpts {
                 clock: LevelClock {
                     steal_accounting: d.kernel.paravirt_time_accounting,
+                    ..Default::default()
                 },
                 preempt_full: d.kernel.preempt == Preempt::Full,
                 ipi_latency: d.kernel.ipi_latency_ns,

@@ -2,17 +2,23 @@
 //! `trace::emit!` line at each point of the engine; crate::trace has the rest).
 
 use super::*;
-use crate::trace::{CpuMeta, EntMeta, LevelMeta, Record, Trace, TraceBuf, TraceMeta};
+use crate::trace::{CpuMeta, EntMeta, LevelMeta, Record, SchedEvent, Trace, TraceBuf, TraceMeta};
 
 impl Simulation {
     /// Records a trace of the run from now on, keeping at most `max_records` records.
     pub fn enable_trace(&mut self, max_records: usize) {
         self.trace = Some(Box::new(TraceBuf::new(max_records)));
+        for lv in &mut self.levels {
+            lv.opts.clock.trace = true;
+        }
     }
 
     /// Stops tracing and returns the trace so far with the run's names, if tracing was on.
     pub fn take_trace(&mut self) -> Option<Trace> {
         let buf = self.trace.take()?;
+        for lv in &mut self.levels {
+            lv.opts.clock.trace = false;
+        }
         let meta = TraceMeta {
             levels: self
                 .levels
@@ -65,7 +71,13 @@ impl Simulation {
     /// for both.
     #[cold]
     #[inline(never)]
-    pub(super) fn trace_switch(&mut self, c: GCpu, prev: Option<EntityId>, next: Option<EntityId>) {
+    pub(super) fn trace_switch(
+        &mut self,
+        c: GCpu,
+        prev: Option<EntityId>,
+        next: Option<EntityId>,
+        slice: Option<Nanos>,
+    ) {
         let (t, level) = (self.now, self.cpus[c.idx()].level);
         let lv = &self.levels[level.idx()];
         let g = |e: Option<EntityId>| e.map(|e| lv.ent_g[e.idx()]);
@@ -78,6 +90,7 @@ impl Simulation {
             cpu: c,
             prev: gp,
             next: gn,
+            slice,
         });
         for (ent, value) in probes.into_iter().flatten() {
             self.record(Record::Probe {
@@ -87,6 +100,38 @@ impl Simulation {
                 value,
             });
         }
+    }
+
+    /// CPU `c` ran its scheduler and keeps `e` (a local id of its level), with a timer of
+    /// `slice`.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn trace_continue(&mut self, c: GCpu, e: EntityId, slice: Option<Nanos>) {
+        let level = self.cpus[c.idx()].level;
+        let ent = self.levels[level.idx()].ent_g[e.idx()];
+        self.record(Record::Continue {
+            t: self.now,
+            level,
+            cpu: c,
+            ent,
+            slice,
+        });
+    }
+
+    /// A trace event the policy of level `l` reported (a [`Request::Trace`]), with global ids,
+    /// from the CPU whose code ran the hook.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn trace_sched_event(&mut self, l: LevelId, ev: SchedEvent) {
+        let lv = &self.levels[l.idx()];
+        let ev = ev.map(|e| lv.ent_g[e.idx()], |c| lv.cpu_g[c.idx()]);
+        let r = Record::Sched {
+            t: self.now,
+            level: l,
+            cpu: self.local_cpu,
+            ev,
+        };
+        self.record(r);
     }
 
     /// Entity `g` is about to change runstate; a non-change (closing intervals for windowed

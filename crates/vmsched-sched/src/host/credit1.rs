@@ -91,6 +91,7 @@
 use vmsched_core::cpuset::{CpuSet, MAX_CPUS};
 use vmsched_core::ids::{CpuId, EntityId};
 use vmsched_core::sched::{CpuTopo, GlobalParam, Pick, WakeInfo};
+use vmsched_core::trace::SchedEvent;
 
 use crate::host::xen_core::{
     XenCore, XenCtx, XenOps, TIMER_ENTRY_DEFAULT_NS, TIMER_SLOP_DEFAULT_NS,
@@ -522,6 +523,7 @@ impl Credit1 {
         let migrating = std::mem::take(&mut self.units[e.idx()].migrating);
         if self.wake_boosts(e, migrating) {
             self.units[e.idx()].pri = PRI_BOOST;
+            ctx.trace(|| SchedEvent::Boost { ent: e });
         }
         self.runq_insert(ctx, e);
         // ERRATA X6: with `tickle_on_wake = false` the wake raises no reschedule.
@@ -557,6 +559,7 @@ impl Credit1 {
     /// too; all within the vCPU's affinity. Idlers are not cleared.
     fn runq_tickle_33(&mut self, ctx: &mut XenCtx, e: EntityId) {
         for c in self.tickle_mask_33(ctx, e).iter() {
+            ctx.trace(|| SchedEvent::Tickle { cpu: c });
             ctx.resched(c);
         }
     }
@@ -623,6 +626,7 @@ impl Credit1 {
         }
         for c in mask.iter() {
             self.idlers.remove(c);
+            ctx.trace(|| SchedEvent::Tickle { cpu: c });
             ctx.resched(c);
         }
     }
@@ -647,6 +651,10 @@ impl Credit1 {
                 // Ratelimit (4.20: the remainder, at least MIN_TIMER; not for a yielder).
                 if !u.yield_ && self.ratelimit > 0 && runnable && runtime < self.ratelimit {
                     u.start_time += now;
+                    ctx.trace(|| SchedEvent::Ratelimit {
+                        ent: c,
+                        runtime: runtime as u32,
+                    });
                     let slice = if runtime < MIN_TIMER {
                         MIN_TIMER
                     } else {
@@ -672,6 +680,7 @@ impl Credit1 {
                     && now - u.picked_at >= boost_slice
                 {
                     u.pri = PRI_UNDER;
+                    ctx.trace(|| SchedEvent::Unboost { ent: c });
                 }
             }
         }
@@ -925,7 +934,9 @@ impl XenOps for Credit1 {
     /// Xen: csched_res_pick (for the core's migration): the CPU pick, committed; [4.7+] sets
     /// MIGRATING so the wake on the new CPU is not boosted.
     fn pick_resource(&mut self, ctx: &mut XenCtx, e: EntityId) -> CpuId {
-        self.res_pick(ctx, e)
+        let cpu = self.res_pick(ctx, e);
+        ctx.trace(|| SchedEvent::PickedCpu { ent: e, cpu });
+        cpu
     }
 
     /// Credit1 has no `migrate` hook: the core sets `processor(v)`.

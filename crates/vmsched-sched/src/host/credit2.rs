@@ -105,6 +105,7 @@ use crate::host::xen_core::{XenCore, XenCtx, XenOps};
 use vmsched_core::cpuset::{CpuSet, MAX_CPUS};
 use vmsched_core::ids::{CpuId, EntityId};
 use vmsched_core::sched::{CpuTopo, GlobalParam, Pick, WakeInfo};
+use vmsched_core::trace::{sat32, SchedEvent};
 
 mod balance;
 mod caps;
@@ -308,6 +309,7 @@ impl Credit2 {
     fn tickle_cpu(&mut self, ctx: &mut XenCtx, cpu: CpuId, r: usize) {
         self.rqs[r].tickled.insert(cpu);
         self.smt_idle_mask_clear(r, cpu);
+        ctx.trace(|| SchedEvent::Tickle { cpu });
         ctx.resched(cpu);
     }
 
@@ -315,13 +317,14 @@ impl Credit2 {
     // Credit
     // ---------------------------------------------------------------------------------------
 
-    /// Xen: burn_credits (with t2c_update)
-    fn burn_credits(&mut self, e: EntityId, now: i64) {
+    /// Xen: burn_credits (with t2c_update). Returns the time charged (≤ 0: nothing), for the
+    /// trace.
+    fn burn_credits(&mut self, e: EntityId, now: i64) -> i64 {
         let capped = self.has_cap(e);
         let u = &mut self.units[e.idx()];
         let delta = now - u.start_time;
         if delta <= 0 {
-            return;
+            return delta;
         }
         let val = delta * self.rqs[u.rq].max_weight + u.residual;
         u.residual = val % u.weight;
@@ -330,6 +333,17 @@ impl Credit2 {
             u.budget -= delta;
         }
         u.start_time = now;
+        delta
+    }
+
+    /// The trace event of a burn of `delta` ns (Xen traces every `burn_credits` call).
+    fn burn_event(&self, e: EntityId, delta: i64) -> SchedEvent {
+        let credit = sat32(self.units[e.idx()].credit);
+        SchedEvent::CreditBurn {
+            ent: e,
+            credit,
+            delta: sat32(delta),
+        }
     }
 
     /// Xen: c2t
@@ -349,14 +363,18 @@ impl Credit2 {
             let e = self.rqs[r].svc[i];
             let svc_cpu = self.units[e.idx()].processor;
             if ctx.cpu(svc_cpu).curr == Some(e) {
-                self.burn_credits(e, now);
+                let delta = self.burn_credits(e, now);
+                ctx.trace(|| self.burn_event(e, delta));
                 if self.has_cap(e) && self.units[e.idx()].budget <= 0 {
                     self.tickle_cpu(ctx, svc_cpu, r);
                 }
             }
             let u = &mut self.units[e.idx()];
+            let start = sat32(u.credit);
             u.credit = (u.credit + reset).min(CREDIT_INIT + CARRYOVER_MAX);
             u.start_time = now;
+            let end = sat32(u.credit);
+            ctx.trace(|| SchedEvent::CreditReset { ent: e, start, end });
         }
     }
 
@@ -477,6 +495,8 @@ impl Credit2 {
             let runnable = self.runnable(ctx, c);
             let u = &self.units[c.idx()];
             if !yield_ && self.ratelimit > 0 && runnable && now - u.switch_in < self.ratelimit {
+                let runtime = (now - u.switch_in) as u32;
+                ctx.trace(|| SchedEvent::Ratelimit { ent: c, runtime });
                 return scurr;
             }
             let mut soft_aff_preempt = false;
@@ -702,7 +722,8 @@ impl XenOps for Credit2 {
             self.smt_idle_mask_set(r, cpu, &idlers);
         }
         if let Some(c) = scurr {
-            self.burn_credits(c, now);
+            let delta = self.burn_credits(c, now);
+            ctx.trace(|| self.burn_event(c, delta));
             if self.has_cap(c) && self.units[c.idx()].budget <= 0 {
                 self.unit_grab_budget(ctx, c);
             }
@@ -795,9 +816,11 @@ impl XenOps for Credit2 {
 
     /// Xen: csched2_res_pick, from the core's sched_unit_migrate_finish (a balancer migration
     /// of a vCPU that was running) with the vCPU's own runqueue.
-    fn pick_resource(&mut self, _ctx: &mut XenCtx, e: EntityId) -> CpuId {
+    fn pick_resource(&mut self, ctx: &mut XenCtx, e: EntityId) -> CpuId {
         let r = self.units[e.idx()].rq;
-        self.csched2_res_pick(e, Some(r))
+        let cpu = self.csched2_res_pick(e, Some(r));
+        ctx.trace(|| SchedEvent::PickedCpu { ent: e, cpu });
+        cpu
     }
 
     /// Xen: csched2_unit_migrate: another runqueue takes the vCPU (`migrate`), or it only

@@ -6,6 +6,7 @@
 
 use crate::host::xen_core::XenCtx;
 use vmsched_core::ids::{CpuId, EntityId};
+use vmsched_core::trace::SchedEvent;
 
 use super::{
     Credit1, CREDITS_PER_MSEC, PRI_BOOST, PRI_OVER, PRI_UNDER, V33_CREDITS_PER_TICK,
@@ -97,6 +98,7 @@ impl Credit1 {
         let u = &mut self.units[e.idx()];
         if u.pri == PRI_BOOST && u.boost_credit == 0 {
             u.pri = PRI_UNDER;
+            ctx.trace(|| SchedEvent::Unboost { ent: e });
         }
         if self.v.burns_exact_time() {
             self.burn_credits(e, now);

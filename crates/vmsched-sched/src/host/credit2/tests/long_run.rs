@@ -56,6 +56,7 @@ fn every_request_is_a_resched_or_a_domain_timer() {
             Request::Resched(c) => assert_eq!(c.0, 0),
             Request::Timer(k, _) => assert_eq!(*k, 0),
             Request::Pause(e) | Request::Unpause(e, _) => assert!(e.0 < 2),
+            Request::Trace(_) => panic!("a trace request while tracing is off"),
         }
     }
 }

@@ -1,0 +1,265 @@
+//! The xentrace export on whole scenarios: the file parses back as xentrace's layout (per-pCPU
+//! windows of records), every switch of the host appears with its pCPU and domain/vCPU ids in
+//! Xen's order (INFPREV, INFNEXT, SWITCH, the two runstate changes), and each scheduler writes
+//! its own class records. (Xen's own readers, xentrace_format and xenalyze, are run on the file
+//! by tests/test_xentrace.py.)
+
+use vmsched_core::trace::xentrace::{self as xt, XentraceOpts};
+use vmsched_core::trace::{Record, Trace};
+
+fn scenario(name: &str) -> String {
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../python/vmsched/scenarios")
+        .join(name);
+    std::fs::read_to_string(p).unwrap()
+}
+
+fn run(name: &str, ms: u64) -> Trace {
+    let ov = [
+        ("run.duration_ms", ms.to_string()),
+        ("run.warmup_ms", "0".into()),
+    ]
+    .map(|(k, v)| (k.to_string(), v));
+    let s = vmsched_sched::load(name, &scenario(name), &ov).unwrap_or_else(|e| panic!("{e}"));
+    let mut sim = vmsched_sched::build(&s);
+    sim.enable_trace(10_000_000);
+    sim.run();
+    sim.take_trace().unwrap()
+}
+
+/// One record read back: pCPU (from its window), event id, cycles, data.
+#[derive(Debug, Clone)]
+struct Rec {
+    pcpu: u32,
+    event: u32,
+    cycles: Option<u64>,
+    data: Vec<u32>,
+}
+
+/// Reads a xentrace file: windows of (TRC_TRACE_CPU_CHANGE pCPU, bytes) and that many bytes of
+/// records of that pCPU.
+fn parse(b: &[u8]) -> Vec<Rec> {
+    let word = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap());
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        assert_eq!(
+            word(i),
+            0x2001_f003,
+            "a window starts with TRC_TRACE_CPU_CHANGE"
+        );
+        let (pcpu, len) = (word(i + 4), word(i + 8) as usize);
+        i += 12;
+        let end = i + len;
+        assert!(end <= b.len());
+        while i < end {
+            let h = word(i);
+            i += 4;
+            let n = ((h >> 28) & 7) as usize;
+            let cycles = (h >> 31 == 1).then(|| {
+                let c = u64::from_le_bytes(b[i..i + 8].try_into().unwrap());
+                i += 8;
+                c
+            });
+            let data = (0..n).map(|k| word(i + 4 * k)).collect();
+            i += 4 * n;
+            out.push(Rec {
+                pcpu,
+                event: h & 0x0fff_ffff,
+                cycles,
+                data,
+            });
+        }
+        assert_eq!(i, end, "a window holds whole records");
+    }
+    out
+}
+
+fn export(tr: &Trace) -> (xt::XentraceSummary, Vec<Rec>) {
+    let mut b = Vec::new();
+    let s = xt::write(tr, &XentraceOpts::default(), &mut b).unwrap();
+    (s, parse(&b))
+}
+
+/// Domain and vCPU ids of a host entity as the export numbers them.
+fn dv(tr: &Trace, sum: &xt::XentraceSummary, e: vmsched_core::GEnt) -> (u32, u32) {
+    let c = tr.meta.ents[e.idx()].vcpu_of.unwrap();
+    let dom = &tr.meta.levels[tr.meta.cpus[c.idx()].level.idx()].name;
+    let d = sum.domains.iter().find(|(n, _)| n == dom).unwrap().1;
+    (d, tr.meta.cpus[c.idx()].local)
+}
+
+#[test]
+fn every_host_switch_is_written_on_its_pcpu_in_xens_order() {
+    for (name, ms) in [
+        ("seed000_context1_ratelimit.toml", 200),
+        ("credit1_boost_interactive.toml", 1500),
+        // The other Xen hosts get the generic records (no class records yet).
+        ("rtds_reservation.toml", 1000),
+        ("null_static.toml", 1500),
+        ("arinc653_partitions.toml", 1000),
+    ] {
+        let tr = run(name, ms);
+        let (sum, recs) = export(&tr);
+        assert_eq!(sum.records as usize, recs.len());
+        let host = tr.meta.cpus[0].level;
+        let cyc = |t: u64| xt::cycles(t, sum.cpu_hz);
+        // Per pCPU, the switch records (INFPREV, INFNEXT, SWITCH) in file order.
+        let npcpu = 1 + recs.iter().map(|r| r.pcpu).max().unwrap() as usize;
+        let mut per: Vec<Vec<&Rec>> = vec![Vec::new(); npcpu];
+        for r in &recs {
+            assert!(
+                r.cycles.is_some(),
+                "every scheduler record has a cycle count"
+            );
+            per[r.pcpu as usize].push(r);
+        }
+        for p in &per {
+            assert!(
+                p.windows(2).all(|w| w[0].cycles <= w[1].cycles),
+                "{name}: time order"
+            );
+        }
+        let mut at = vec![0usize; npcpu];
+        let mut switches = 0;
+        for r in &tr.records {
+            let Record::Switch {
+                t,
+                level,
+                cpu,
+                prev,
+                next,
+                slice,
+            } = *r
+            else {
+                continue;
+            };
+            if level != host {
+                continue;
+            }
+            switches += 1;
+            let p = tr.meta.cpus[cpu.idx()].local as usize;
+            let ids = |e: Option<vmsched_core::GEnt>| match e {
+                Some(e) => dv(&tr, &sum, e),
+                None => (0x7fff, p as u32),
+            };
+            let (pd, pv) = ids(prev);
+            let (nd, nv) = ids(next);
+            // Find this switch's SWITCH record on its pCPU, after the previous one.
+            let list = &per[p];
+            let k = (at[p]..list.len())
+                .find(|&k| list[k].event == xt::TRC_SCHED_SWITCH)
+                .unwrap_or_else(|| panic!("{name}: switch at {t} on pCPU {p} not written"));
+            at[p] = k + 1;
+            let c = Some(cyc(t));
+            let (ip, inx, sw) = (list[k - 2], list[k - 1], list[k]);
+            assert_eq!(sw.data, vec![pd, pv, nd, nv], "{name}: SWITCH at {t}");
+            assert_eq!(sw.cycles, c);
+            assert_eq!(ip.event, xt::TRC_SCHED_SWITCH_INFPREV);
+            assert_eq!(&ip.data[..2], &[pd, pv]);
+            assert_eq!(inx.event, xt::TRC_SCHED_SWITCH_INFNEXT);
+            assert_eq!(&inx.data[..2], &[nd, nv]);
+            assert_eq!(inx.data[3], slice.map_or(u32::MAX, |s| s as u32));
+            assert_eq!((ip.cycles, inx.cycles), (c, c));
+            // Then prev's runstate change (running → something) and next's (→ running).
+            let rs = |r: &Rec| (r.event & 0xffff_f00f == 0x0002_1001).then_some(r.event);
+            let (a, b) = (list[k + 1], list[k + 2]);
+            assert_eq!(
+                rs(a).map(|e| (e >> 8) & 0xf),
+                Some(0),
+                "{name}: prev leaves running at {t}: {:x?}",
+                &list[k - 2..k + 3]
+            );
+            assert_eq!(a.data, vec![pd << 16 | pv]);
+            assert_eq!(rs(b).map(|e| (e >> 4) & 0xf), Some(0), "{name}: next runs");
+            assert_eq!(b.data, vec![nd << 16 | nv]);
+        }
+        assert!(switches >= 10, "{name}: {switches} switches");
+        // A wake: WAKE, then at once on the same pCPU the vCPU's change out of blocked.
+        let mut wakes = 0;
+        for list in &per {
+            for (k, w) in list.iter().enumerate() {
+                if w.event != xt::TRC_SCHED_WAKE {
+                    continue;
+                }
+                wakes += 1;
+                let rs = list[k + 1];
+                assert_eq!(
+                    rs.event & 0xffff_ff0f,
+                    0x0002_1201,
+                    "{name}: blocked → x after WAKE"
+                );
+                assert_eq!(rs.data, vec![w.data[0] << 16 | w.data[1]]);
+                assert_eq!(rs.cycles, w.cycles);
+            }
+        }
+        assert!(wakes > 0, "{name}: no wake");
+        assert_eq!(
+            recs.iter()
+                .filter(|r| r.event == xt::TRC_SCHED_SWITCH)
+                .count(),
+            switches,
+            "{name}: one SWITCH per switch of the host"
+        );
+    }
+}
+
+/// The class records of the host's scheduler: every policy event the trace holds is written
+/// once under its scheduler's id, with ids that name a host vCPU or pCPU.
+#[test]
+fn each_scheduler_writes_its_own_class_records() {
+    use vmsched_core::trace::SchedEvent;
+    for (name, ms, sched_id, must) in [
+        // Credit2: credit burn, tickle.
+        ("seed000_context1_ratelimit.toml", 200, 1, &[3u32, 6][..]),
+        // Credit1: tickle, boost.
+        ("credit1_boost_interactive.toml", 1500, 0, &[6, 7][..]),
+    ] {
+        let tr = run(name, ms);
+        let (sum, recs) = export(&tr);
+        let host = tr.meta.cpus[0].level;
+        let class = xt::class_of(tr.meta.levels[host.idx()].sched).unwrap();
+        assert_eq!(class.sched_id(), sched_id);
+        let base = xt::TRC_SCHED_CLASS | sched_id << 9;
+        let written: Vec<&Rec> = recs.iter().filter(|r| r.event & !0x1ff == base).collect();
+        for n in must {
+            assert!(
+                written.iter().any(|r| r.event == base | n),
+                "{name}: no class record {n}"
+            );
+        }
+        // One record per policy event Xen traces, in the same order.
+        let events: Vec<SchedEvent<_, _>> = tr
+            .records
+            .iter()
+            .filter_map(|r| match *r {
+                Record::Sched { level, ev, .. } if level == host => Some(ev),
+                _ => None,
+            })
+            .collect();
+        let npcpu = 1 + recs.iter().map(|r| r.pcpu).max().unwrap();
+        let doms: Vec<u32> = sum.domains.iter().map(|d| d.1).collect();
+        let traced = events
+            .iter()
+            .filter(|e| {
+                !matches!(
+                    (sched_id, e),
+                    (
+                        0,
+                        SchedEvent::CreditBurn { .. } | SchedEvent::CreditReset { .. }
+                    ) | (1, SchedEvent::Boost { .. } | SchedEvent::Unboost { .. })
+                )
+            })
+            .count();
+        assert_eq!(written.len(), traced, "{name}");
+        for r in &written {
+            match r.event & 0x1ff {
+                6 => assert!(r.data[0] < npcpu, "{name}: tickle of pCPU {}", r.data[0]),
+                // Credit1 boost/unboost: domain, vCPU; Credit2 burn/reset/ratelimit: dv.
+                7 | 8 if sched_id == 0 => assert!(doms.contains(&r.data[0])),
+                3 | 7 | 22 => assert!(doms.contains(&(r.data[0] >> 16))),
+                _ => {}
+            }
+        }
+    }
+}
