@@ -56,7 +56,8 @@ pub struct VmBootConfig {
     #[serde(default = "d_burst")]
     pub burst_us: u64,
     /// Mean wait for one emulated I/O (exponential; default 1000 µs; 0: no waits, the vCPUs
-    /// compute for the whole boot).
+    /// compute for the whole boot, or with `io = "ioreq"` make only the accesses). With
+    /// `io = "ioreq"` it is the disk's service time between the accesses, not the round trip.
     #[serde(default = "d_io")]
     pub io_us: u64,
     /// How an I/O is made: `"sleep"` (default: a guest sleep of `io_us`) or `"ioreq"` (the
