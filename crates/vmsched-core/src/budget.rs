@@ -316,10 +316,10 @@ fn shape(w: &WorkloadConfig, vcpus: u32) -> Shape {
             }
         }
         // One task per vCPU; exponential bursts and waits: no bound on the rate.
-        WorkloadConfig::VmBoot(_) => Shape {
+        WorkloadConfig::VmBoot(b) => Shape {
             tasks_field: "",
             tasks: vcpus.into(),
-            steps: 6,
+            steps: 6 + u64::from(b.ioreqs.min(crate::workload::vmboot::MAX_IOREQS)),
             channels: 0,
             hists: 0,
             buckets: 0,

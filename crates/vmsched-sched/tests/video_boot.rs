@@ -3,7 +3,8 @@
 //! slices drops (or shows late) frames as its late rule says, and every frame due is accounted
 //! for; a sound thread whose refill waits past the next period skips; a boot in a domain
 //! created mid-run keeps its vCPUs busy from its creation for its duration, then lets them
-//! halt. The unit rules (a frame's verdict, the next boundary) are in
+//! halt; with `io = "ioreq"` its I/O goes over the HVM device-model round trip (ERRATA X9: the
+//! vCPU offline in Xen while dom0's device model serves each access). The unit rules (a frame's verdict, the next boundary) are in
 //! the workloads' own tests.
 
 use vmsched_core::report::{Results, WorkloadResult};
@@ -152,6 +153,90 @@ fn a_boot_keeps_its_vcpus_busy_from_its_creation_for_its_duration() {
         "{}",
         b.figure.value
     );
+}
+
+/// dom0 (a driver domain with nothing else to do), an idle domain, and a 2-vCPU HVM guest
+/// created at 1 s booting for 1.5 s with `boot` (extra TOML lines of the vmboot workload), on 2
+/// pCPUs under Xen 3.3 Credit1.
+fn boot_scenario(guest: &str, boot: &str) -> String {
+    format!(
+        "name = \"b\"\n[run]\nduration_ms = 4000\nseed = 1\n[machine]\npcpus = 2\n\
+         [host]\nscheduler = \"credit\"\nversion = \"3.3\"\n\
+         [[domain]]\nname = \"dom0\"\nvcpus = 1\ndriver = true\n[domain.sched]\n\
+         scheduler = \"cfs\"\n\
+         [[domain]]\nname = \"vm\"\nvcpus = 2\n{guest}\ncreate_at_ms = 1000\n\
+         [domain.device_model]\nnotify_ns = 2000\nemulate_ns = 10000\n\
+         [domain.sched]\nscheduler = \"cfs\"\n[[domain.workload]]\nkind = \"vmboot\"\n\
+         name = \"boot\"\nduration_ms = 1500\nburst_us = 10000\nio_us = 1000\n{boot}\n"
+    )
+}
+
+#[test]
+fn a_boots_io_over_the_device_model_keeps_the_vcpu_offline_while_dom0_serves_it() {
+    let hvm = "guest_type = \"hvm\"";
+    let sleep = run(&boot_scenario(hvm, ""));
+    let ioreq = run(&boot_scenario(hvm, "io = \"ioreq\"\nioreqs = 2"));
+    for r in [&sleep, &ioreq] {
+        let b = workload(r, "vmboot");
+        assert_eq!(counter(b, "done"), 2, "{:?}", b.counters);
+        assert_eq!(counter(b, "rounds"), 2 * 136);
+    }
+    let host = |r: &Results, v: &str| {
+        r.entities
+            .iter()
+            .find(|e| e.level == "host" && e.name == v)
+            .unwrap_or_else(|| panic!("no {v}"))
+            .clone()
+    };
+    let served = |r: &Results, h: &str| r.ports.iter().find(|p| p.handler == h).map(|p| p.served);
+    // With plain sleeps nothing is emulated: no ioreq port, dom0 never runs, and the booting
+    // vCPUs are offline only before the creation.
+    assert_eq!(served(&sleep, "ioreq:vm.v0"), None, "{:?}", sleep.ports);
+    assert_eq!(host(&sleep, "dom0.v0").running_ns, 0);
+    let mut total = 0;
+    for v in ["vm.v0", "vm.v1"] {
+        assert_eq!(host(&sleep, v).offline_ns, 1000 * MS, "{v}");
+        // Over the device model: two accesses per round (the command, the status read), each
+        // served on the vCPU's own ioreq port in dom0, and the vCPU offline ("blocked in Xen")
+        // for at least dom0's work on each, beyond the 1 s before the creation.
+        let n = served(&ioreq, &format!("ioreq:{v}")).unwrap_or_else(|| panic!("no port {v}"));
+        assert_eq!(n, 2 * 136, "{v}");
+        total += n;
+        let e = host(&ioreq, v);
+        assert!(
+            e.offline_ns >= 1000 * MS + n * (2000 + 10_000),
+            "{v}: offline {} for {n} accesses",
+            e.offline_ns
+        );
+        // The disk's own waits (1 ms on average) stay guest halts: blocked, not offline.
+        assert!(e.blocked_ns > 1300 * MS, "{v}: {}", e.blocked_ns);
+    }
+    // dom0 runs the device model's work and nothing else.
+    assert_eq!(host(&ioreq, "dom0.v0").running_ns, total * (2000 + 10_000));
+}
+
+#[test]
+fn a_boots_ioreq_io_needs_an_hvm_guest_and_a_driver_domain() {
+    let err = |src: String| {
+        vmsched_sched::load("b.toml", &src, &[])
+            .err()
+            .unwrap_or_else(|| panic!("accepted:\n{src}"))
+            .to_string()
+    };
+    let e = err(boot_scenario("guest_type = \"pv\"", "io = \"ioreq\""));
+    assert!(e.contains("domain.1.workload.0.io"), "{e}");
+    let no_driver =
+        boot_scenario("guest_type = \"hvm\"", "io = \"ioreq\"").replace("driver = true\n", "");
+    let e = err(no_driver);
+    assert!(
+        e.contains("domain.1.workload.0.io") && e.contains("driver"),
+        "{e}"
+    );
+    let e = err(boot_scenario(
+        "guest_type = \"hvm\"",
+        "io = \"ioreq\"\nioreqs = 0",
+    ));
+    assert!(e.contains("domain.1.workload.0.ioreqs"), "{e}");
 }
 
 #[test]

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{check_ns, DomainConfig, GuestType, Hypervisor, MachineConfig};
 use crate::workload::program::StepConfig;
+use crate::workload::vmboot::BootIo;
 use crate::workload::WorkloadConfig;
 
 /// Per-packet costs of a driver domain's network path (calibration parameters: the defaults
@@ -111,11 +112,20 @@ impl DeviceModelConfig {
     }
 }
 
-/// Does domain `d` make emulated I/O accesses (a program with an `ioreq` step)?
+/// Does domain `d` make emulated I/O accesses (a program with an `ioreq` step, or a boot with
+/// `io = "ioreq"`)?
 pub fn uses_ioreq<G>(d: &DomainConfig<G>) -> bool {
-    d.workloads.iter().any(|w| match w {
-        WorkloadConfig::Program(p) => p.steps.iter().any(|s| matches!(s, StepConfig::Ioreq)),
-        _ => false,
+    first_ioreq(d).is_some()
+}
+
+/// The first workload of `d` that makes emulated I/O accesses, and its field that does.
+fn first_ioreq<G>(d: &DomainConfig<G>) -> Option<(usize, &'static str)> {
+    d.workloads.iter().enumerate().find_map(|(j, w)| match w {
+        WorkloadConfig::Program(p) if p.steps.iter().any(|s| matches!(s, StepConfig::Ioreq)) => {
+            Some((j, "steps"))
+        }
+        WorkloadConfig::VmBoot(b) if b.io == BootIo::Ioreq => Some((j, "io")),
+        _ => None,
     })
 }
 
@@ -194,37 +204,40 @@ pub(crate) fn validate<G>(
                 "must be positive (qemu-dm's emulation of one access takes time)".into(),
             ));
         }
-        if uses_ioreq(d) {
-            let j = d
-                .workloads
-                .iter()
-                .position(|w| matches!(w, WorkloadConfig::Program(p) if p.steps.iter().any(|s| matches!(s, StepConfig::Ioreq))))
-                .expect("uses_ioreq found one");
-            let field = format!("domain.{i}.workload.{j}.steps");
+        if let Some((j, f)) = first_ioreq(d) {
+            let field = format!("domain.{i}.workload.{j}.{f}");
+            let what = if f == "io" {
+                "a boot's io = \"ioreq\""
+            } else {
+                "an `ioreq` step"
+            };
             let hvm = m.guest_type(d.guest_type) == Ok(GuestType::Hvm);
             if m.hypervisor != Hypervisor::Xen || m.arch != super::Arch::X86 || !hvm {
                 return Err((
                     field,
-                    "an `ioreq` step is an HVM guest's emulated I/O access on Xen x86: set \
-                     guest_type = \"hvm\" (machine.hypervisor = \"xen\", arch = \"x86\")"
-                        .into(),
+                    format!(
+                        "{what} is an HVM guest's emulated I/O access on Xen x86: set \
+                         guest_type = \"hvm\" (machine.hypervisor = \"xen\", arch = \"x86\")"
+                    ),
                 ));
             }
             match driver {
                 None => {
                     return Err((
                         field,
-                        "an `ioreq` step needs a driver domain running the device model: mark \
-                         one [[domain]] with driver = true"
-                            .into(),
+                        format!(
+                            "{what} needs a driver domain running the device model: mark one \
+                             [[domain]] with driver = true"
+                        ),
                     ))
                 }
                 Some(k) if k == i => {
                     return Err((
                         field,
-                        "an `ioreq` step runs in an HVM guest served by the driver domain, not \
-                         in the driver domain itself"
-                            .into(),
+                        format!(
+                            "{what} runs in an HVM guest served by the driver domain, not in the \
+                             driver domain itself"
+                        ),
                     ))
                 }
                 Some(k) => {

@@ -18,11 +18,23 @@
 //! durations are not in the document: the defaults (bursts of 20 ms, 1 ms I/O waits, 20 s) are
 //! assumptions, written down in docs/seed001.md.
 //!
-//! **The I/O wait** is a guest sleep whose expiry kicks the halted vCPU through the host's wake
-//! hook (BOOST if UNDER), as the device model's completion does (`hvm_io_assist` → a direct
-//! wake; ERRATA X9). Until the HVM device-model round trip lands (sim/io.rs, X9), the vCPU is
-//! `blocked` while it waits (X9: `offline`, "blocked in Xen"), and the device model's work in
-//! dom0 is not caused by it: a scenario adds it as dom0 work of its own (docs/seed001.md).
+//! **The I/O wait**, `io = "sleep"` (the default): a guest sleep whose expiry kicks the halted
+//! vCPU through the host's wake hook (BOOST if UNDER); the vCPU is `blocked` while it waits and
+//! nothing runs in dom0 for it (a scenario adds the device model's work as dom0 work of its own).
+//!
+//! `io = "ioreq"`: an emulated disk read as an HVM guest makes it, over the device-model round
+//! trip of ERRATA X9 (sim/io.rs, docs/io.md; the domain must be an HVM guest with a driver
+//! domain, its `[domain.device_model]` gives dom0's cost per access). The guest's IDE driver
+//! writes the command (one port access: an `ioreq` step, the vCPU `offline` "blocked in Xen"
+//! until qemu-dm in dom0 completes it with a direct wake), the disk serves the read while the
+//! guest halts waiting for the completion interrupt (`io_us`, exponential: a guest sleep, the
+//! vCPU `blocked`, woken by the kick as the injected interrupt is), and the driver then reads the
+//! status and acknowledges it (`ioreqs - 1` more accesses). So `io_us` is the disk's (and
+//! qemu-dm's asynchronous read's) service time, not the round trip's, which the device model's
+//! costs and the host's scheduling add on top. Assumed: qemu-dm reads the disk asynchronously
+//! (its IDE DMA path), so dom0 does not run and the vCPU is not in Xen during the disk's time;
+//! the dom0 work that raises the completion interrupt is not modelled (it is folded into the
+//! status read's round trip that follows it).
 //!
 //! Figure: `boot_cpu`, the CPU time the boot used in the measured window, in seconds; counters
 //! `rounds` (bursts run) and `done` (vCPUs whose boot work ended in the window).
@@ -44,9 +56,19 @@ pub struct VmBootConfig {
     #[serde(default = "d_burst")]
     pub burst_us: u64,
     /// Mean wait for one emulated I/O (exponential; default 1000 µs; 0: no waits, the vCPUs
-    /// compute for the whole boot).
+    /// compute for the whole boot, or with `io = "ioreq"` make only the accesses). With
+    /// `io = "ioreq"` it is the disk's service time between the accesses, not the round trip.
     #[serde(default = "d_io")]
     pub io_us: u64,
+    /// How an I/O is made: `"sleep"` (default: a guest sleep of `io_us`) or `"ioreq"` (the
+    /// HVM device-model round trip, ERRATA X9: `ioreqs` emulated accesses around a disk wait of
+    /// `io_us`; needs an HVM guest and a driver domain).
+    #[serde(default)]
+    pub io: BootIo,
+    /// Emulated accesses per I/O with `io = "ioreq"`: the command before the disk's wait, the
+    /// others after it (1..=16; default 2).
+    #[serde(default = "d_ioreqs")]
+    pub ioreqs: u32,
     /// When the vCPUs other than vCPU 0 join, after the start (default 0 ms).
     #[serde(default)]
     pub ap_start_ms: u64,
@@ -55,6 +77,23 @@ pub struct VmBootConfig {
     pub start_us: u64,
 }
 
+/// How a boot's I/O waits are made (`io`).
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum BootIo {
+    /// A guest sleep: the vCPU blocked, woken by a kick; no dom0 work.
+    #[default]
+    Sleep,
+    /// The HVM device-model round trip (`ioreq` steps) around the disk's wait.
+    Ioreq,
+}
+
+/// Most emulated accesses per I/O.
+pub const MAX_IOREQS: u32 = 16;
+
+fn d_ioreqs() -> u32 {
+    2
+}
 fn d_duration() -> u64 {
     20_000
 }
@@ -111,6 +150,12 @@ impl VmBootConfig {
                 ),
             ));
         }
+        if self.io == BootIo::Ioreq && !(1..=MAX_IOREQS).contains(&self.ioreqs) {
+            return Err((
+                "ioreqs".into(),
+                format!("must be 1..={MAX_IOREQS}, got {}", self.ioreqs),
+            ));
+        }
         if t.ap_start >= t.duration {
             return Err((
                 "ap_start_ms".into(),
@@ -145,11 +190,20 @@ impl VmBootConfig {
                     },
                     Step::Count { counter: ROUNDS },
                 ];
+                let ioreq = self.io == BootIo::Ioreq;
+                if ioreq {
+                    // The command's port access, before the disk serves it.
+                    program.push(Step::Ioreq);
+                }
                 if t.io > 0 {
                     program.push(Step::Sleep {
                         dur: Dist::Exp(t.io),
                         slack: 0,
                     });
+                }
+                if ioreq {
+                    // The status read and acknowledgement after the completion interrupt.
+                    program.extend((1..self.ioreqs).map(|_| Step::Ioreq));
                 }
                 program.extend([
                     // The first round plus n - 1 more.
@@ -265,12 +319,38 @@ mod tests {
     }
 
     #[test]
+    fn ioreq_io_is_the_command_access_the_disks_wait_then_the_other_accesses() {
+        let s = cfg("io = \"ioreq\"\nioreqs = 3\nio_us = 300").build(1);
+        let p = &s.tasks[0].program;
+        assert_eq!(p[2], Step::Ioreq);
+        assert_eq!(
+            p[3],
+            Step::Sleep {
+                dur: Dist::Exp(300 * NS_PER_US),
+                slack: 0
+            }
+        );
+        assert_eq!(&p[4..6], &[Step::Ioreq, Step::Ioreq]);
+        assert!(matches!(p[6], Step::Goto { to: 0, .. }));
+        // Without a disk wait the accesses follow each other; the default is two.
+        let p = cfg("io = \"ioreq\"\nio_us = 0").build(1).tasks[0]
+            .program
+            .clone();
+        assert_eq!(&p[2..4], &[Step::Ioreq, Step::Ioreq]);
+        assert!(matches!(p[4], Step::Goto { to: 0, .. }));
+        // The default stays a plain sleep, with no access.
+        assert!(!cfg("").build(1).tasks[0].program.contains(&Step::Ioreq));
+    }
+
+    #[test]
     fn bad_values_name_their_field() {
         for (toml, field) in [
             ("duration_ms = 0", "duration_ms"),
             ("burst_us = 0", "burst_us"),
             ("ap_start_ms = 20000", "ap_start_ms"),
             ("io_us = 18446744073709551615", "io_us"),
+            ("io = \"ioreq\"\nioreqs = 0", "ioreqs"),
+            ("io = \"ioreq\"\nioreqs = 17", "ioreqs"),
         ] {
             assert_eq!(cfg(toml).validate().unwrap_err().0, field, "{toml}");
         }
