@@ -54,8 +54,8 @@ for k in range(64):
         f.write(bytes([1 + r.randrange(255)]) + r.randbytes(600))' "$i"
                 ;;
             overrides)
-                # the selector: bits 0-1 and 5 pick the scenario, bit 2 the typed form
-                sel=$(( (i & 3) | ((i & 4) << 3) ))
+                # the selector: bits 0-1, 5 and 6 pick the scenario, bit 2 the typed form
+                sel=$(( (i & 3) | ((i & 12) << 3) ))
                 printf "\\x$(printf %02x "$sel")run.duration_ms=5\nmachine.pcpus=4\n" >"corpus/overrides/cli-$i"
                 printf "\\x$(printf %02x "$sel")domain.0.vcpus=2\ndomain.0.workload.0.copies=3\nhost.ratelimit_us=0\n" >"corpus/overrides/cli2-$i"
                 printf "\\x$(printf %02x $((sel + 4)))\\x00\\x03\\x02\\x05" >"corpus/overrides/typed-$i"

@@ -29,9 +29,9 @@ fuzz_target!(|data: &[u8]| {
     let Some((&head, rest)) = data.split_first() else {
         return;
     };
-    // Bits 0-1 and 5 select the scenario (bit 5 came with the later scenarios, so an input
-    // written before keeps its scenario); bit 2 the form.
-    let pick = (head & 3) | ((head >> 3) & 4);
+    // Bits 0-1, 5 and 6 select the scenario (bits 5 and 6 came with later scenarios, so an
+    // input written before keeps its scenario); bit 2 the form.
+    let pick = (head & 3) | ((head >> 3) & 12);
     let (file, src) = SHIPPED[pick as usize % SHIPPED.len()];
     let typed: Vec<(String, SetValue)> = if head & 4 == 0 {
         // CLI form: one `key=value` a line.

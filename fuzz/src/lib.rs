@@ -6,9 +6,10 @@
 use arbitrary::{Arbitrary, Unstructured};
 use vmsched_core::scenario::{ScenarioError, SetValue};
 
-/// The scenarios shipped in python/vmsched/scenarios, as (file name, text): seed 000's three
-/// first, in the order the `overrides` target's older inputs select them.
-pub const SHIPPED: [(&str, &str); 8] = [
+/// The scenarios shipped in python/vmsched/scenarios, as (file name, text), in the order they
+/// were added (so the `overrides` target's older inputs keep selecting theirs); a test checks
+/// that every shipped scenario is here.
+pub const SHIPPED: [(&str, &str); 15] = [
     (
         "seed000_context1_ratelimit.toml",
         include_str!("../../python/vmsched/scenarios/seed000_context1_ratelimit.toml"),
@@ -40,6 +41,34 @@ pub const SHIPPED: [(&str, &str); 8] = [
     (
         "seed002_io_ping.toml",
         include_str!("../../python/vmsched/scenarios/seed002_io_ping.toml"),
+    ),
+    (
+        "arinc653_partitions.toml",
+        include_str!("../../python/vmsched/scenarios/arinc653_partitions.toml"),
+    ),
+    (
+        "eevdf_latency.toml",
+        include_str!("../../python/vmsched/scenarios/eevdf_latency.toml"),
+    ),
+    (
+        "hvm_ioreq.toml",
+        include_str!("../../python/vmsched/scenarios/hvm_ioreq.toml"),
+    ),
+    (
+        "null_static.toml",
+        include_str!("../../python/vmsched/scenarios/null_static.toml"),
+    ),
+    (
+        "rt_cyclictest.toml",
+        include_str!("../../python/vmsched/scenarios/rt_cyclictest.toml"),
+    ),
+    (
+        "rtds_reservation.toml",
+        include_str!("../../python/vmsched/scenarios/rtds_reservation.toml"),
+    ),
+    (
+        "seed001_video_boost_credit.toml",
+        include_str!("../../python/vmsched/scenarios/seed001_video_boost_credit.toml"),
     ),
 ];
 
@@ -720,6 +749,21 @@ pub enum Outcome {
 
 #[cfg(test)]
 mod tests {
+    /// SHIPPED holds every scenario of python/vmsched/scenarios, each once.
+    #[test]
+    fn every_shipped_scenario_is_listed() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../python/vmsched/scenarios");
+        let mut on_disk: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.ends_with(".toml"))
+            .collect();
+        on_disk.sort();
+        let mut listed: Vec<String> = super::SHIPPED.iter().map(|(n, _)| n.to_string()).collect();
+        listed.sort();
+        assert_eq!(listed, on_disk);
+    }
+
     /// Prints the scenario behind a `run` input: `VMSCHED_FUZZ_INPUT=artifacts/run/<file> cargo
     /// test --release --lib -- --ignored --nocapture show_run_input`.
     #[test]
