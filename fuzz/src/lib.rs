@@ -249,8 +249,9 @@ pub fn small_enough(s: &vmsched_sched::Scenario) -> bool {
 /// A random scenario over every table, each choice drawn from the fuzzer's bytes: the grammar of
 /// `random_scenario` in crates/vmsched-sched/tests/hardening.rs, with values at and past the
 /// edges of their ranges. When the bytes run out every further choice is the first option. The
-/// Credit1 host (either era) and the `[[event]]` timeline are drawn last, after the domains, so
-/// inputs written before they were added keep their scenario.
+/// Credit1 host (either era), the `[[event]]` timeline, the hypervisor seam, seed 001's workloads,
+/// the Linux classes (EEVDF, RT) and the RTDS/null/ARINC653 hosts are drawn last, in that order,
+/// after the domains, so inputs written before each was added keep their scenario.
 pub fn generate(u: &mut Unstructured) -> String {
     let mut p = Pick(u);
     let mut s = String::new();
