@@ -1187,24 +1187,16 @@ fn host_events(p: &mut Pick, s: &mut String, rtds: bool) {
 }
 
 /// `random_scenario`'s choices in the shape of the fuzz generator's `Pick` (fuzz/src/lib.rs), so
-/// the appended choices above are the same code in both: `among` takes an edge value one time
-/// in 32.
+/// the appended choices above are the same code in both.
 struct Pick<'a>(&'a mut dyn FnMut(u64) -> u64);
 
 impl Pick<'_> {
     fn pick(&mut self, n: u64) -> u64 {
         (self.0)(n)
     }
-    fn among<T: Copy>(&mut self, usual: &[T], edge: &[T]) -> T {
-        if !edge.is_empty() && self.pick(32) == 31 {
-            edge[self.pick(edge.len() as u64) as usize]
-        } else {
-            usual[self.pick(usual.len() as u64) as usize]
-        }
-    }
-    /// As `among`, but the edge one time in 256: the appended tables (`linux_classes`,
+    /// One of `usual`, or of `edge` one time in 256: the appended tables (`linux_classes`,
     /// `xen_family`) have about eight such fields each, so one of them is at an edge about one
-    /// time in 32, as `credit1_host` breaks one field of its table.
+    /// time in 32, as `credit1_host` (fuzz/src/lib.rs) breaks one field of its table.
     fn rare<T: Copy>(&mut self, usual: &[T], edge: &[T]) -> T {
         if !edge.is_empty() && self.pick(256) == 255 {
             edge[self.pick(edge.len() as u64) as usize]
