@@ -189,3 +189,24 @@ fn class_changing_events_are_refused_by_field() {
     let r = run_src(&ok, &[]);
     assert!(share(&r, "hog.0") > 0.9);
 }
+
+/// Found by the fuzz generators (docs/fuzzing.md): a fair server of zero runtime looped forever
+/// replenishing whole periods of nothing. As Linux 6.12's `dl_server_start` (which returns at
+/// once for a server of no runtime, the "fair server disabled" setting of its debugfs file), a
+/// zero-runtime server never starts: the FIFO hog keeps its CPU, as with throttling off.
+#[test]
+fn a_fair_server_of_no_runtime_never_runs() {
+    let src = format!("{ONE_VCPU}{FIFO_HOG}{FAIR_LOOP}");
+    let ov = [
+        ("run.duration_ms", "20"),
+        ("domain.0.sched.rt.fair_server", "true"),
+        ("domain.0.sched.rt.fair_server_period_ns", "1000000"),
+        ("domain.0.sched.rt.fair_server_runtime_ns", "0"),
+    ];
+    let r = run_src(&src, &ov);
+    assert_eq!(
+        share(&r, "loop.0"),
+        0.0,
+        "a server of no runtime gives fair work nothing"
+    );
+}

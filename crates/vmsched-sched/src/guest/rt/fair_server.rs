@@ -104,7 +104,9 @@ impl Rt {
             }
         }
         let has_tasks = ctx.rq(cpu).cfs_nr_running > 0;
-        if has_tasks && !s.active {
+        // Linux 6.12 dl_server_start: a server of no runtime (debugfs runtime 0, "fair server
+        // disabled") is never started; replenishing it would find no runtime to give.
+        if has_tasks && !s.active && q > 0 {
             // dl_server_start → enqueue_dl_entity(ENQUEUE_WAKEUP) → update_dl_entity.
             s.active = true;
             let left = s.deadline.saturating_sub(now);
