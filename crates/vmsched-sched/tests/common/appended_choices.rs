@@ -1,0 +1,295 @@
+// The appended choices of vmsched's two random-scenario generators: `random_scenario` in
+// crates/vmsched-sched/tests/hardening.rs and `generate` in fuzz/src/lib.rs. Both `include!`
+// this one file, so the choices are the same code (each defines a `Pick` with `pick` and
+// `rare`). They add the Linux classes of issue 12 (EEVDF guests, the RT class's sysctls with a
+// FIFO/RR program) and the Xen hosts of issue 17 (RTDS, null, ARINC653) to a drawn scenario,
+// after every earlier choice, so that older inputs keep their scenario (docs/fuzzing.md).
+// A plain comment, not a module doc: `include!` takes items only.
+
+/// The byte ranges of the tables of `s`, each from its header line (`[..]` or `[[..]]`) to the
+/// next header or the end. (No value line of the generators starts with `[`.)
+fn table_ranges(s: &str) -> Vec<(usize, usize)> {
+    let mut starts = Vec::new();
+    let mut at = 0;
+    for line in s.split_inclusive('\n') {
+        if line.starts_with('[') {
+            starts.push(at);
+        }
+        at += line.len();
+    }
+    let mut r: Vec<(usize, usize)> = starts.windows(2).map(|w| (w[0], w[1])).collect();
+    if let Some(&last) = starts.last() {
+        r.push((last, s.len()));
+    }
+    r
+}
+
+/// The range of the `n`-th table of `s` whose header line is `header`.
+fn nth_table(s: &str, header: &str, n: usize) -> Option<(usize, usize)> {
+    table_ranges(s)
+        .into_iter()
+        .filter(|&(a, _)| s[a..].starts_with(header))
+        .nth(n)
+}
+
+/// EEVDF's `sched_features` and the first release (of 6.6, 6.12, 6.18) that has each
+/// (docs/eevdf.md).
+const EEVDF_FEATURES: [(&str, &str); 11] = [
+    ("PLACE_LAG", "6.6"),
+    ("PLACE_DEADLINE_INITIAL", "6.6"),
+    ("PLACE_REL_DEADLINE", "6.12"),
+    ("RUN_TO_PARITY", "6.6"),
+    ("PREEMPT_SHORT", "6.12"),
+    ("NEXT_BUDDY", "6.6"),
+    ("PICK_BUDDY", "6.12"),
+    ("CACHE_HOT_BUDDY", "6.6"),
+    ("DELAY_DEQUEUE", "6.12"),
+    ("DELAY_ZERO", "6.12"),
+    ("WAKEUP_PREEMPTION", "6.6"),
+];
+
+/// Appended choices, per domain in order: its fair class (first option: the CFS guest drawn
+/// before; else EEVDF of 6.6, 6.12 or 6.18 with some of that release's `features`), then the
+/// RT class (first option: nothing; else `[domain.sched.rt]`'s sysctls, the fair server now and
+/// then, and a SCHED_FIFO or SCHED_RR program). One time in 32 a field takes an edge value, to
+/// be refused (docs/eevdf.md, docs/rt.md).
+fn linux_classes(p: &mut Pick, s: &mut String, ndoms: usize) {
+    for d in 0..ndoms {
+        let eevdf = p.pick(2) == 1;
+        let rt = p.pick(2) == 1;
+        if !eevdf && !rt {
+            continue;
+        }
+        let Some((a, b)) = nth_table(s, "[domain.sched]\n", d) else {
+            continue;
+        };
+        let mut t = if eevdf {
+            eevdf_sched(p)
+        } else {
+            s[a..b].to_string()
+        };
+        if rt {
+            t += &rt_class(p, d);
+        }
+        s.replace_range(a..b, &t);
+    }
+}
+
+/// `[domain.sched]` of an EEVDF guest (docs/eevdf.md).
+fn eevdf_sched(p: &mut Pick) -> String {
+    let kernel = p.rare(&["6.6", "6.12", "6.18"], &["6.1", "6.13"]);
+    let mut t = format!(
+        "[domain.sched]\nscheduler = \"eevdf\"\nkernel = \"{kernel}\"\nhz = {}\n\
+         sched_tunable_scaling = {}\nsched_migration_cost_ns = {}\nvcpu_is_preempted = {}\n\
+         steal_carry_over = {}\n",
+        p.rare(&[100, 250, 1000, 300], &[0, 200]),
+        p.rare(&[0, 1, 2], &[3]),
+        [0, 500_000, 4_294_967_295u64][p.pick(3) as usize],
+        p.pick(2) == 1,
+        p.pick(4) == 0,
+    );
+    if p.pick(3) == 0 {
+        t += &format!(
+            "base_slice_ns = {}\n",
+            p.rare(&[100_000, 750_000, 3_000_000], &[0, 1_000_000_001])
+        );
+    }
+    let mut f = Vec::new();
+    for (name, since) in EEVDF_FEATURES {
+        if p.pick(4) == 0 && (since == "6.6" || kernel != "6.6") {
+            f.push(format!("{name} = {}", p.pick(2) == 1));
+        }
+    }
+    // The edge: a feature 6.6 does not have.
+    if kernel == "6.6" && p.rare(&[false], &[true]) {
+        f.push("PREEMPT_SHORT = true".to_string());
+    }
+    t += &format!("features = {{ {} }}\n", f.join(", "));
+    t
+}
+
+/// `[domain.sched.rt]` (periods short enough to throttle within a short run) and a SCHED_FIFO
+/// or SCHED_RR program, a hog or a periodic task, in domain `d` (docs/rt.md).
+fn rt_class(p: &mut Pick, d: usize) -> String {
+    let period = p.rare(&[1000u64, 200_000, 1_000_000], &[0, 1u64 << 31]);
+    let runtime = p.rare(
+        &[
+            -1,
+            0,
+            (period / 2) as i64,
+            (period * 95 / 100) as i64,
+            period as i64,
+        ],
+        &[period as i64 + 1, -2],
+    );
+    let mut t = format!(
+        "[domain.sched.rt]\nsched_rr_timeslice_ms = {}\nsched_rt_period_us = {period}\n\
+         sched_rt_runtime_us = {runtime}\n",
+        p.rare(&[1u64, 10, 100], &[0, 1 << 31]),
+    );
+    match p.pick(3) {
+        0 => {}
+        1 => t += "fair_server = false\n",
+        _ => {
+            t += "fair_server = true\n";
+            if p.pick(2) == 0 {
+                let fp = p.rare(
+                    &[100_000u64, 1_000_000, 1_000_000_000],
+                    &[99_999, (1 << 22) * 1000 + 1],
+                );
+                t += &format!(
+                    "fair_server_period_ns = {fp}\nfair_server_runtime_ns = {}\n",
+                    p.rare(&[0, fp / 20, fp / 2, fp], &[fp + 1])
+                );
+            }
+        }
+    }
+    let policy = ["fifo", "rr"][p.pick(2) as usize];
+    let steps = match p.pick(2) {
+        0 => format!(
+            "{{ op = \"compute\", us = {} }}, {{ op = \"loop\", to = 0 }}",
+            p.rare(&[100, 1000], &[0])
+        ),
+        _ => format!(
+            "{{ op = \"compute\", us = {} }}, {{ op = \"sleep\", us = {} }}, {{ op = \"loop\", to = 0 }}",
+            1 + p.pick(200),
+            p.rare(&[10, 100, 500], &[0])
+        ),
+    };
+    t += &format!(
+        "[[domain.workload]]\nkind = \"program\"\nname = \"rt{d}\"\ncopies = {}\n\
+         policy = \"{policy}\"\nrt_priority = {}\nsteps = [{steps}]\n",
+        p.rare(&[1, 2], &[0]),
+        p.rare(&[1, 50, 99], &[0, 100]),
+    );
+    t
+}
+
+/// Appended choice: a Xen 4.20 host of the RTDS/null/ARINC653 family in place of the Credit2 or
+/// Credit1 host drawn before (never the pinned host's: first option and pinned, no change).
+/// RTDS with each domain's `period_us`, `budget_us` and `extratime` now and then (docs/rtds.md);
+/// null (docs/null.md); ARINC653 with a `schedule` table over the scenario's vCPUs and
+/// `major_frame_us` (docs/arinc653.md). The timeline drawn before is made the host's (RTDS turns
+/// a `sched_domain` weight or cap into a budget, period and extratime; what a host does not take
+/// is dropped), but one time in 32 it is kept as drawn, and one time in 32 one field takes an
+/// edge value, to be refused.
+fn xen_family(p: &mut Pick, s: &mut String, pinned: bool, doms: &[u64]) {
+    if pinned {
+        return;
+    }
+    let which = p.pick(4);
+    if which == 0 {
+        return;
+    }
+    let keep_events = p.rare(&[false], &[true]);
+    let host = match which {
+        1 => {
+            for d in 0..doms.len() {
+                if p.pick(4) == 0 {
+                    continue;
+                }
+                let period = p.rare(&[100u64, 1000, 10_000], &[9, 1 << 32]);
+                let text = format!(
+                    "period_us = {period}\nbudget_us = {}\nextratime = {}\n",
+                    p.rare(&[10, period / 2, period], &[9, period + 1]),
+                    p.pick(2) == 1
+                );
+                if let Some((_, b)) = nth_table(s, "[[domain]]\n", d) {
+                    s.insert_str(b, &text);
+                }
+            }
+            format!(
+                "[host]\nscheduler = \"rtds\"\ntimer_slop_ns = {}\ntimer_entry_ns = {}\n",
+                p.rare(&[50_000, 0, 1], &[]),
+                p.rare(&[1000, 0], &[1_000_001]),
+            )
+        }
+        2 => "[host]\nscheduler = \"null\"\n".to_string(),
+        _ => arinc653_host(p, doms),
+    };
+    if let Some((a, b)) = nth_table(s, "[host]\n", 0) {
+        s.replace_range(a..b, &host);
+    }
+    if !keep_events {
+        host_events(p, s, which == 1);
+    }
+}
+
+/// `[host]` of ARINC653: mostly a table of one to four slots naming the scenario's vCPUs, with
+/// or without a major frame (at least the slots' sum); else Xen's default table. The edge: a
+/// slot of no time, of a domain or vCPU that does not exist, or a frame shorter than its slots.
+fn arinc653_host(p: &mut Pick, doms: &[u64]) -> String {
+    let mut h = "[host]\nscheduler = \"arinc653\"\n".to_string();
+    if p.pick(8) == 0 {
+        return h;
+    }
+    let bad = (p.pick(32) == 31).then(|| p.pick(4));
+    let mut sum = 0;
+    let mut slots = Vec::new();
+    for k in 0..1 + p.pick(4) {
+        let d = p.pick(doms.len().max(1) as u64) as usize;
+        let vcpus = doms.get(d).copied().unwrap_or(1);
+        let mut v = p.pick(vcpus.max(1));
+        let mut us = [100u64, 300, 1000, 10_000][p.pick(4) as usize];
+        let mut dom = format!("d{d}");
+        match bad {
+            Some(0) if k == 0 => us = 0,
+            Some(1) if k == 0 => dom = format!("d{}", doms.len()),
+            Some(2) if k == 0 => v = vcpus,
+            _ => {}
+        }
+        sum += us;
+        slots.push(format!(
+            "{{ domain = \"{dom}\", vcpu = {v}, runtime_us = {us} }}"
+        ));
+    }
+    h += &format!("schedule = [{}]\n", slots.join(", "));
+    match (bad, p.pick(3)) {
+        (Some(3), _) => h += &format!("major_frame_us = {}\n", sum - 1),
+        (_, 0) => {}
+        (_, 1) => h += &format!("major_frame_us = {sum}\n"),
+        _ => {
+            h += &format!(
+                "major_frame_us = {}\n",
+                sum + [100, 5000][p.pick(2) as usize]
+            )
+        }
+    }
+    h
+}
+
+/// The timeline's `[[event]]`s made the new host's: `sched_host` dropped (none of the three
+/// takes a run-time change of its own), `sched_domain` dropped, or under RTDS given a period,
+/// a budget and extratime in place of its weight and cap (docs/rtds.md).
+fn host_events(p: &mut Pick, s: &mut String, rtds: bool) {
+    let mut out = String::with_capacity(s.len());
+    let mut last = 0;
+    for (a, b) in table_ranges(s) {
+        let t = &s[a..b];
+        if !t.starts_with("[[event]]\n") {
+            continue;
+        }
+        out += &s[last..a];
+        last = b;
+        let sched_domain = t.contains("action = \"sched_domain\"");
+        if t.contains("action = \"sched_host\"") || (sched_domain && !rtds) {
+            continue;
+        }
+        if sched_domain {
+            let kept: String = t
+                .split_inclusive('\n')
+                .filter(|l| !l.starts_with("weight") && !l.starts_with("cap"))
+                .collect();
+            let period = p.rare(&[100u64, 1000, 10_000], &[9]);
+            out += &format!(
+                "{kept}period_us = {period}\nbudget_us = {}\nextratime = {}\n",
+                p.rare(&[10, period / 2, period], &[period + 1]),
+                p.pick(2) == 1
+            );
+        } else {
+            out += t;
+        }
+    }
+    out += &s[last..];
+    *s = out;
+}
