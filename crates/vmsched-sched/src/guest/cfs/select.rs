@@ -36,6 +36,65 @@ pub(crate) struct Wakeup {
     sync: bool,
 }
 
+/// The [`SelectFair`] accessors every fair class writes the same way, over fields of the same
+/// names (`rqs[c].nr_running`, `idle_nr_running`, `load`, `curr`; `ses[p].cpu`, `allowed`,
+/// `load.weight`, `wakee_flips`, `wakee_flip_decay_ts`, `last_wakee`, `recent_used_cpu`): used
+/// inside `impl SelectFair for ...` of CFS and EEVDF.
+macro_rules! select_fair_fields {
+    () => {
+        #[inline]
+        fn rq_nr_running(&self, c: usize) -> u32 {
+            self.rqs[c].nr_running
+        }
+        #[inline]
+        fn rq_idle_nr_running(&self, c: usize) -> u32 {
+            self.rqs[c].idle_nr_running
+        }
+        #[inline]
+        fn rq_load(&self, c: usize) -> u64 {
+            self.rqs[c].load
+        }
+        #[inline]
+        fn rq_curr(&self, c: usize) -> Option<usize> {
+            self.rqs[c].curr
+        }
+        #[inline]
+        fn se_cpu(&self, p: usize) -> usize {
+            self.ses[p].cpu
+        }
+        #[inline]
+        fn se_allowed(&self, p: usize) -> &CpuSet {
+            &self.ses[p].allowed
+        }
+        #[inline]
+        fn se_weight(&self, p: usize) -> u64 {
+            self.ses[p].load.weight
+        }
+        #[inline]
+        fn wakee_flips(&self, p: usize) -> u32 {
+            self.ses[p].wakee_flips
+        }
+        #[inline]
+        fn wakee_mut(&mut self, p: usize) -> WakeeMut<'_> {
+            let se = &mut self.ses[p];
+            WakeeMut {
+                flips: &mut se.wakee_flips,
+                decay_ts: &mut se.wakee_flip_decay_ts,
+                last: &mut se.last_wakee,
+            }
+        }
+        #[inline]
+        fn recent_used_cpu(&self, p: usize) -> usize {
+            self.ses[p].recent_used_cpu
+        }
+        #[inline]
+        fn set_recent_used_cpu(&mut self, p: usize, c: usize) {
+            self.ses[p].recent_used_cpu = c;
+        }
+    };
+}
+pub(crate) use select_fair_fields;
+
 /// CPU selection for a fair class: the fields it reads (required) and the rules (provided).
 /// CPUs and tasks are the level's local indices.
 pub(crate) trait SelectFair {
@@ -364,53 +423,5 @@ impl SelectFair for Cfs {
     fn tick_ns(&self) -> u64 {
         self.tun.tick_ns
     }
-    #[inline]
-    fn rq_nr_running(&self, c: usize) -> u32 {
-        self.rqs[c].nr_running
-    }
-    #[inline]
-    fn rq_idle_nr_running(&self, c: usize) -> u32 {
-        self.rqs[c].idle_nr_running
-    }
-    #[inline]
-    fn rq_load(&self, c: usize) -> u64 {
-        self.rqs[c].load
-    }
-    #[inline]
-    fn rq_curr(&self, c: usize) -> Option<usize> {
-        self.rqs[c].curr
-    }
-    #[inline]
-    fn se_cpu(&self, p: usize) -> usize {
-        self.ses[p].cpu
-    }
-    #[inline]
-    fn se_allowed(&self, p: usize) -> &CpuSet {
-        &self.ses[p].allowed
-    }
-    #[inline]
-    fn se_weight(&self, p: usize) -> u64 {
-        self.ses[p].load.weight
-    }
-    #[inline]
-    fn wakee_flips(&self, p: usize) -> u32 {
-        self.ses[p].wakee_flips
-    }
-    #[inline]
-    fn wakee_mut(&mut self, p: usize) -> WakeeMut<'_> {
-        let se = &mut self.ses[p];
-        WakeeMut {
-            flips: &mut se.wakee_flips,
-            decay_ts: &mut se.wakee_flip_decay_ts,
-            last: &mut se.last_wakee,
-        }
-    }
-    #[inline]
-    fn recent_used_cpu(&self, p: usize) -> usize {
-        self.ses[p].recent_used_cpu
-    }
-    #[inline]
-    fn set_recent_used_cpu(&mut self, p: usize, c: usize) {
-        self.ses[p].recent_used_cpu = c;
-    }
+    select_fair_fields!();
 }

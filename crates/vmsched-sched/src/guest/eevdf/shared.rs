@@ -10,7 +10,7 @@ use vmsched_core::sched::{CpuTopo, Policy};
 
 use super::{Eevdf, LoadWeight};
 use crate::guest::cfs::balance::{BalanceFair, LbState};
-use crate::guest::cfs::select::{SelectFair, WakeeMut};
+use crate::guest::cfs::select::{select_fair_fields, SelectFair, WakeeMut};
 use crate::guest::linux_core::LinuxCtx;
 
 impl SelectFair for Eevdf {
@@ -42,56 +42,8 @@ impl SelectFair for Eevdf {
     fn tick_ns(&self) -> u64 {
         self.tick_ns
     }
-    /// Delayed tasks count, as in 6.12's `rq->nr_running`.
-    #[inline]
-    fn rq_nr_running(&self, c: usize) -> u32 {
-        self.rqs[c].nr_running
-    }
-    #[inline]
-    fn rq_idle_nr_running(&self, c: usize) -> u32 {
-        self.rqs[c].idle_nr_running
-    }
-    #[inline]
-    fn rq_load(&self, c: usize) -> u64 {
-        self.rqs[c].load
-    }
-    #[inline]
-    fn rq_curr(&self, c: usize) -> Option<usize> {
-        self.rqs[c].curr
-    }
-    #[inline]
-    fn se_cpu(&self, p: usize) -> usize {
-        self.ses[p].cpu
-    }
-    #[inline]
-    fn se_allowed(&self, p: usize) -> &CpuSet {
-        &self.ses[p].allowed
-    }
-    #[inline]
-    fn se_weight(&self, p: usize) -> u64 {
-        self.ses[p].load.weight
-    }
-    #[inline]
-    fn wakee_flips(&self, p: usize) -> u32 {
-        self.ses[p].wakee_flips
-    }
-    #[inline]
-    fn wakee_mut(&mut self, p: usize) -> WakeeMut<'_> {
-        let se = &mut self.ses[p];
-        WakeeMut {
-            flips: &mut se.wakee_flips,
-            decay_ts: &mut se.wakee_flip_decay_ts,
-            last: &mut se.last_wakee,
-        }
-    }
-    #[inline]
-    fn recent_used_cpu(&self, p: usize) -> usize {
-        self.ses[p].recent_used_cpu
-    }
-    #[inline]
-    fn set_recent_used_cpu(&mut self, p: usize, c: usize) {
-        self.ses[p].recent_used_cpu = c;
-    }
+    // Delayed tasks count in `rq_nr_running`, as in 6.12's `rq->nr_running`.
+    select_fair_fields!();
 }
 
 impl BalanceFair for Eevdf {
