@@ -1,6 +1,7 @@
 //! Linux EEVDF, the Earliest Eligible Virtual Deadline First fair class, as in **Linux 6.6,
 //! 6.12 and 6.18** (`kernel/sched/fair.c` and `kernel/sched/features.h` of each release; facts
-//! only, our own code), used as the fair class of the Linux core: `LinuxCore<Eevdf>`.
+//! only, our own code), used as the fair class of the Linux core under the RT class:
+//! `LinuxCore<Eevdf, Rt>`.
 //! Behavioural reference: `shared/spec/linux-schedulers.md` §2 with `ERRATA.md` L2, L3, L4, L5
 //! and L6 (the errata win).
 //!
