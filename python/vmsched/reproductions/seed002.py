@@ -236,6 +236,7 @@ def _plot(full: dict, outdir: Path, duration_ms: int) -> Path:
             ax.text(len(keys) - 0.5, fig_ms, f"slides {label}", fontsize=6, va="bottom",
                     ha="right", color="grey")
         ax.set_yscale("log")
+        ax.set_ylim(0.5, top * 30)  # room for the labels above a "no reply" bar
         ax.set_xticks(xs)
         ax.set_xticklabels([config_name(*k) for k in keys], rotation=70, ha="right", fontsize=6)
         ax.set_title(f"{machine}, {FULL_MIX}, {duration_ms / 1000:.0f} s", fontsize=9)
