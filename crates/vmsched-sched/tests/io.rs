@@ -995,3 +995,21 @@ fn a_window_slot_freed_early_is_not_held_behind_a_later_timeout() {
         counter(&r, "st", "packets")
     );
 }
+
+#[test]
+fn a_ping_arriving_as_the_warmup_ends_counts_its_reply_only_with_its_request() {
+    // The first request arrives at the very instant the warm-up ends. Whichever of the two is
+    // handled first, the request and its reply are counted together or not at all: every
+    // request counted is answered on this idle host, and no reply is counted without one.
+    let src = ping_src(2, 10_000, "").replace("start_us = 500", "start_us = 10000");
+    let r = run(&src, &[("run.warmup_ms", "10"), ("run.duration_ms", "205")]);
+    let (req, rep) = (
+        counter(&r, "ping", "requests"),
+        counter(&r, "ping", "replies"),
+    );
+    assert!(req >= 18, "{req} requests");
+    assert_eq!(rep, req);
+    assert_eq!(rtt(&r, "ping").count, req);
+    assert_eq!(counter(&r, "ping", "lost"), 0);
+    assert_eq!(counter(&r, "ping", "unanswered"), 0);
+}

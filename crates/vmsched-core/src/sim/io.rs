@@ -110,11 +110,17 @@ pub enum FlowKind {
     Stream(StreamParams),
 }
 
-/// A packet in flight: its arrival at the NIC, and (a stream's) its sequence number.
+/// A packet in flight: its arrival at the NIC, (a stream's) its sequence number, and whether
+/// its arrival was counted in the measured phase. The flag, not `born >= warmup`, decides
+/// whether its reply, ACK or drop is counted: a packet that arrives at the very instant the
+/// warm-up ends may be handled before the reset that zeroes its arrival's count, and its reply
+/// would then count without its request (`io_reset_metrics` clears the flag of every packet in
+/// flight at the reset).
 #[derive(Clone, Copy, Debug)]
 struct Packet {
     born: SimTime,
     seq: u64,
+    measured: bool,
 }
 
 /// A stream's loss the sender has not recovered yet (workload/stream.rs): a data packet dropped
@@ -315,7 +321,8 @@ impl Simulation {
         ))
     }
 
-    /// The warm-up ends: the ports' figures start again.
+    /// The warm-up ends: the ports' figures start again, and the packets in flight (their
+    /// arrivals counted before the reset, if at all) no longer count.
     pub(super) fn io_reset_metrics(&mut self) {
         let now = self.now;
         if let Some(io) = self.io.as_mut() {
@@ -323,6 +330,11 @@ impl Simulation {
                 .iter_mut()
                 .flatten()
                 .for_each(|d| d.reset_figures(now));
+            io.nic.iter_mut().for_each(|(_, p)| p.measured = false);
+            for fl in &mut io.flows {
+                fl.rx.iter_mut().for_each(|p| p.measured = false);
+                fl.tx.iter_mut().for_each(|p| p.measured = false);
+            }
         }
     }
 
@@ -773,7 +785,14 @@ impl Simulation {
             }
             self.stream_lost(f, seq, false);
         } else {
-            io.nic.push_back((f, Packet { born: now, seq }));
+            io.nic.push_back((
+                f,
+                Packet {
+                    born: now,
+                    seq,
+                    measured: measuring,
+                },
+            ));
             let (driver, port) = (io.driver, io.nic_port);
             // The NIC's interrupt, bound to the driver domain's port (Xen's PIRQ path).
             self.evtchn_notify(driver, port);
@@ -880,7 +899,6 @@ impl Simulation {
 
     /// The driver domain's NIC handler: `n` packets copied into their guests' receive rings.
     fn nic_rx_done(&mut self, n: u32) {
-        let warmup = self.warmup;
         for _ in 0..n {
             let io = self.io.as_mut().expect("invariant: I/O built");
             let (f, p) = io.nic.pop_front().expect("invariant: the batch is queued");
@@ -888,7 +906,7 @@ impl Simulation {
             let fl = &mut io.flows[f as usize];
             let (wl, guest, port, dropped) = (fl.wl, fl.guest, fl.guest_port, fl.dropped);
             if fl.rx.len() >= ring || !self.levels[guest.idx()].alive {
-                if p.born >= warmup {
+                if p.measured {
                     self.wls[wl].counters[dropped] += 1;
                 }
                 self.stream_lost(f, p.seq, false);
@@ -919,7 +937,7 @@ impl Simulation {
             }
             if fl.tx.len() >= ring {
                 // A reply, or a stream's ACK, lost on the full transmit ring.
-                wl.counters[dropped] += (p.born >= warmup) as u64;
+                wl.counters[dropped] += p.measured as u64;
                 self.stream_lost(f, p.seq, true);
                 continue;
             }
@@ -944,7 +962,7 @@ impl Simulation {
             let rtt = now - p.born;
             match fl.kind {
                 FlowKind::Ping(t) => {
-                    if p.born < warmup {
+                    if !p.measured {
                         continue;
                     }
                     if rtt > t.timeout {
@@ -955,7 +973,7 @@ impl Simulation {
                     }
                 }
                 FlowKind::Stream(s) => {
-                    if p.born >= warmup {
+                    if p.measured {
                         wl.hists[stream::ACK_RTT as usize].record(rtt);
                     }
                     // The ACK reaches the sender after the wire, its next packet the NIC

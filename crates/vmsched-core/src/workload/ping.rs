@@ -11,7 +11,9 @@
 //! The figure: the round-trip time measured from the request's arrival at the NIC to the
 //! reply leaving it, in µs (mean; the `rtt` histogram has p99 and max). A reply later than
 //! `timeout_ms` is *late* and counts as lost (iputils' `-W` wait), as does a request dropped on
-//! a full ring or still unanswered at the end of the run (`lost` = requests − replies).
+//! a full ring or still unanswered at the end of the run (`lost` = requests − replies). The mean
+//! and the histogram count only the answered requests, so a report of the mean shows `lost` and
+//! its parts beside it: `dropped`, `late` and `unanswered` (still pending at the end).
 
 use serde::{Deserialize, Serialize};
 
@@ -115,8 +117,40 @@ impl PingConfig {
     }
 }
 
-/// Derived counters: `lost` = requests − replies (late, dropped or unanswered at the end).
+/// Derived counters: `lost` = requests − replies (late, dropped or unanswered at the end), and
+/// `unanswered` = lost − late − dropped, the requests still pending when the run ended (their
+/// reply was not back in the run; a timeout longer than what is left of the run lands here).
 pub fn derived(counters: &[u64]) -> Vec<(String, u64)> {
     let (req, rep) = (counters[REQUESTS as usize], counters[REPLIES as usize]);
-    vec![("lost".into(), req.saturating_sub(rep))]
+    let lost = req.saturating_sub(rep);
+    let gone = counters[LATE as usize] + counters[DROPPED as usize];
+    vec![
+        ("lost".into(), lost),
+        ("unanswered".into(), lost.saturating_sub(gone)),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lost_splits_into_late_dropped_and_unanswered() {
+        let mut c = [0u64; 4];
+        c[REQUESTS as usize] = 10;
+        c[REPLIES as usize] = 4;
+        c[LATE as usize] = 1;
+        c[DROPPED as usize] = 2;
+        assert_eq!(
+            derived(&c),
+            vec![("lost".to_string(), 6), ("unanswered".to_string(), 3)]
+        );
+        c[REPLIES as usize] = 10;
+        c[LATE as usize] = 0;
+        c[DROPPED as usize] = 0;
+        assert_eq!(
+            derived(&c),
+            vec![("lost".to_string(), 0), ("unanswered".to_string(), 0)]
+        );
+    }
 }

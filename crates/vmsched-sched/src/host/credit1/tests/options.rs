@@ -266,6 +266,40 @@ fn x13_exact_debit_charges_the_run_time_at_the_switch_and_the_tick() {
 }
 
 #[test]
+fn x13_exact_debit_drains_an_inactive_vcpu_that_only_the_tick_reactivates() {
+    // Upstream's exact accounting (Xen commit 78c9b2a64b, 4.0; still so in 4.20's
+    // `burn_credits` from `csched_schedule` and `__csched_unit_acct_start` only from the
+    // tick's `csched_unit_acct`): a vCPU off the active list is debited at every switch-out
+    // but joins the active list only when a tick finds it running. So one that runs only
+    // between ticks drains its credit while inactive (seed 001's OVER case, docs/seed001.md).
+    let p = Credit1Params {
+        exact_debit: true,
+        ..exact(V33)
+    };
+    let mut h = one_cpu_with(p, 2);
+    assert!(!unit(&h, 0).active, "a new vCPU is inactive");
+    for round in 1..=3 {
+        wake(&mut h, 0);
+        h.pump();
+        assert_eq!(h.curr(0), Some(0));
+        h.advance(ms(3));
+        h.block(0);
+        assert_eq!(credit(&h, 0), -30 * round, "debited at the switch-out");
+        assert!(!unit(&h, 0).active, "still inactive: no tick caught it");
+        h.advance(ms(1));
+    }
+    wake(&mut h, 0);
+    h.pump();
+    h.advance(ms(1));
+    tick(&mut h, 0);
+    assert!(
+        unit(&h, 0).active,
+        "the tick that finds it running activates it"
+    );
+    assert_eq!(credit(&h, 0), -100);
+}
+
+#[test]
 fn x13_the_boost_slice_is_2_ms_and_then_the_vcpu_is_under() {
     for slice in [None, Some(2)] {
         let p = Credit1Params {
