@@ -103,6 +103,9 @@ impl ConfigCheck for HostSchedConfig {
             (HostSchedConfig::Credit(_), _) => {
                 Err(format!("credit takes no run-time change of `{field}`"))
             }
+            (HostSchedConfig::Credit2(p), "cap" | "ratelimit_us") if p.version.is_4_2() => Err(
+                format!("Xen 4.2.1's Credit2 has no `{field}` (xl sched-credit2 takes -d -w only)"),
+            ),
             (
                 HostSchedConfig::Credit2(_),
                 "weight" | "cap" | "pause" | "create_at_ms" | "destroy_at_ms" | "cpu_offline"
@@ -229,7 +232,12 @@ pub fn load_with(
     overrides: &[(String, SetValue)],
 ) -> Result<Scenario, ScenarioError> {
     let s = Scenario::parse_with(file, src, overrides)?;
-    check_layout(&s).map_err(|(field, message)| ScenarioError {
+    let names_ratelimit = overrides.iter().any(|(k, _)| k == "host.ratelimit_us")
+        || toml::from_str::<toml::Table>(src)
+            .ok()
+            .and_then(|t| t.get("host")?.get("ratelimit_us").cloned())
+            .is_some();
+    check_layout(&s, names_ratelimit).map_err(|(field, message)| ScenarioError {
         file: file.to_string(),
         line: None,
         field,
@@ -238,8 +246,9 @@ pub fn load_with(
     Ok(s)
 }
 
-/// Checks that need the host policy and the whole machine together.
-fn check_layout(s: &Scenario) -> Result<(), (String, String)> {
+/// Checks that need the host policy and the whole machine together. `names_ratelimit`: the
+/// file or an override sets `host.ratelimit_us` (Credit2 4.2.1 refuses it).
+fn check_layout(s: &Scenario, names_ratelimit: bool) -> Result<(), (String, String)> {
     check_rtds_fields(s)?;
     match &s.host {
         HostSchedConfig::Credit(p) => {
@@ -254,7 +263,9 @@ fn check_layout(s: &Scenario) -> Result<(), (String, String)> {
             }
             Ok(())
         }
-        HostSchedConfig::Credit2(_) => Ok(()),
+        HostSchedConfig::Credit2(p) => {
+            crate::host::credit2::check_scenario_4_2(p, &s.domains, names_ratelimit)
+        }
         HostSchedConfig::Pinned(_) => crate::host::pinned::check_layout(s),
         HostSchedConfig::Rtds(_) | HostSchedConfig::Null(_) => Ok(()),
         HostSchedConfig::Arinc653(p) => {

@@ -680,6 +680,16 @@ fn credit2(n: usize) -> vmsched_sched::host::credit2::Credit2Sched {
     vmsched_sched::host::credit2::Credit2::sched(Default::default(), &topo, 4)
 }
 
+/// Credit2 as in Xen 4.2.1 (no affinity: pinned entities may run anywhere).
+fn credit2_v4_2_1(n: usize) -> vmsched_sched::host::credit2::Credit2Sched {
+    let topo = vec![Default::default(); n];
+    let p = vmsched_sched::host::credit2::Credit2Params {
+        version: vmsched_sched::host::credit2::Credit2Version::V4_2_1,
+        ..Default::default()
+    };
+    vmsched_sched::host::credit2::Credit2::sched(p, &topo, 4)
+}
+
 fn credit1(
     version: vmsched_sched::host::credit1::Credit1Version,
     n: usize,
@@ -880,5 +890,53 @@ mod arinc653_host {
     #[test]
     fn wake_reschedules_cpu_in_affinity() {
         super::wake_reschedules_cpu_in_affinity(arinc653(3));
+    }
+}
+
+/// Credit2 as in Xen 4.2.1 ignores hard affinity (its CPU pick, tickle and candidate selection
+/// never read it; scenarios refuse pinning under it) and has no caps, so the cases that pin
+/// entities to a CPU of several, or cap them (the scripted run), do not apply; the
+/// one-CPU form of the sharing case does. Its own rules are in `host/credit2/tests/v4_2.rs`.
+mod credit2_4_2_1_host {
+    use super::credit2_v4_2_1 as c;
+    #[test]
+    fn lone_entity_runs() {
+        super::lone_entity_runs(c(1));
+    }
+    #[test]
+    fn n_entities_one_cpu_all_progress() {
+        super::n_entities_one_cpu_all_progress(c(1), 1);
+    }
+    #[test]
+    fn idle_cpu_takes_waking_entity() {
+        super::idle_cpu_takes_waking_entity(c(2));
+    }
+    #[test]
+    fn work_conserving() {
+        super::work_conserving(c(4));
+    }
+    #[test]
+    fn block_and_wake() {
+        super::block_and_wake(c(1));
+    }
+    #[test]
+    fn wake_reschedules_cpu_in_affinity() {
+        super::wake_reschedules_cpu_in_affinity(c(3));
+    }
+    #[test]
+    fn yield_keeps_cpu_busy() {
+        super::yield_keeps_cpu_busy(c(1), c(1));
+    }
+    #[test]
+    fn weight_change_moves_shares() {
+        super::weight_change_moves_shares(c(1));
+    }
+    #[test]
+    fn paused_entity_gets_no_cpu() {
+        super::paused_entity_gets_no_cpu(c(1));
+    }
+    #[test]
+    fn removed_entity_never_runs() {
+        super::removed_entity_never_runs(c(1), true);
     }
 }
