@@ -247,3 +247,34 @@ fn rtds_budget_change_on_the_timeline() {
     let e = err(&credit2);
     assert_eq!(e.field, "event.0.budget_us", "{e}");
 }
+
+/// `credit2_4_2_1_slices`: two hogs on one pCPU under Credit2 4.2.1 alternate in 2 ms slices
+/// (its MAX_TIMER; each incoming vCPU sees nobody queued because of delayed insertion), where
+/// 4.20.0 alternates every 10 ms; each run is deterministic.
+#[test]
+fn credit2_4_2_1_slices_scenario() {
+    let src = shipped("credit2_4_2_1_slices.toml");
+    for (version, slice_ms) in [("4.2.1", 2.0), ("4.20.0", 10.0)] {
+        let set = [("host.version".to_string(), version.to_string())];
+        let r = vmsched_sched::run("credit2_4_2_1_slices.toml", &src, &set)
+            .unwrap_or_else(|e| panic!("{e}"));
+        for n in ["a.v0", "b.v0"] {
+            let v = host_vcpu(&r, n);
+            assert!(
+                (0.49..=0.51).contains(&v.cpu_share),
+                "{version} {n}: {}",
+                v.cpu_share
+            );
+            let wait_ms = v.wait_mean_ns / MS as f64;
+            assert!(
+                (slice_ms * 0.95..=slice_ms * 1.05).contains(&wait_ms),
+                "{version} {n}: mean wait {wait_ms} ms, slice {slice_ms} ms"
+            );
+        }
+        let again = vmsched_sched::run("credit2_4_2_1_slices.toml", &src, &set).unwrap();
+        assert_eq!(
+            serde_json::to_string(&r).unwrap(),
+            serde_json::to_string(&again).unwrap()
+        );
+    }
+}

@@ -42,6 +42,17 @@
 //! min_time floor beats the budget, so a vCPU may overrun; the debt is repaid from the pool at
 //! its next grab (ERRATA X12).
 //!
+//! # Xen 4.2.1
+//!
+//! `version = "4.2.1"` (the `v42` flag) selects the experimental Credit2 of Xen 4.2.1
+//! (`xen/common/sched_credit2.c`): 2 ms maximum slice and a 2 ms idle timer, one runqueue per
+//! socket (id = socket id, CPU 0 in runqueue 0, no size cap), insertion on the initial CPU's
+//! runqueue, `choose_cpu` by `b_avgload` and first CPU, no ratelimit, caps, yield hook or
+//! affinity, burning without remainder or floor, a reset on the picked vCPU's credit alone that
+//! burns nobody, the 4.2 tickle and candidate rules, an unkicked balancer migration of a running
+//! vCPU (ERRATA X12) and the 4.2 load average. The functions carrying a 4.2.1 form are named
+//! `*_4_2` or branch on `v42`; docs/credit2.md lists every rule with its test.
+//!
 //! # Engine mapping
 //!
 //! Credit2 implements the Xen ops ([`XenOps`]) and runs on the Xen core
