@@ -28,6 +28,7 @@ use crate::host::credit2::{Credit2, Credit2Params};
 use crate::host::null::{Null, NullParams};
 use crate::host::pinned::{Pinned, PinnedParams};
 use crate::host::rtds::{Rtds, RtdsParams};
+use crate::host::sedf::{Sedf, SedfParams};
 use crate::host::{DomainSchedParams, HostConfig};
 
 /// `[host] scheduler = "..."`
@@ -44,6 +45,8 @@ pub enum HostSchedConfig {
     Null(NullParams),
     /// Xen's ARINC 653 scheduler (`sched=arinc653`), 4.20.
     Arinc653(Arinc653Params),
+    /// Xen's SEDF (`sched=sedf`), historic: as in 4.2.1 (removed in 4.6).
+    Sedf(SedfParams),
 }
 
 /// `[domain.sched] scheduler = "..."`
@@ -64,6 +67,7 @@ impl ConfigCheck for HostSchedConfig {
             HostSchedConfig::Rtds(p) => p.validate().map_err(split_field),
             HostSchedConfig::Null(_) => Ok(()),
             HostSchedConfig::Arinc653(p) => p.validate().map_err(split_field),
+            HostSchedConfig::Sedf(p) => p.validate().map_err(split_field),
         }
     }
 
@@ -151,6 +155,10 @@ impl ConfigCheck for HostSchedConfig {
             ) => Ok(()),
             (HostSchedConfig::Arinc653(_), _) => Err(format!(
                 "arinc653 follows its table: it takes no run-time change of `{field}`"
+            )),
+            (HostSchedConfig::Sedf(_), "pause" | "create_at_ms" | "destroy_at_ms") => Ok(()),
+            (HostSchedConfig::Sedf(_), _) => Err(format!(
+                "sedf (historic, Xen 4.2.1) takes no run-time change of `{field}`"
             )),
         }
     }
@@ -267,7 +275,7 @@ fn check_layout(s: &Scenario, names_ratelimit: bool) -> Result<(), (String, Stri
             crate::host::credit2::check_scenario_4_2(p, &s.domains, names_ratelimit)
         }
         HostSchedConfig::Pinned(_) => crate::host::pinned::check_layout(s),
-        HostSchedConfig::Rtds(_) | HostSchedConfig::Null(_) => Ok(()),
+        HostSchedConfig::Rtds(_) | HostSchedConfig::Null(_) | HostSchedConfig::Sedf(_) => Ok(()),
         HostSchedConfig::Arinc653(p) => {
             // A slot names a domain of the scenario and one of its vCPUs.
             for (i, slot) in p.schedule.iter().flatten().enumerate() {
@@ -296,7 +304,14 @@ fn check_layout(s: &Scenario, names_ratelimit: bool) -> Result<(), (String, Stri
 /// checks them under an RTDS host, refused under any other (they would be silently ignored).
 fn check_rtds_fields(s: &Scenario) -> Result<(), (String, String)> {
     let rtds = matches!(s.host, HostSchedConfig::Rtds(_));
+    let sedf = matches!(s.host, HostSchedConfig::Sedf(_));
     for (i, d) in s.domains.iter().enumerate() {
+        if sedf {
+            // SEDF reads the same fields as its period, slice and extra flag.
+            crate::host::sedf::validate_domain(d.period_us, d.budget_us, d.weight, d.cap)
+                .map_err(|(f, m)| (format!("domain.{i}.{f}"), m))?;
+            continue;
+        }
         if rtds {
             crate::host::rtds::validate_domain(d.period_us, d.budget_us)
                 .map_err(|(f, m)| (format!("domain.{i}.{f}"), m))?;
@@ -331,9 +346,10 @@ impl HostSchedConfig {
         match self {
             HostSchedConfig::Credit(_) | HostSchedConfig::Credit2(_) => VcpuPlacement::Affinity,
             HostSchedConfig::Pinned(_) => VcpuPlacement::OwnPcpu,
-            HostSchedConfig::Rtds(_) | HostSchedConfig::Null(_) | HostSchedConfig::Arinc653(_) => {
-                VcpuPlacement::Affinity
-            }
+            HostSchedConfig::Rtds(_)
+            | HostSchedConfig::Null(_)
+            | HostSchedConfig::Arinc653(_)
+            | HostSchedConfig::Sedf(_) => VcpuPlacement::Affinity,
         }
     }
 
@@ -346,6 +362,7 @@ impl HostSchedConfig {
             HostSchedConfig::Rtds(p) => p,
             HostSchedConfig::Null(p) => p,
             HostSchedConfig::Arinc653(p) => p,
+            HostSchedConfig::Sedf(p) => p,
         }
     }
 
@@ -362,7 +379,8 @@ impl HostSchedConfig {
             | HostSchedConfig::Pinned(_)
             | HostSchedConfig::Rtds(_)
             | HostSchedConfig::Null(_)
-            | HostSchedConfig::Arinc653(_) => false,
+            | HostSchedConfig::Arinc653(_)
+            | HostSchedConfig::Sedf(_) => false,
         }
     }
 
@@ -402,6 +420,7 @@ fn make_host(
         HostSchedConfig::Pinned(_) => Box::new(Pinned::new(topo.len())),
         HostSchedConfig::Rtds(p) => Box::new(Rtds::sched(p.clone(), topo)),
         HostSchedConfig::Null(_) => Box::new(Null::sched(topo.len())),
+        HostSchedConfig::Sedf(p) => Box::new(Sedf::sched(p, topo.len())),
         HostSchedConfig::Arinc653(p) => {
             let table = p.schedule.as_ref().map(|slots| {
                 let slots = slots

@@ -940,3 +940,33 @@ mod credit2_4_2_1_host {
         super::removed_entity_never_runs(c(1), true);
     }
 }
+
+fn sedf(n: usize) -> vmsched_sched::host::sedf::SedfSched {
+    vmsched_sched::host::sedf::Sedf::sched(&Default::default(), n)
+}
+
+/// SEDF (historic, Xen 4.2.1) is not work-conserving: extra time comes in 500 µs quanta and
+/// only with a whole quantum left before the next period begins (the CPU idles for the rest),
+/// and every CPU has its own queues, a vCPU never moving to an idle CPU; it takes no run-time
+/// weight. So the cases that want a CPU never idle with work queued, an idle CPU to take a
+/// waking vCPU of another, or a weight change do not apply; these do. Its own rules are in
+/// `host/sedf/tests.rs`.
+mod sedf_host {
+    use super::sedf;
+    #[test]
+    fn affinity_holds() {
+        super::affinity_holds(sedf(4));
+    }
+    #[test]
+    fn wake_reschedules_cpu_in_affinity() {
+        super::wake_reschedules_cpu_in_affinity(sedf(3));
+    }
+    #[test]
+    fn timers_well_formed() {
+        super::timers_well_formed(sedf(2), true);
+    }
+    #[test]
+    fn deterministic() {
+        super::deterministic(sedf(2), sedf(2), true);
+    }
+}
