@@ -9,7 +9,7 @@ use vmsched_core::scenario::{ScenarioError, SetValue};
 /// The scenarios shipped in python/vmsched/scenarios, as (file name, text), in the order they
 /// were added (so the `overrides` target's older inputs keep selecting theirs); a test checks
 /// that every shipped scenario is here.
-pub const SHIPPED: [(&str, &str); 16] = [
+pub const SHIPPED: [(&str, &str); 17] = [
     (
         "seed000_context1_ratelimit.toml",
         include_str!("../../python/vmsched/scenarios/seed000_context1_ratelimit.toml"),
@@ -73,6 +73,10 @@ pub const SHIPPED: [(&str, &str); 16] = [
     (
         "credit2_4_2_1_slices.toml",
         include_str!("../../python/vmsched/scenarios/credit2_4_2_1_slices.toml"),
+    ),
+    (
+        "sedf_reservation.toml",
+        include_str!("../../python/vmsched/scenarios/sedf_reservation.toml"),
     ),
 ];
 
@@ -458,6 +462,7 @@ pub fn generate(u: &mut Unstructured) -> String {
     linux_classes(&mut p, &mut s, doms.len());
     xen_family(&mut p, &mut s, pinned, &doms);
     credit2_4_2(&mut p, &mut s);
+    historic_host(&mut p, &mut s, &doms);
     s
 }
 

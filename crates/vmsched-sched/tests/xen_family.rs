@@ -278,3 +278,18 @@ fn credit2_4_2_1_slices_scenario() {
         );
     }
 }
+
+/// `sedf_reservation`: the reserved domain gets its 5 ms of 20 ms and no more; the two
+/// best-effort domains share the rest by extra weight, about 1:3.
+#[test]
+fn sedf_reservation_scenario() {
+    let r = run("sedf_reservation.toml", &shipped("sedf_reservation.toml"));
+    let rt = host_vcpu(&r, "rt.v0").cpu_share;
+    assert!((0.249..=0.251).contains(&rt), "rt {rt}");
+    let (b1, b2) = (
+        host_vcpu(&r, "be1.v0").cpu_share,
+        host_vcpu(&r, "be2.v0").cpu_share,
+    );
+    assert!((0.17..=0.20).contains(&b1), "be1 {b1}");
+    assert!((0.53..=0.57).contains(&b2), "be2 {b2}");
+}

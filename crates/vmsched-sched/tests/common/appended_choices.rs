@@ -343,3 +343,68 @@ fn credit2_4_2(p: &mut Pick, s: &mut String) {
     out += &s[last..];
     *s = out;
 }
+
+/// Appended choice (after `credit2_4_2`; the first option, no change): one time in eight, a
+/// Credit2 or Credit1 host drawn before becomes a historic one: SEDF (docs/sedf.md), with each
+/// domain given now and then a period and slice (`period_us`, `budget_us`) and `extratime`. The
+/// domains' caps are removed and weights above 32767 lowered, and the timeline keeps only
+/// `pause`/`unpause` (what SEDF takes), but one time in 256 one of them is kept, to be refused.
+fn historic_host(p: &mut Pick, s: &mut String, doms: &[u64]) {
+    let Some((a, b)) = nth_table(s, "[host]\n", 0) else {
+        return;
+    };
+    let t = &s[a..b];
+    let credit =
+        t.contains("scheduler = \"credit2\"") || t.contains("scheduler = \"credit\"");
+    if !credit || p.pick(8) != 7 {
+        return;
+    }
+    let keep = p.rare(&[None], &[Some("cap"), Some("event"), Some("weight")]);
+    let mut out = String::with_capacity(s.len() + 64);
+    let mut last = 0;
+    let mut d = 0;
+    for (ta, tb) in table_ranges(s) {
+        out += &s[last..ta];
+        last = tb;
+        let t = &s[ta..tb];
+        if ta == a {
+            out += "[host]\nscheduler = \"sedf\"\n";
+            continue;
+        }
+        if t.starts_with("[[event]]\n") {
+            let pause = t.contains("action = \"pause\"") || t.contains("action = \"unpause\"");
+            if pause || keep == Some("event") {
+                out += t;
+            }
+            continue;
+        }
+        if !t.starts_with("[[domain]]\n") {
+            out += t;
+            continue;
+        }
+        for l in t.split_inclusive('\n') {
+            if l.starts_with("cap") && keep != Some("cap") {
+                continue;
+            }
+            if let Some(w) = l.strip_prefix("weight = ") {
+                let w: u64 = w.trim().parse().unwrap_or(256);
+                if w > 32767 && keep != Some("weight") {
+                    out += "weight = 32767\n";
+                    continue;
+                }
+            }
+            out += l;
+        }
+        if d < doms.len() && p.pick(2) == 1 {
+            let period = [1000u64, 10_000, 100_000][p.pick(3) as usize];
+            out += &format!(
+                "period_us = {period}\nbudget_us = {}\nextratime = {}\n",
+                [period / 10, period / 2, period][p.pick(3) as usize],
+                p.pick(2) == 1
+            );
+        }
+        d += 1;
+    }
+    out += &s[last..];
+    *s = out;
+}
