@@ -23,6 +23,7 @@ use vmsched_core::{
 use crate::guest::cfs::{Cfs, CfsParams};
 use crate::guest::eevdf::{Eevdf, EevdfParams};
 use crate::host::arinc653::{Arinc653, Arinc653Params, Slot};
+use crate::host::bvt::{Bvt, BvtParams};
 use crate::host::credit1::{Credit1, Credit1Params};
 use crate::host::credit2::{Credit2, Credit2Params};
 use crate::host::null::{Null, NullParams};
@@ -47,6 +48,8 @@ pub enum HostSchedConfig {
     Arinc653(Arinc653Params),
     /// Xen's SEDF (`sched=sedf`), historic: as in 4.2.1 (removed in 4.6).
     Sedf(SedfParams),
+    /// Xen's BVT (`sched=bvt`), historic: as in 3.0 (removed in 3.1).
+    Bvt(BvtParams),
 }
 
 /// `[domain.sched] scheduler = "..."`
@@ -68,6 +71,7 @@ impl ConfigCheck for HostSchedConfig {
             HostSchedConfig::Null(_) => Ok(()),
             HostSchedConfig::Arinc653(p) => p.validate().map_err(split_field),
             HostSchedConfig::Sedf(p) => p.validate().map_err(split_field),
+            HostSchedConfig::Bvt(p) => p.validate().map_err(split_field),
         }
     }
 
@@ -159,6 +163,10 @@ impl ConfigCheck for HostSchedConfig {
             (HostSchedConfig::Sedf(_), "pause" | "create_at_ms" | "destroy_at_ms") => Ok(()),
             (HostSchedConfig::Sedf(_), _) => Err(format!(
                 "sedf (historic, Xen 4.2.1) takes no run-time change of `{field}`"
+            )),
+            (HostSchedConfig::Bvt(_), "pause" | "create_at_ms" | "destroy_at_ms") => Ok(()),
+            (HostSchedConfig::Bvt(_), _) => Err(format!(
+                "bvt (historic, Xen 3.0) takes no run-time change of `{field}`"
             )),
         }
     }
@@ -276,6 +284,7 @@ fn check_layout(s: &Scenario, names_ratelimit: bool) -> Result<(), (String, Stri
         }
         HostSchedConfig::Pinned(_) => crate::host::pinned::check_layout(s),
         HostSchedConfig::Rtds(_) | HostSchedConfig::Null(_) | HostSchedConfig::Sedf(_) => Ok(()),
+        HostSchedConfig::Bvt(p) => crate::host::bvt::check_layout(p, &s.domains),
         HostSchedConfig::Arinc653(p) => {
             // A slot names a domain of the scenario and one of its vCPUs.
             for (i, slot) in p.schedule.iter().flatten().enumerate() {
@@ -349,7 +358,8 @@ impl HostSchedConfig {
             HostSchedConfig::Rtds(_)
             | HostSchedConfig::Null(_)
             | HostSchedConfig::Arinc653(_)
-            | HostSchedConfig::Sedf(_) => VcpuPlacement::Affinity,
+            | HostSchedConfig::Sedf(_)
+            | HostSchedConfig::Bvt(_) => VcpuPlacement::Affinity,
         }
     }
 
@@ -363,6 +373,7 @@ impl HostSchedConfig {
             HostSchedConfig::Null(p) => p,
             HostSchedConfig::Arinc653(p) => p,
             HostSchedConfig::Sedf(p) => p,
+            HostSchedConfig::Bvt(p) => p,
         }
     }
 
@@ -381,6 +392,8 @@ impl HostSchedConfig {
             | HostSchedConfig::Null(_)
             | HostSchedConfig::Arinc653(_)
             | HostSchedConfig::Sedf(_) => false,
+            // Xen 3.0: the GSI callback to vCPU 0 only (ERRATA X9).
+            HostSchedConfig::Bvt(_) => true,
         }
     }
 
@@ -421,6 +434,20 @@ fn make_host(
         HostSchedConfig::Rtds(p) => Box::new(Rtds::sched(p.clone(), topo)),
         HostSchedConfig::Null(_) => Box::new(Null::sched(topo.len())),
         HostSchedConfig::Sedf(p) => Box::new(Sedf::sched(p, topo.len())),
+        HostSchedConfig::Bvt(p) => {
+            let doms: Vec<_> = p
+                .domains
+                .iter()
+                .map(|d| {
+                    let i = domain_names
+                        .iter()
+                        .position(|n| *n == d.domain)
+                        .expect("validated: host.domains name domains");
+                    (i, d.clone())
+                })
+                .collect();
+            Box::new(Bvt::sched(p, topo.len(), domain_names.len(), &doms))
+        }
         HostSchedConfig::Arinc653(p) => {
             let table = p.schedule.as_ref().map(|slots| {
                 let slots = slots

@@ -1,6 +1,7 @@
 //! Host schedulers (place vCPUs on physical CPUs), and what a host policy's configuration makes
 //! of a domain's scheduling parameters ([`HostConfig`]).
 pub mod arinc653;
+pub mod bvt;
 pub mod credit1;
 pub mod credit2;
 pub mod null;
@@ -110,5 +111,12 @@ impl HostConfig for sedf::SedfParams {
             extratime: d.extratime.unwrap_or(true),
             ..Default::default()
         }
+    }
+}
+
+impl HostConfig for bvt::BvtParams {
+    /// BVT's per-domain parameters are in `[host] domains` (by name); it reads none here.
+    fn vcpu_attr(&self, _d: &DomainSchedParams) -> XenAttr {
+        XenAttr::default()
     }
 }

@@ -970,3 +970,58 @@ mod sedf_host {
         super::deterministic(sedf(2), sedf(2), true);
     }
 }
+
+fn bvt(n: usize) -> vmsched_sched::host::bvt::BvtSched {
+    vmsched_sched::host::bvt::Bvt::sched(&Default::default(), n, 4, &[])
+}
+
+/// BVT (historic, Xen 3.0): every CPU has its own runqueue and a vCPU never moves to an idle
+/// CPU, and it takes no run-time weight (its weight, `mcu_advance`, is set in `[host]`) nor CPU
+/// hot-plug; the other cases hold. Its own rules are in `host/bvt/tests.rs`.
+mod bvt_host {
+    use super::bvt;
+    #[test]
+    fn lone_entity_runs() {
+        super::lone_entity_runs(bvt(1));
+    }
+    #[test]
+    fn n_entities_one_cpu_all_progress() {
+        super::n_entities_one_cpu_all_progress(bvt(2), 2);
+    }
+    #[test]
+    fn affinity_holds() {
+        super::affinity_holds(bvt(4));
+    }
+    #[test]
+    fn work_conserving() {
+        super::work_conserving(bvt(4));
+    }
+    #[test]
+    fn block_and_wake() {
+        super::block_and_wake(bvt(1));
+    }
+    #[test]
+    fn wake_reschedules_cpu_in_affinity() {
+        super::wake_reschedules_cpu_in_affinity(bvt(3));
+    }
+    #[test]
+    fn yield_keeps_cpu_busy() {
+        super::yield_keeps_cpu_busy(bvt(1), bvt(1));
+    }
+    #[test]
+    fn paused_entity_gets_no_cpu() {
+        super::paused_entity_gets_no_cpu(bvt(1));
+    }
+    #[test]
+    fn removed_entity_never_runs() {
+        super::removed_entity_never_runs(bvt(1), true);
+    }
+    #[test]
+    fn timers_well_formed() {
+        super::timers_well_formed(bvt(2), true);
+    }
+    #[test]
+    fn deterministic() {
+        super::deterministic(bvt(2), bvt(2), true);
+    }
+}
