@@ -9,7 +9,7 @@ use vmsched_core::scenario::{ScenarioError, SetValue};
 /// The scenarios shipped in python/vmsched/scenarios, as (file name, text), in the order they
 /// were added (so the `overrides` target's older inputs keep selecting theirs); a test checks
 /// that every shipped scenario is here.
-pub const SHIPPED: [(&str, &str); 17] = [
+pub const SHIPPED: [(&str, &str); 18] = [
     (
         "seed000_context1_ratelimit.toml",
         include_str!("../../python/vmsched/scenarios/seed000_context1_ratelimit.toml"),
@@ -77,6 +77,10 @@ pub const SHIPPED: [(&str, &str); 17] = [
     (
         "sedf_reservation.toml",
         include_str!("../../python/vmsched/scenarios/sedf_reservation.toml"),
+    ),
+    (
+        "bvt_shares.toml",
+        include_str!("../../python/vmsched/scenarios/bvt_shares.toml"),
     ),
 ];
 

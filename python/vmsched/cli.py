@@ -258,6 +258,7 @@ HOST_SCHEDULERS = (
     ("null", "Xen null, 4.20: one vCPU per pCPU, a waitqueue (docs/null.md)"),
     ("arinc653", "Xen ARINC 653, 4.20: a fixed table of slots (docs/arinc653.md)"),
     ("sedf", "Xen SEDF, historic (4.2.1; removed in 4.6): slice per period, EDF (docs/sedf.md)"),
+    ("bvt", "Xen BVT, historic (3.0; removed in 3.1): borrowed virtual time (docs/bvt.md)"),
     ("pinned", "vCPU k owns pCPU k; for tests, not a real scheduler"),
 )
 

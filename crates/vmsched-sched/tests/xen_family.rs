@@ -293,3 +293,19 @@ fn sedf_reservation_scenario() {
     assert!((0.17..=0.20).contains(&b1), "be1 {b1}");
     assert!((0.53..=0.57).contains(&b2), "be2 {b2}");
 }
+
+/// `bvt_shares`: the hogs share the pCPU by the inverse of their mcu_advance (about 2:1), and
+/// the waking domain preempts at once (cyclictest's worst latency far below the 5 ms context
+/// switch allowance a waiting vCPU would otherwise wait).
+#[test]
+fn bvt_shares_scenario() {
+    let r = run("bvt_shares.toml", &shipped("bvt_shares.toml"));
+    let (f, s) = (
+        host_vcpu(&r, "fast.v0").cpu_share,
+        host_vcpu(&r, "slow.v0").cpu_share,
+    );
+    assert!((1.8..=2.2).contains(&(f / s)), "fast {f}, slow {s}");
+    let ct = r.workloads.iter().find(|w| w.name == "ct").unwrap();
+    let max = ct.histograms[0].1.max_ns;
+    assert!(max < MS / 2, "ping's worst latency {max} ns");
+}

@@ -346,9 +346,11 @@ fn credit2_4_2(p: &mut Pick, s: &mut String) {
 
 /// Appended choice (after `credit2_4_2`; the first option, no change): one time in eight, a
 /// Credit2 or Credit1 host drawn before becomes a historic one: SEDF (docs/sedf.md), with each
-/// domain given now and then a period and slice (`period_us`, `budget_us`) and `extratime`. The
-/// domains' caps are removed and weights above 32767 lowered, and the timeline keeps only
-/// `pause`/`unpause` (what SEDF takes), but one time in 256 one of them is kept, to be refused.
+/// domain given now and then a period and slice (`period_us`, `budget_us`) and `extratime`, or
+/// BVT (docs/bvt.md), with `ctx_allow_us` and each domain now and then in `domains` with its
+/// `mcu_advance` and warp. The domains' caps are removed, weights above 32767 lowered (SEDF) or
+/// removed (BVT), and the timeline keeps only `pause`/`unpause` (what both take), but one time
+/// in 256 one of them is kept, to be refused.
 fn historic_host(p: &mut Pick, s: &mut String, doms: &[u64]) {
     let Some((a, b)) = nth_table(s, "[host]\n", 0) else {
         return;
@@ -359,7 +361,30 @@ fn historic_host(p: &mut Pick, s: &mut String, doms: &[u64]) {
     if !credit || p.pick(8) != 7 {
         return;
     }
+    let bvt = p.pick(2) == 1;
     let keep = p.rare(&[None], &[Some("cap"), Some("event"), Some("weight")]);
+    let mut host = "[host]\nscheduler = \"sedf\"\n".to_string();
+    if bvt {
+        host = format!(
+            "[host]\nscheduler = \"bvt\"\nctx_allow_us = {}\n",
+            [5000, 10, 1000][p.pick(3) as usize]
+        );
+        let mut listed = Vec::new();
+        for d in 0..doms.len() {
+            if p.pick(2) == 1 {
+                listed.push(format!(
+                    "{{ domain = \"d{d}\", mcu_advance = {}, warpback = {}, warp_value = {}, \
+                     warpl_ms = {}, warpu_ms = {} }}",
+                    [10, 1, 20][p.pick(3) as usize],
+                    p.pick(2) == 1,
+                    [0, 1000, 100_000][p.pick(3) as usize],
+                    [2000, 0, 1][p.pick(3) as usize],
+                    [1000, 0, 5][p.pick(3) as usize],
+                ));
+            }
+        }
+        host += &format!("domains = [{}]\n", listed.join(", "));
+    }
     let mut out = String::with_capacity(s.len() + 64);
     let mut last = 0;
     let mut d = 0;
@@ -368,7 +393,7 @@ fn historic_host(p: &mut Pick, s: &mut String, doms: &[u64]) {
         last = tb;
         let t = &s[ta..tb];
         if ta == a {
-            out += "[host]\nscheduler = \"sedf\"\n";
+            out += &host;
             continue;
         }
         if t.starts_with("[[event]]\n") {
@@ -388,6 +413,9 @@ fn historic_host(p: &mut Pick, s: &mut String, doms: &[u64]) {
             }
             if let Some(w) = l.strip_prefix("weight = ") {
                 let w: u64 = w.trim().parse().unwrap_or(256);
+                if bvt && w != 256 && keep != Some("weight") {
+                    continue;
+                }
                 if w > 32767 && keep != Some("weight") {
                     out += "weight = 32767\n";
                     continue;
@@ -395,7 +423,7 @@ fn historic_host(p: &mut Pick, s: &mut String, doms: &[u64]) {
             }
             out += l;
         }
-        if d < doms.len() && p.pick(2) == 1 {
+        if !bvt && d < doms.len() && p.pick(2) == 1 {
             let period = [1000u64, 10_000, 100_000][p.pick(3) as usize];
             out += &format!(
                 "period_us = {period}\nbudget_us = {}\nextratime = {}\n",
