@@ -9,7 +9,7 @@ use vmsched_core::scenario::{ScenarioError, SetValue};
 /// The scenarios shipped in python/vmsched/scenarios, as (file name, text), in the order they
 /// were added (so the `overrides` target's older inputs keep selecting theirs); a test checks
 /// that every shipped scenario is here.
-pub const SHIPPED: [(&str, &str); 15] = [
+pub const SHIPPED: [(&str, &str); 18] = [
     (
         "seed000_context1_ratelimit.toml",
         include_str!("../../python/vmsched/scenarios/seed000_context1_ratelimit.toml"),
@@ -69,6 +69,18 @@ pub const SHIPPED: [(&str, &str); 15] = [
     (
         "seed001_video_boost_credit.toml",
         include_str!("../../python/vmsched/scenarios/seed001_video_boost_credit.toml"),
+    ),
+    (
+        "credit2_4_2_1_slices.toml",
+        include_str!("../../python/vmsched/scenarios/credit2_4_2_1_slices.toml"),
+    ),
+    (
+        "sedf_reservation.toml",
+        include_str!("../../python/vmsched/scenarios/sedf_reservation.toml"),
+    ),
+    (
+        "bvt_shares.toml",
+        include_str!("../../python/vmsched/scenarios/bvt_shares.toml"),
     ),
 ];
 
@@ -453,6 +465,8 @@ pub fn generate(u: &mut Unstructured) -> String {
     seed001_workload(&mut p, &mut s);
     linux_classes(&mut p, &mut s, doms.len());
     xen_family(&mut p, &mut s, pinned, &doms);
+    credit2_4_2(&mut p, &mut s);
+    historic_host(&mut p, &mut s, &doms);
     s
 }
 

@@ -252,11 +252,13 @@ def cmd_check(a) -> int:
 # `[host] scheduler = "..."`: the registry's names (crates/vmsched-sched/src/build.rs), with the
 # release modelled and the page that documents each. tests/test_cli.py checks every name loads.
 HOST_SCHEDULERS = (
-    ("credit2", "Xen Credit2, 4.20.0-4.21 (docs/credit2.md)"),
+    ("credit2", "Xen Credit2, 4.20.0-4.21; 4.2.1, historic (docs/credit2.md)"),
     ("credit", "Xen Credit1, 3.3 or 4.20 (docs/credit1.md)"),
     ("rtds", "Xen RTDS, 4.20: budget/period per vCPU, global EDF (docs/rtds.md)"),
     ("null", "Xen null, 4.20: one vCPU per pCPU, a waitqueue (docs/null.md)"),
     ("arinc653", "Xen ARINC 653, 4.20: a fixed table of slots (docs/arinc653.md)"),
+    ("sedf", "Xen SEDF, historic (4.2.1; removed in 4.6): slice per period, EDF (docs/sedf.md)"),
+    ("bvt", "Xen BVT, historic (3.0; removed in 3.1): borrowed virtual time (docs/bvt.md)"),
     ("pinned", "vCPU k owns pCPU k; for tests, not a real scheduler"),
 )
 

@@ -23,11 +23,13 @@ use vmsched_core::{
 use crate::guest::cfs::{Cfs, CfsParams};
 use crate::guest::eevdf::{Eevdf, EevdfParams};
 use crate::host::arinc653::{Arinc653, Arinc653Params, Slot};
+use crate::host::bvt::{Bvt, BvtParams};
 use crate::host::credit1::{Credit1, Credit1Params};
 use crate::host::credit2::{Credit2, Credit2Params};
 use crate::host::null::{Null, NullParams};
 use crate::host::pinned::{Pinned, PinnedParams};
 use crate::host::rtds::{Rtds, RtdsParams};
+use crate::host::sedf::{Sedf, SedfParams};
 use crate::host::{DomainSchedParams, HostConfig};
 
 /// `[host] scheduler = "..."`
@@ -44,6 +46,10 @@ pub enum HostSchedConfig {
     Null(NullParams),
     /// Xen's ARINC 653 scheduler (`sched=arinc653`), 4.20.
     Arinc653(Arinc653Params),
+    /// Xen's SEDF (`sched=sedf`), historic: as in 4.2.1 (removed in 4.6).
+    Sedf(SedfParams),
+    /// Xen's BVT (`sched=bvt`), historic: as in 3.0 (removed in 3.1).
+    Bvt(BvtParams),
 }
 
 /// `[domain.sched] scheduler = "..."`
@@ -64,6 +70,8 @@ impl ConfigCheck for HostSchedConfig {
             HostSchedConfig::Rtds(p) => p.validate().map_err(split_field),
             HostSchedConfig::Null(_) => Ok(()),
             HostSchedConfig::Arinc653(p) => p.validate().map_err(split_field),
+            HostSchedConfig::Sedf(p) => p.validate().map_err(split_field),
+            HostSchedConfig::Bvt(p) => p.validate().map_err(split_field),
         }
     }
 
@@ -103,6 +111,9 @@ impl ConfigCheck for HostSchedConfig {
             (HostSchedConfig::Credit(_), _) => {
                 Err(format!("credit takes no run-time change of `{field}`"))
             }
+            (HostSchedConfig::Credit2(p), "cap" | "ratelimit_us") if p.version.is_4_2() => Err(
+                format!("Xen 4.2.1's Credit2 has no `{field}` (xl sched-credit2 takes -d -w only)"),
+            ),
             (
                 HostSchedConfig::Credit2(_),
                 "weight" | "cap" | "pause" | "create_at_ms" | "destroy_at_ms" | "cpu_offline"
@@ -148,6 +159,14 @@ impl ConfigCheck for HostSchedConfig {
             ) => Ok(()),
             (HostSchedConfig::Arinc653(_), _) => Err(format!(
                 "arinc653 follows its table: it takes no run-time change of `{field}`"
+            )),
+            (HostSchedConfig::Sedf(_), "pause" | "create_at_ms" | "destroy_at_ms") => Ok(()),
+            (HostSchedConfig::Sedf(_), _) => Err(format!(
+                "sedf (historic, Xen 4.2.1) takes no run-time change of `{field}`"
+            )),
+            (HostSchedConfig::Bvt(_), "pause" | "create_at_ms" | "destroy_at_ms") => Ok(()),
+            (HostSchedConfig::Bvt(_), _) => Err(format!(
+                "bvt (historic, Xen 3.0) takes no run-time change of `{field}`"
             )),
         }
     }
@@ -229,7 +248,12 @@ pub fn load_with(
     overrides: &[(String, SetValue)],
 ) -> Result<Scenario, ScenarioError> {
     let s = Scenario::parse_with(file, src, overrides)?;
-    check_layout(&s).map_err(|(field, message)| ScenarioError {
+    let names_ratelimit = overrides.iter().any(|(k, _)| k == "host.ratelimit_us")
+        || toml::from_str::<toml::Table>(src)
+            .ok()
+            .and_then(|t| t.get("host")?.get("ratelimit_us").cloned())
+            .is_some();
+    check_layout(&s, names_ratelimit).map_err(|(field, message)| ScenarioError {
         file: file.to_string(),
         line: None,
         field,
@@ -238,8 +262,9 @@ pub fn load_with(
     Ok(s)
 }
 
-/// Checks that need the host policy and the whole machine together.
-fn check_layout(s: &Scenario) -> Result<(), (String, String)> {
+/// Checks that need the host policy and the whole machine together. `names_ratelimit`: the
+/// file or an override sets `host.ratelimit_us` (Credit2 4.2.1 refuses it).
+fn check_layout(s: &Scenario, names_ratelimit: bool) -> Result<(), (String, String)> {
     check_rtds_fields(s)?;
     match &s.host {
         HostSchedConfig::Credit(p) => {
@@ -254,9 +279,12 @@ fn check_layout(s: &Scenario) -> Result<(), (String, String)> {
             }
             Ok(())
         }
-        HostSchedConfig::Credit2(_) => Ok(()),
+        HostSchedConfig::Credit2(p) => {
+            crate::host::credit2::check_scenario_4_2(p, &s.domains, names_ratelimit)
+        }
         HostSchedConfig::Pinned(_) => crate::host::pinned::check_layout(s),
-        HostSchedConfig::Rtds(_) | HostSchedConfig::Null(_) => Ok(()),
+        HostSchedConfig::Rtds(_) | HostSchedConfig::Null(_) | HostSchedConfig::Sedf(_) => Ok(()),
+        HostSchedConfig::Bvt(p) => crate::host::bvt::check_layout(p, &s.domains),
         HostSchedConfig::Arinc653(p) => {
             // A slot names a domain of the scenario and one of its vCPUs.
             for (i, slot) in p.schedule.iter().flatten().enumerate() {
@@ -285,7 +313,14 @@ fn check_layout(s: &Scenario) -> Result<(), (String, String)> {
 /// checks them under an RTDS host, refused under any other (they would be silently ignored).
 fn check_rtds_fields(s: &Scenario) -> Result<(), (String, String)> {
     let rtds = matches!(s.host, HostSchedConfig::Rtds(_));
+    let sedf = matches!(s.host, HostSchedConfig::Sedf(_));
     for (i, d) in s.domains.iter().enumerate() {
+        if sedf {
+            // SEDF reads the same fields as its period, slice and extra flag.
+            crate::host::sedf::validate_domain(d.period_us, d.budget_us, d.weight, d.cap)
+                .map_err(|(f, m)| (format!("domain.{i}.{f}"), m))?;
+            continue;
+        }
         if rtds {
             crate::host::rtds::validate_domain(d.period_us, d.budget_us)
                 .map_err(|(f, m)| (format!("domain.{i}.{f}"), m))?;
@@ -320,9 +355,11 @@ impl HostSchedConfig {
         match self {
             HostSchedConfig::Credit(_) | HostSchedConfig::Credit2(_) => VcpuPlacement::Affinity,
             HostSchedConfig::Pinned(_) => VcpuPlacement::OwnPcpu,
-            HostSchedConfig::Rtds(_) | HostSchedConfig::Null(_) | HostSchedConfig::Arinc653(_) => {
-                VcpuPlacement::Affinity
-            }
+            HostSchedConfig::Rtds(_)
+            | HostSchedConfig::Null(_)
+            | HostSchedConfig::Arinc653(_)
+            | HostSchedConfig::Sedf(_)
+            | HostSchedConfig::Bvt(_) => VcpuPlacement::Affinity,
         }
     }
 
@@ -335,6 +372,8 @@ impl HostSchedConfig {
             HostSchedConfig::Rtds(p) => p,
             HostSchedConfig::Null(p) => p,
             HostSchedConfig::Arinc653(p) => p,
+            HostSchedConfig::Sedf(p) => p,
+            HostSchedConfig::Bvt(p) => p,
         }
     }
 
@@ -351,7 +390,10 @@ impl HostSchedConfig {
             | HostSchedConfig::Pinned(_)
             | HostSchedConfig::Rtds(_)
             | HostSchedConfig::Null(_)
-            | HostSchedConfig::Arinc653(_) => false,
+            | HostSchedConfig::Arinc653(_)
+            | HostSchedConfig::Sedf(_) => false,
+            // Xen 3.0: the GSI callback to vCPU 0 only (ERRATA X9).
+            HostSchedConfig::Bvt(_) => true,
         }
     }
 
@@ -391,6 +433,21 @@ fn make_host(
         HostSchedConfig::Pinned(_) => Box::new(Pinned::new(topo.len())),
         HostSchedConfig::Rtds(p) => Box::new(Rtds::sched(p.clone(), topo)),
         HostSchedConfig::Null(_) => Box::new(Null::sched(topo.len())),
+        HostSchedConfig::Sedf(p) => Box::new(Sedf::sched(p, topo.len())),
+        HostSchedConfig::Bvt(p) => {
+            let doms: Vec<_> = p
+                .domains
+                .iter()
+                .map(|d| {
+                    let i = domain_names
+                        .iter()
+                        .position(|n| *n == d.domain)
+                        .expect("validated: host.domains name domains");
+                    (i, d.clone())
+                })
+                .collect();
+            Box::new(Bvt::sched(p, topo.len(), domain_names.len(), &doms))
+        }
         HostSchedConfig::Arinc653(p) => {
             let table = p.schedule.as_ref().map(|slots| {
                 let slots = slots

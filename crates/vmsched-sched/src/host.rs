@@ -1,11 +1,13 @@
 //! Host schedulers (place vCPUs on physical CPUs), and what a host policy's configuration makes
 //! of a domain's scheduling parameters ([`HostConfig`]).
 pub mod arinc653;
+pub mod bvt;
 pub mod credit1;
 pub mod credit2;
 pub mod null;
 pub mod pinned;
 pub mod rtds;
+pub mod sedf;
 pub mod xen_core;
 
 use vmsched_core::XenAttr;
@@ -87,6 +89,33 @@ impl HostConfig for null::NullParams {
 
 impl HostConfig for arinc653::Arinc653Params {
     /// ARINC653 reads no domain parameter: the `[host]` table names the vCPUs.
+    fn vcpu_attr(&self, _d: &DomainSchedParams) -> XenAttr {
+        XenAttr::default()
+    }
+}
+
+impl HostConfig for sedf::SedfParams {
+    /// `xl sched-sedf -d D -p P -s S -e E -w W`: with a period or a slice, the domain's period
+    /// (Xen's 100 ms if only the slice is given) and slice; without, its weight; extratime
+    /// (default on) in both (host/sedf.rs, "Domain parameters").
+    fn vcpu_attr(&self, d: &DomainSchedParams) -> XenAttr {
+        let timed = d.period_us.is_some() || d.budget_us.is_some();
+        XenAttr {
+            weight: d.weight,
+            period_us: if timed {
+                d.period_us.unwrap_or((sedf::WEIGHT_PERIOD / 1000) as u64)
+            } else {
+                0
+            },
+            budget_us: d.budget_us.unwrap_or(0),
+            extratime: d.extratime.unwrap_or(true),
+            ..Default::default()
+        }
+    }
+}
+
+impl HostConfig for bvt::BvtParams {
+    /// BVT's per-domain parameters are in `[host] domains` (by name); it reads none here.
     fn vcpu_attr(&self, _d: &DomainSchedParams) -> XenAttr {
         XenAttr::default()
     }

@@ -680,6 +680,16 @@ fn credit2(n: usize) -> vmsched_sched::host::credit2::Credit2Sched {
     vmsched_sched::host::credit2::Credit2::sched(Default::default(), &topo, 4)
 }
 
+/// Credit2 as in Xen 4.2.1 (no affinity: pinned entities may run anywhere).
+fn credit2_v4_2_1(n: usize) -> vmsched_sched::host::credit2::Credit2Sched {
+    let topo = vec![Default::default(); n];
+    let p = vmsched_sched::host::credit2::Credit2Params {
+        version: vmsched_sched::host::credit2::Credit2Version::V4_2_1,
+        ..Default::default()
+    };
+    vmsched_sched::host::credit2::Credit2::sched(p, &topo, 4)
+}
+
 fn credit1(
     version: vmsched_sched::host::credit1::Credit1Version,
     n: usize,
@@ -880,5 +890,138 @@ mod arinc653_host {
     #[test]
     fn wake_reschedules_cpu_in_affinity() {
         super::wake_reschedules_cpu_in_affinity(arinc653(3));
+    }
+}
+
+/// Credit2 as in Xen 4.2.1 ignores hard affinity (its CPU pick, tickle and candidate selection
+/// never read it; scenarios refuse pinning under it) and has no caps, so the cases that pin
+/// entities to a CPU of several, or cap them (the scripted run), do not apply; the
+/// one-CPU form of the sharing case does. Its own rules are in `host/credit2/tests/v4_2.rs`.
+mod credit2_4_2_1_host {
+    use super::credit2_v4_2_1 as c;
+    #[test]
+    fn lone_entity_runs() {
+        super::lone_entity_runs(c(1));
+    }
+    #[test]
+    fn n_entities_one_cpu_all_progress() {
+        super::n_entities_one_cpu_all_progress(c(1), 1);
+    }
+    #[test]
+    fn idle_cpu_takes_waking_entity() {
+        super::idle_cpu_takes_waking_entity(c(2));
+    }
+    #[test]
+    fn work_conserving() {
+        super::work_conserving(c(4));
+    }
+    #[test]
+    fn block_and_wake() {
+        super::block_and_wake(c(1));
+    }
+    #[test]
+    fn wake_reschedules_cpu_in_affinity() {
+        super::wake_reschedules_cpu_in_affinity(c(3));
+    }
+    #[test]
+    fn yield_keeps_cpu_busy() {
+        super::yield_keeps_cpu_busy(c(1), c(1));
+    }
+    #[test]
+    fn weight_change_moves_shares() {
+        super::weight_change_moves_shares(c(1));
+    }
+    #[test]
+    fn paused_entity_gets_no_cpu() {
+        super::paused_entity_gets_no_cpu(c(1));
+    }
+    #[test]
+    fn removed_entity_never_runs() {
+        super::removed_entity_never_runs(c(1), true);
+    }
+}
+
+fn sedf(n: usize) -> vmsched_sched::host::sedf::SedfSched {
+    vmsched_sched::host::sedf::Sedf::sched(&Default::default(), n)
+}
+
+/// SEDF (historic, Xen 4.2.1) is not work-conserving: extra time comes in 500 µs quanta and
+/// only with a whole quantum left before the next period begins (the CPU idles for the rest),
+/// and every CPU has its own queues, a vCPU never moving to an idle CPU; it takes no run-time
+/// weight. So the cases that want a CPU never idle with work queued, an idle CPU to take a
+/// waking vCPU of another, or a weight change do not apply; these do. Its own rules are in
+/// `host/sedf/tests.rs`.
+mod sedf_host {
+    use super::sedf;
+    #[test]
+    fn affinity_holds() {
+        super::affinity_holds(sedf(4));
+    }
+    #[test]
+    fn wake_reschedules_cpu_in_affinity() {
+        super::wake_reschedules_cpu_in_affinity(sedf(3));
+    }
+    #[test]
+    fn timers_well_formed() {
+        super::timers_well_formed(sedf(2), true);
+    }
+    #[test]
+    fn deterministic() {
+        super::deterministic(sedf(2), sedf(2), true);
+    }
+}
+
+fn bvt(n: usize) -> vmsched_sched::host::bvt::BvtSched {
+    vmsched_sched::host::bvt::Bvt::sched(&Default::default(), n, 4, &[])
+}
+
+/// BVT (historic, Xen 3.0): every CPU has its own runqueue and a vCPU never moves to an idle
+/// CPU, and it takes no run-time weight (its weight, `mcu_advance`, is set in `[host]`) nor CPU
+/// hot-plug; the other cases hold. Its own rules are in `host/bvt/tests.rs`.
+mod bvt_host {
+    use super::bvt;
+    #[test]
+    fn lone_entity_runs() {
+        super::lone_entity_runs(bvt(1));
+    }
+    #[test]
+    fn n_entities_one_cpu_all_progress() {
+        super::n_entities_one_cpu_all_progress(bvt(2), 2);
+    }
+    #[test]
+    fn affinity_holds() {
+        super::affinity_holds(bvt(4));
+    }
+    #[test]
+    fn work_conserving() {
+        super::work_conserving(bvt(4));
+    }
+    #[test]
+    fn block_and_wake() {
+        super::block_and_wake(bvt(1));
+    }
+    #[test]
+    fn wake_reschedules_cpu_in_affinity() {
+        super::wake_reschedules_cpu_in_affinity(bvt(3));
+    }
+    #[test]
+    fn yield_keeps_cpu_busy() {
+        super::yield_keeps_cpu_busy(bvt(1), bvt(1));
+    }
+    #[test]
+    fn paused_entity_gets_no_cpu() {
+        super::paused_entity_gets_no_cpu(bvt(1));
+    }
+    #[test]
+    fn removed_entity_never_runs() {
+        super::removed_entity_never_runs(bvt(1), true);
+    }
+    #[test]
+    fn timers_well_formed() {
+        super::timers_well_formed(bvt(2), true);
+    }
+    #[test]
+    fn deterministic() {
+        super::deterministic(bvt(2), bvt(2), true);
     }
 }

@@ -825,6 +825,8 @@ fn random_scenario(seed: u64) -> String {
     let mut p = Pick(&mut pick);
     linux_classes(&mut p, &mut s, doms.len());
     xen_family(&mut p, &mut s, pinned, &doms);
+    credit2_4_2(&mut p, &mut s);
+    historic_host(&mut p, &mut s, &doms);
     s
 }
 

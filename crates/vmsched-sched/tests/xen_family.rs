@@ -247,3 +247,65 @@ fn rtds_budget_change_on_the_timeline() {
     let e = err(&credit2);
     assert_eq!(e.field, "event.0.budget_us", "{e}");
 }
+
+/// `credit2_4_2_1_slices`: two hogs on one pCPU under Credit2 4.2.1 alternate in 2 ms slices
+/// (its MAX_TIMER; each incoming vCPU sees nobody queued because of delayed insertion), where
+/// 4.20.0 alternates every 10 ms; each run is deterministic.
+#[test]
+fn credit2_4_2_1_slices_scenario() {
+    let src = shipped("credit2_4_2_1_slices.toml");
+    for (version, slice_ms) in [("4.2.1", 2.0), ("4.20.0", 10.0)] {
+        let set = [("host.version".to_string(), version.to_string())];
+        let r = vmsched_sched::run("credit2_4_2_1_slices.toml", &src, &set)
+            .unwrap_or_else(|e| panic!("{e}"));
+        for n in ["a.v0", "b.v0"] {
+            let v = host_vcpu(&r, n);
+            assert!(
+                (0.49..=0.51).contains(&v.cpu_share),
+                "{version} {n}: {}",
+                v.cpu_share
+            );
+            let wait_ms = v.wait_mean_ns / MS as f64;
+            assert!(
+                (slice_ms * 0.95..=slice_ms * 1.05).contains(&wait_ms),
+                "{version} {n}: mean wait {wait_ms} ms, slice {slice_ms} ms"
+            );
+        }
+        let again = vmsched_sched::run("credit2_4_2_1_slices.toml", &src, &set).unwrap();
+        assert_eq!(
+            serde_json::to_string(&r).unwrap(),
+            serde_json::to_string(&again).unwrap()
+        );
+    }
+}
+
+/// `sedf_reservation`: the reserved domain gets its 5 ms of 20 ms and no more; the two
+/// best-effort domains share the rest by extra weight, about 1:3.
+#[test]
+fn sedf_reservation_scenario() {
+    let r = run("sedf_reservation.toml", &shipped("sedf_reservation.toml"));
+    let rt = host_vcpu(&r, "rt.v0").cpu_share;
+    assert!((0.249..=0.251).contains(&rt), "rt {rt}");
+    let (b1, b2) = (
+        host_vcpu(&r, "be1.v0").cpu_share,
+        host_vcpu(&r, "be2.v0").cpu_share,
+    );
+    assert!((0.17..=0.20).contains(&b1), "be1 {b1}");
+    assert!((0.53..=0.57).contains(&b2), "be2 {b2}");
+}
+
+/// `bvt_shares`: the hogs share the pCPU by the inverse of their mcu_advance (about 2:1), and
+/// the waking domain preempts at once (cyclictest's worst latency far below the 5 ms context
+/// switch allowance a waiting vCPU would otherwise wait).
+#[test]
+fn bvt_shares_scenario() {
+    let r = run("bvt_shares.toml", &shipped("bvt_shares.toml"));
+    let (f, s) = (
+        host_vcpu(&r, "fast.v0").cpu_share,
+        host_vcpu(&r, "slow.v0").cpu_share,
+    );
+    assert!((1.8..=2.2).contains(&(f / s)), "fast {f}, slow {s}");
+    let ct = r.workloads.iter().find(|w| w.name == "ct").unwrap();
+    let max = ct.histograms[0].1.max_ns;
+    assert!(max < MS / 2, "ping's worst latency {max} ns");
+}

@@ -42,6 +42,17 @@
 //! min_time floor beats the budget, so a vCPU may overrun; the debt is repaid from the pool at
 //! its next grab (ERRATA X12).
 //!
+//! # Xen 4.2.1
+//!
+//! `version = "4.2.1"` (the `v42` flag) selects the experimental Credit2 of Xen 4.2.1
+//! (`xen/common/sched_credit2.c`): 2 ms maximum slice and a 2 ms idle timer, one runqueue per
+//! socket (id = socket id, CPU 0 in runqueue 0, no size cap), insertion on the initial CPU's
+//! runqueue, `choose_cpu` by `b_avgload` and first CPU, no ratelimit, caps, yield hook or
+//! affinity, burning without remainder or floor, a reset on the picked vCPU's credit alone that
+//! burns nobody, the 4.2 tickle and candidate rules, an unkicked balancer migration of a running
+//! vCPU (ERRATA X12) and the 4.2 load average. The functions carrying a 4.2.1 form are named
+//! `*_4_2` or branch on `v42`; docs/credit2.md lists every rule with its test.
+//!
 //! # Engine mapping
 //!
 //! Credit2 implements the Xen ops ([`XenOps`]) and runs on the Xen core
@@ -114,7 +125,7 @@ mod lifecycle;
 mod params;
 mod runqueue;
 
-pub use params::{Credit2Params, Credit2Version, RunqueueArrangement};
+pub use params::{check_scenario_4_2, Credit2Params, Credit2Version, RunqueueArrangement};
 
 /// Credit a vCPU starts with and receives at each reset: 10 ms at the top weight.
 const CREDIT_INIT: i64 = 10_000_000;
@@ -126,6 +137,13 @@ const IDLE_CREDIT: i64 = CREDIT_MIN - 1;
 const MIN_TIMER: i64 = 500_000;
 /// Longest slice (4.8+).
 const MAX_TIMER: i64 = CREDIT_INIT;
+/// Longest slice in 4.2.1, also the idle vCPU's timer there.
+const MAX_TIMER_4_2: i64 = 2_000_000;
+/// The idle vCPU's credit in 4.2.1.
+const IDLE_CREDIT_4_2: i64 = -(1 << 30);
+/// 4.2.1's load window (`credit2_load_window_shift`, on `now >> 10` samples), which is also
+/// its load precision.
+const LOAD_SHIFT_4_2: u32 = 18;
 /// Credit a vCPU may keep above `CREDIT_INIT` across a reset.
 const CARRYOVER_MAX: i64 = MIN_TIMER;
 /// Credit bonus of a vCPU pulled onto another CPU of its runqueue.
@@ -217,6 +235,8 @@ pub type Credit2Sched = XenCore<Credit2>;
 /// The Credit2 scheduler of one pool holding every CPU of the level.
 pub struct Credit2 {
     params: Credit2Params,
+    /// Xen 4.2.1 rather than 4.20 (`params.version.is_4_2()`).
+    v42: bool,
     ratelimit: i64,
     migrate_resist: i64,
     cap_period: i64,
@@ -244,12 +264,27 @@ impl Credit2 {
             (1..=MAX_CPUS).contains(&n),
             "credit2: needs 1..={MAX_CPUS} CPUs, got {n}"
         );
+        let v42 = params.version.is_4_2();
         let mut s = Credit2 {
-            ratelimit: params.ratelimit_us as i64 * 1000,
+            v42,
+            // 4.2.1 has no ratelimit.
+            ratelimit: if v42 {
+                0
+            } else {
+                params.ratelimit_us as i64 * 1000
+            },
             migrate_resist: params.migrate_resist_us as i64 * 1000,
             cap_period: params.cap_period_ms as i64 * 1_000_000,
-            load_window: params.load_window_shift - LOADAVG_GRANULARITY_SHIFT,
-            load_precision: params.load_precision_shift,
+            load_window: if v42 {
+                LOAD_SHIFT_4_2
+            } else {
+                params.load_window_shift - LOADAVG_GRANULARITY_SHIFT
+            },
+            load_precision: if v42 {
+                LOAD_SHIFT_4_2
+            } else {
+                params.load_precision_shift
+            },
             params,
             online: CpuSet::first_n(n),
             sibling_mask: vec![CpuSet::empty(); n],
@@ -296,7 +331,12 @@ impl Credit2 {
 
     #[inline]
     fn credit_of(&self, e: Option<EntityId>) -> i64 {
-        e.map_or(IDLE_CREDIT, |e| self.units[e.idx()].credit)
+        let idle = if self.v42 {
+            IDLE_CREDIT_4_2
+        } else {
+            IDLE_CREDIT
+        };
+        e.map_or(idle, |e| self.units[e.idx()].credit)
     }
 
     /// Xen `unit_runnable`: wants a CPU and no pause flag (`parked`, `migrating`) is set.
@@ -324,6 +364,12 @@ impl Credit2 {
         let u = &mut self.units[e.idx()];
         let delta = now - u.start_time;
         if delta <= 0 {
+            return delta;
+        }
+        if self.v42 {
+            // 4.2.1: t2c rounds down, keeps no remainder and has no floor.
+            u.credit -= delta * self.rqs[u.rq].max_weight / u.weight;
+            u.start_time = now;
             return delta;
         }
         let val = delta * self.rqs[u.rq].max_weight + u.residual;
@@ -356,13 +402,15 @@ impl Credit2 {
     fn reset_credit(&mut self, ctx: &mut XenCtx, cpu: CpuId, now: i64, snext: EntityId) {
         let r = self.cpu_rq[cpu.idx()];
         let mut reset = CREDIT_INIT;
-        if self.units[snext.idx()].credit == CREDIT_MIN {
+        if !self.v42 && self.units[snext.idx()].credit == CREDIT_MIN {
             reset += CREDIT_INIT;
         }
         for i in 0..self.rqs[r].svc.len() {
             let e = self.rqs[r].svc[i];
             let svc_cpu = self.units[e.idx()].processor;
-            if ctx.cpu(svc_cpu).curr == Some(e) {
+            // ERRATA X12: 4.2.1 burns nobody here; a running vCPU's unburned time is forgiven
+            // (its start_time moves to now below).
+            if !self.v42 && ctx.cpu(svc_cpu).curr == Some(e) {
                 let delta = self.burn_credits(e, now);
                 ctx.trace(|| self.burn_event(e, delta));
                 if self.has_cap(e) && self.units[e.idx()].budget <= 0 {
@@ -414,8 +462,55 @@ impl Credit2 {
         score
     }
 
+    /// Xen 4.2.1: runq_tickle. No affinity, no SMT, no ratelimit: the woken vCPU's own CPU if
+    /// its current vCPU (after burning; the idle vCPU counts at its constant credit) has less
+    /// credit; else the first idle untickled CPU of the runqueue; else the busy untickled CPU
+    /// other than its own whose vCPU has the least credit, if the woken one leads it by at
+    /// least MIGRATE_RESIST.
+    fn runq_tickle_4_2(&mut self, ctx: &mut XenCtx, new: EntityId, now: i64) {
+        let u = &self.units[new.idx()];
+        let (cpu, r, credit) = (u.processor, u.rq, u.credit);
+        let cur = ctx.cpu(cpu).curr;
+        if let Some(c) = cur {
+            let delta = self.burn_credits(c, now);
+            ctx.trace(|| self.burn_event(c, delta));
+        }
+        if self.credit_of(cur) < credit {
+            return self.tickle_cpu(ctx, cpu, r);
+        }
+        let rq = &self.rqs[r];
+        if let Some(i) = rq.idle.minus(&rq.tickled).first() {
+            return self.tickle_cpu(ctx, i, r);
+        }
+        let mut busy = rq.active.minus(&rq.idle);
+        busy.minus_with(&rq.tickled);
+        busy.remove(cpu);
+        let (mut lowest, mut ipid) = (1i64 << 30, None);
+        while let Some(i) = busy.first() {
+            busy.remove(i);
+            let cur = ctx.cpu(i).curr;
+            if let Some(c) = cur {
+                let delta = self.burn_credits(c, now);
+                ctx.trace(|| self.burn_event(c, delta));
+            }
+            let c = self.credit_of(cur);
+            if c < lowest {
+                lowest = c;
+                ipid = Some(i);
+            }
+        }
+        if let Some(i) = ipid {
+            if lowest + self.migrate_resist <= credit {
+                self.tickle_cpu(ctx, i, r);
+            }
+        }
+    }
+
     /// Xen: runq_tickle
     fn runq_tickle(&mut self, ctx: &mut XenCtx, new: EntityId, now: i64) {
+        if self.v42 {
+            return self.runq_tickle_4_2(ctx, new, now);
+        }
         let u = &self.units[new.idx()];
         let (cpu, r) = (u.processor, u.rq);
         let rq = &self.rqs[r];
@@ -479,6 +574,32 @@ impl Credit2 {
     // Scheduling decision
     // ---------------------------------------------------------------------------------------
 
+    /// Xen 4.2.1: runq_candidate. Default = the current vCPU if runnable, else idle; queued
+    /// vCPUs of another CPU are skipped while their credit is below default + MIGRATE_RESIST
+    /// (strictly: equal is not skipped, ERRATA X12); the first vCPU not skipped is taken if it
+    /// has more credit than the default, and the scan stops there either way. No ratelimit,
+    /// yield, affinity, tickled-for-another-CPU or budget test.
+    fn runq_candidate_4_2(
+        &self,
+        ctx: &XenCtx,
+        r: usize,
+        scurr: Option<EntityId>,
+        cpu: CpuId,
+    ) -> Option<EntityId> {
+        let mut snext = scurr.filter(|&c| self.runnable(ctx, c));
+        for &w in &self.rqs[r].runq {
+            let u = &self.units[w.idx()];
+            if u.processor != cpu && u.credit < self.credit_of(snext) + self.migrate_resist {
+                continue;
+            }
+            if u.credit > self.credit_of(snext) {
+                snext = Some(w);
+            }
+            break;
+        }
+        snext
+    }
+
     /// Xen: runq_candidate
     fn runq_candidate(
         &mut self,
@@ -535,6 +656,19 @@ impl Credit2 {
             break;
         }
         snext
+    }
+
+    /// Xen 4.2.1: csched_runtime. The slice lets `snext` run until its credit falls to the
+    /// head's (or to 0 if that comes first), clamped to [MIN_TIMER, 2 ms].
+    fn csched2_runtime_4_2(&self, cpu: CpuId, snext: EntityId) -> i64 {
+        let r = self.cpu_rq[cpu.idx()];
+        let credit = self.units[snext.idx()].credit;
+        let mut time = self.c2t(r, credit, snext);
+        if let Some(h) = self.rqs[r].runq.first() {
+            let ntime = self.c2t(r, credit - self.units[h.idx()].credit, snext);
+            time = time.min(ntime);
+        }
+        time.clamp(MIN_TIMER, MAX_TIMER_4_2)
     }
 
     /// Xen: csched2_runtime. `inflight` is the outgoing vCPU's credit when it counts (X3).
@@ -618,13 +752,23 @@ impl XenOps for Credit2 {
             "credit2: weight of {} must be in 1..=65535",
             p.name
         );
-        let hard = p.hard_affinity.and(&self.online);
+        // 4.2.1 has no affinity in Credit2: every vCPU may run anywhere (build.rs refuses
+        // pinning under it).
+        let hard = if self.v42 {
+            self.online
+        } else {
+            p.hard_affinity.and(&self.online)
+        };
         assert!(
             !hard.is_empty(),
             "credit2: hard affinity of {} holds no CPU",
             p.name
         );
-        let soft = p.soft_affinity;
+        let soft = if self.v42 {
+            self.online
+        } else {
+            p.soft_affinity
+        };
         let soft_and_hard = soft.and(&hard);
         let has_soft =
             !soft_and_hard.is_empty() && !hard.is_subset(&soft) && !self.online.is_subset(&soft);
@@ -652,11 +796,22 @@ impl XenOps for Credit2 {
             soft_and_hard,
             has_soft,
         });
-        let cpu = self.csched2_res_pick(e, None);
+        // 4.2.1's csched_vcpu_insert assigns the vCPU to the runqueue of its initial CPU;
+        // 4.20's picks a CPU by runqueue load first.
+        let cpu = if self.v42 {
+            p.initial_cpu
+        } else {
+            self.csched2_res_pick(e, None)
+        };
         self.units[e.idx()].processor = cpu;
         self.runq_assign(e, self.cpu_rq[cpu.idx()]);
 
         let cap = p.xen.cap_pct;
+        assert!(
+            !(self.v42 && cap != 0),
+            "credit2: Xen 4.2.1 has no caps (vCPU {})",
+            p.name
+        );
         let dom = &mut self.doms[d];
         dom.nr_units += 1;
         assert!(
@@ -702,7 +857,11 @@ impl XenOps for Credit2 {
 
     /// Xen: csched2_unit_yield. The flag is consumed by the next `runq_candidate`, where it
     /// bypasses the ratelimit and the credit comparison (not migration resistance).
+    /// 4.2.1 has no yield hook: the core only reschedules.
     fn yield_(&mut self, _ctx: &mut XenCtx, e: EntityId) {
+        if self.v42 {
+            return;
+        }
         self.units[e.idx()].yield_ = true;
     }
 
@@ -729,7 +888,11 @@ impl XenOps for Credit2 {
             }
         }
 
-        let snext = self.runq_candidate(ctx, r, scurr, cpu, now);
+        let snext = if self.v42 {
+            self.runq_candidate_4_2(ctx, r, scurr, cpu)
+        } else {
+            self.runq_candidate(ctx, r, scurr, cpu, now)
+        };
 
         if let Some(c) = scurr {
             if snext != scurr && self.runnable(ctx, c) {
@@ -744,9 +907,10 @@ impl XenOps for Credit2 {
                 self.smt_idle_mask_set(r, cpu, &idlers);
             }
             self.update_load(ctx, r, None, 0, now);
+            // 4.2.1 gives the idle vCPU a 2 ms timer; 4.20 none.
             return Pick {
                 next: None,
-                slice: None,
+                slice: self.v42.then_some(MAX_TIMER_4_2 as u64),
             };
         };
 
@@ -759,9 +923,11 @@ impl XenOps for Credit2 {
             self.smt_idle_mask_clear(r, cpu);
         }
         let head = self.rqs[r].runq.first().copied();
-        let top = self.units[n.idx()]
-            .credit
-            .max(head.map_or(i64::MIN, |h| self.units[h.idx()].credit));
+        let mut top = self.units[n.idx()].credit;
+        // 4.2.1 looks at the picked vCPU's credit only.
+        if !self.v42 {
+            top = top.max(head.map_or(i64::MIN, |h| self.units[h.idx()].credit));
+        }
         if top <= CREDIT_RESET {
             self.reset_credit(ctx, cpu, now, n);
             self.balance_load(ctx, cpu, now);
@@ -784,7 +950,11 @@ impl XenOps for Credit2 {
         if snext != scurr {
             u.switch_in = now;
         }
-        let slice = self.csched2_runtime(cpu, scurr, n, now, inflight);
+        let slice = if self.v42 {
+            self.csched2_runtime_4_2(cpu, n)
+        } else {
+            self.csched2_runtime(cpu, scurr, n, now, inflight)
+        };
         Pick {
             next: snext,
             slice: Some(slice as u64),
@@ -818,7 +988,11 @@ impl XenOps for Credit2 {
     /// of a vCPU that was running) with the vCPU's own runqueue.
     fn pick_resource(&mut self, ctx: &mut XenCtx, e: EntityId) -> CpuId {
         let r = self.units[e.idx()].rq;
-        let cpu = self.csched2_res_pick(e, Some(r));
+        let cpu = if self.v42 {
+            self.choose_cpu_4_2(e)
+        } else {
+            self.csched2_res_pick(e, Some(r))
+        };
         ctx.trace(|| SchedEvent::PickedCpu { ent: e, cpu });
         cpu
     }

@@ -293,3 +293,146 @@ fn host_events(p: &mut Pick, s: &mut String, rtds: bool) {
     out += &s[last..];
     *s = out;
 }
+
+/// Appended choice (after `xen_family`; the first option, no change): one time in four, a Credit2 host drawn before becomes
+/// Credit2 as in Xen 4.2.1 (docs/credit2.md, "Xen 4.2.1"): `version = "4.2.1"` with its
+/// `migrate_resist_us` kept and the parameters 4.2.1 lacks dropped; the domains' `cap` and
+/// affinities (`pcpus`, `vcpu_pcpus`, `soft_pcpus`) and the timeline's `sched_host` events and
+/// `sched_domain` caps removed, since 4.2.1 refuses them. One time in 32 one of them is kept,
+/// to be refused.
+fn credit2_4_2(p: &mut Pick, s: &mut String) {
+    let Some((a, b)) = nth_table(s, "[host]\n", 0) else {
+        return;
+    };
+    if !s[a..b].contains("scheduler = \"credit2\"") || p.pick(4) != 3 {
+        return;
+    }
+    let keep = p.rare(&[None], &[Some("ratelimit_us"), Some("cap"), Some("pcpus")]);
+    let host: String = s[a..b]
+        .split_inclusive('\n')
+        .filter(|l| {
+            l.starts_with('[')
+                || l.starts_with("scheduler")
+                || l.starts_with("migrate_resist_us")
+                || (keep == Some("ratelimit_us") && l.starts_with("ratelimit_us"))
+        })
+        .collect();
+    let host = host.replacen('\n', "\nversion = \"4.2.1\"\n", 1);
+    let mut out = String::with_capacity(s.len());
+    let mut last = 0;
+    for (ta, tb) in table_ranges(s) {
+        out += &s[last..ta];
+        last = tb;
+        let t = &s[ta..tb];
+        if ta == a {
+            out += &host;
+            continue;
+        }
+        let (dom, event) = (t.starts_with("[[domain]]\n"), t.starts_with("[[event]]\n"));
+        if event && t.contains("action = \"sched_host\"") && keep != Some("ratelimit_us") {
+            continue;
+        }
+        let sched_domain = event && t.contains("action = \"sched_domain\"");
+        out.extend(t.split_inclusive('\n').filter(|l| {
+            let cap = l.starts_with("cap") && (dom || sched_domain);
+            let aff = dom
+                && (l.starts_with("pcpus") || l.starts_with("vcpu_pcpus") || l.starts_with("soft_pcpus"));
+            !(cap && keep != Some("cap") || aff && keep != Some("pcpus"))
+        }));
+    }
+    out += &s[last..];
+    *s = out;
+}
+
+/// Appended choice (after `credit2_4_2`; the first option, no change): one time in eight, a
+/// Credit2 or Credit1 host drawn before becomes a historic one: SEDF (docs/sedf.md), with each
+/// domain given now and then a period and slice (`period_us`, `budget_us`) and `extratime`, or
+/// BVT (docs/bvt.md), with `ctx_allow_us` and each domain now and then in `domains` with its
+/// `mcu_advance` and warp. The domains' caps are removed, weights above 32767 lowered (SEDF) or
+/// removed (BVT), and the timeline keeps only `pause`/`unpause` (what both take), but one time
+/// in 256 one of them is kept, to be refused.
+fn historic_host(p: &mut Pick, s: &mut String, doms: &[u64]) {
+    let Some((a, b)) = nth_table(s, "[host]\n", 0) else {
+        return;
+    };
+    let t = &s[a..b];
+    let credit =
+        t.contains("scheduler = \"credit2\"") || t.contains("scheduler = \"credit\"");
+    if !credit || p.pick(8) != 7 {
+        return;
+    }
+    let bvt = p.pick(2) == 1;
+    let keep = p.rare(&[None], &[Some("cap"), Some("event"), Some("weight")]);
+    let mut host = "[host]\nscheduler = \"sedf\"\n".to_string();
+    if bvt {
+        host = format!(
+            "[host]\nscheduler = \"bvt\"\nctx_allow_us = {}\n",
+            [5000, 10, 1000][p.pick(3) as usize]
+        );
+        let mut listed = Vec::new();
+        for d in 0..doms.len() {
+            if p.pick(2) == 1 {
+                listed.push(format!(
+                    "{{ domain = \"d{d}\", mcu_advance = {}, warpback = {}, warp_value = {}, \
+                     warpl_ms = {}, warpu_ms = {} }}",
+                    [10, 1, 20][p.pick(3) as usize],
+                    p.pick(2) == 1,
+                    [0, 1000, 100_000][p.pick(3) as usize],
+                    [2000, 0, 1][p.pick(3) as usize],
+                    [1000, 0, 5][p.pick(3) as usize],
+                ));
+            }
+        }
+        host += &format!("domains = [{}]\n", listed.join(", "));
+    }
+    let mut out = String::with_capacity(s.len() + 64);
+    let mut last = 0;
+    let mut d = 0;
+    for (ta, tb) in table_ranges(s) {
+        out += &s[last..ta];
+        last = tb;
+        let t = &s[ta..tb];
+        if ta == a {
+            out += &host;
+            continue;
+        }
+        if t.starts_with("[[event]]\n") {
+            let pause = t.contains("action = \"pause\"") || t.contains("action = \"unpause\"");
+            if pause || keep == Some("event") {
+                out += t;
+            }
+            continue;
+        }
+        if !t.starts_with("[[domain]]\n") {
+            out += t;
+            continue;
+        }
+        for l in t.split_inclusive('\n') {
+            if l.starts_with("cap") && keep != Some("cap") {
+                continue;
+            }
+            if let Some(w) = l.strip_prefix("weight = ") {
+                let w: u64 = w.trim().parse().unwrap_or(256);
+                if bvt && w != 256 && keep != Some("weight") {
+                    continue;
+                }
+                if w > 32767 && keep != Some("weight") {
+                    out += "weight = 32767\n";
+                    continue;
+                }
+            }
+            out += l;
+        }
+        if !bvt && d < doms.len() && p.pick(2) == 1 {
+            let period = [1000u64, 10_000, 100_000][p.pick(3) as usize];
+            out += &format!(
+                "period_us = {period}\nbudget_us = {}\nextratime = {}\n",
+                [period / 10, period / 2, period][p.pick(3) as usize],
+                p.pick(2) == 1
+            );
+        }
+        d += 1;
+    }
+    out += &s[last..];
+    *s = out;
+}

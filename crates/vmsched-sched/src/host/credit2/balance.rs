@@ -22,6 +22,11 @@ impl Credit2 {
         if rq.load_last_update + (1i64 << w) < now {
             rq.avgload = load << p;
             rq.b_avgload = load << p;
+        } else if self.v42 {
+            // 4.2.1: one weighted sum over the window (p = w), rounded once.
+            let delta = now - rq.load_last_update;
+            rq.avgload = (delta * (load << p) + ((1i64 << w) - delta) * rq.avgload) >> w;
+            rq.b_avgload = (delta * (load << p) + ((1i64 << w) - delta) * rq.b_avgload) >> w;
         } else {
             let delta = (now - rq.load_last_update).max(0);
             rq.avgload += ((delta * (load << p)) >> w) - ((delta * rq.avgload) >> w);
@@ -43,6 +48,9 @@ impl Credit2 {
         let u = &mut self.units[e.idx()];
         if u.load_last_update + (1i64 << w) < now {
             u.avgload = unit_load << p;
+        } else if self.v42 {
+            let delta = now - u.load_last_update;
+            u.avgload = (delta * (unit_load << p) + ((1i64 << w) - delta) * u.avgload) >> w;
         } else {
             let delta = (now - u.load_last_update).max(0);
             u.avgload += ((delta * (unit_load << p)) >> w) - ((delta * u.avgload) >> w);
@@ -118,24 +126,75 @@ impl Credit2 {
         c
     }
 
-    /// Xen: migrate (credit2.c's, not the hook). A running vCPU gets `_VPF_migrating` and
-    /// its CPU is tickled; the core completes the move after its context is saved.
+    /// Xen 4.2.1: choose_cpu (every try-lock succeeds), no affinity. A pending balancer
+    /// request names the runqueue, whose first CPU is taken; otherwise the runqueue of least
+    /// `b_avgload` (the vCPU's own counted without the vCPU's load; the first on ties), and
+    /// its first CPU.
+    pub(super) fn choose_cpu_4_2(&mut self, e: EntityId) -> CpuId {
+        if let Some(t) = self.units[e.idx()].migrate_rq.take() {
+            return self.rqs[t]
+                .active
+                .first()
+                .expect("a live runqueue has a CPU");
+        }
+        let u = &self.units[e.idx()];
+        let mut best: Option<(i64, usize)> = None;
+        for (i, rq) in self.rqs.iter().enumerate() {
+            if !self.rq_live(i) {
+                continue;
+            }
+            let load = if i == u.rq {
+                rq.b_avgload - u.avgload
+            } else {
+                rq.b_avgload
+            };
+            if best.is_none_or(|(m, _)| load < m) {
+                best = Some((load, i));
+            }
+        }
+        let (_, r) = best.expect("credit2: a runqueue is live");
+        self.rqs[r]
+            .active
+            .first()
+            .expect("a live runqueue has a CPU")
+    }
+
+    /// Xen: migrate (credit2.c's, not the hook). A running vCPU gets `_VPF_migrating`; in
+    /// 4.20 its CPU is tickled, in 4.2.1 not (ERRATA X12: it moves when its CPU next
+    /// reschedules on its own). The core completes the move after its context is saved.
     pub(super) fn migrate_to_rq(&mut self, ctx: &mut XenCtx, e: EntityId, trq: usize, now: i64) {
         if self.units[e.idx()].scheduled {
             ctx.set_migrating(e);
             let u = &mut self.units[e.idx()];
             u.migrate_rq = Some(trq);
             let (cpu, r) = (u.processor, u.rq);
-            self.tickle_cpu(ctx, cpu, r);
+            if !self.v42 {
+                self.tickle_cpu(ctx, cpu, r);
+            }
             return;
         }
         let on_runq = self.units[e.idx()].on_runq;
         if on_runq {
             self.runq_remove(e);
             let r = self.units[e.idx()].rq;
-            self.update_load(ctx, r, None, -1, now);
+            // 4.2.1 samples the vCPU's load too.
+            self.update_load(ctx, r, self.v42.then_some(e), -1, now);
         }
         self.runq_deassign(e);
+        if self.v42 {
+            // 4.2.1: the target's first CPU, no affinity, no cursor.
+            self.units[e.idx()].processor = self.rqs[trq]
+                .active
+                .first()
+                .expect("a live runqueue has a CPU");
+            self.runq_assign(e, trq);
+            if on_runq {
+                self.update_load(ctx, trq, Some(e), 1, now);
+                self.runq_insert(e);
+                self.runq_tickle(ctx, e, now);
+            }
+            return;
+        }
         let m = self.units[e.idx()]
             .hard
             .and(&self.online)

@@ -25,13 +25,25 @@ pub enum Credit2Version {
     V4_20_4,
     #[serde(rename = "4.21")]
     V4_21,
+    /// Xen 4.2.1 (`xen/common/sched_credit2.c`, experimental then): per-socket runqueues, a
+    /// 2 ms maximum slice, no ratelimit, caps, yield or affinity (host/credit2.rs, "Xen 4.2.1").
+    #[serde(rename = "4.2.1")]
+    V4_2_1,
 }
 
 impl Credit2Version {
     /// Whether `csched2_runtime` counts the credit of the vCPU being switched out as waiting
     /// (Xen commit ae648e9f80, backported to 4.20.2; ERRATA X3).
     pub fn counts_outgoing_credit(self) -> bool {
-        !matches!(self, Credit2Version::V4_20_0 | Credit2Version::V4_20_1)
+        !matches!(
+            self,
+            Credit2Version::V4_20_0 | Credit2Version::V4_20_1 | Credit2Version::V4_2_1
+        )
+    }
+
+    /// Xen 4.2.1's experimental Credit2 rather than the 4.20 line.
+    pub fn is_4_2(self) -> bool {
+        self == Credit2Version::V4_2_1
     }
 }
 
@@ -103,8 +115,13 @@ impl Default for Credit2Params {
 
 impl Credit2Params {
     /// Checks every field against the range Xen accepts (or, for the load shifts, the range in
-    /// which the integer load arithmetic cannot overflow).
+    /// which the integer load arithmetic cannot overflow). Under 4.2.1, the parameters that
+    /// release does not have must keep their (4.20) defaults; `ratelimit_us`, whose default is
+    /// not 0, is refused by the scenario check when the file names it (build.rs).
     pub fn validate(&self) -> Result<(), String> {
+        if self.version.is_4_2() {
+            self.validate_4_2()?;
+        }
         let r = self.ratelimit_us;
         if r != 0 && !(100..=500_000).contains(&r) {
             return Err(format!(
@@ -152,4 +169,75 @@ impl Credit2Params {
         }
         Ok(())
     }
+
+    /// The 4.20 parameters Xen 4.2.1 lacks: `credit2_runqueue=` (4.7), the runqueue size cap
+    /// (4.14), `credit2_cap_period_ms` (4.10), the load precision/window split (4.8; 4.2.1
+    /// has a fixed window of 2^18 samples of 1024 ns and the same precision) and SMT power
+    /// savings in Credit2 (4.8).
+    fn validate_4_2(&self) -> Result<(), String> {
+        let d = Credit2Params::default();
+        let not_in =
+            |f: &str| format!("{f}: Xen 4.2.1's Credit2 has no such parameter (leave it out)");
+        if self.runqueue != RunqueueArrangement::Socket {
+            return Err(format!(
+                "runqueue: Xen 4.2.1's Credit2 always has one runqueue per socket, got {:?}",
+                self.runqueue
+            ));
+        }
+        if self.max_cpus_runqueue != d.max_cpus_runqueue {
+            return Err(not_in("max_cpus_runqueue"));
+        }
+        if self.cap_period_ms != d.cap_period_ms {
+            return Err(not_in("cap_period_ms"));
+        }
+        if self.load_window_shift != d.load_window_shift {
+            return Err(not_in("load_window_shift"));
+        }
+        if self.load_precision_shift != d.load_precision_shift {
+            return Err(not_in("load_precision_shift"));
+        }
+        if self.smt_power_savings {
+            return Err(not_in("smt_power_savings"));
+        }
+        Ok(())
+    }
+}
+
+/// The scenario checks of Credit2 4.2.1 that need more than `[host]`: that release has no
+/// ratelimit (`host_names_ratelimit`: the file or an override sets `host.ratelimit_us`), no
+/// caps and no affinity in Credit2 (its pick, tickle and candidate code ignore the vCPUs'
+/// masks, so pinning would be silently broken): a domain's `cap`, `pcpus`, `vcpu_pcpus` or
+/// `soft_pcpus` is refused. Returns (field, message).
+pub fn check_scenario_4_2<G>(
+    p: &Credit2Params,
+    domains: &[vmsched_core::scenario::DomainConfig<G>],
+    host_names_ratelimit: bool,
+) -> Result<(), (String, String)> {
+    if !p.version.is_4_2() {
+        return Ok(());
+    }
+    if host_names_ratelimit {
+        return Err((
+            "host.ratelimit_us".into(),
+            "Xen 4.2.1's Credit2 has no ratelimit (it came in 4.8); leave it out".into(),
+        ));
+    }
+    for (i, d) in domains.iter().enumerate() {
+        let given = [
+            ("cap", d.cap != 0),
+            ("pcpus", d.pcpus.is_some()),
+            ("vcpu_pcpus", d.vcpu_pcpus.is_some()),
+            ("soft_pcpus", d.soft_pcpus.is_some()),
+        ];
+        if let Some((f, _)) = given.iter().find(|(_, g)| *g) {
+            let why = if *f == "cap" {
+                "Xen 4.2.1's Credit2 has no caps (they came in 4.10)"
+            } else {
+                "Xen 4.2.1's Credit2 ignores vCPU affinity (its CPU pick, tickle and candidate \
+                 selection never read it), so pinning is refused rather than silently broken"
+            };
+            return Err((format!("domain.{i}.{f}"), why.into()));
+        }
+    }
+    Ok(())
 }

@@ -32,6 +32,9 @@ impl Credit2 {
         cpu: usize,
         max_per_rq: u32,
     ) -> usize {
+        if self.v42 {
+            return self.cpu_add_to_runqueue_4_2(cpus, cpu);
+        }
         let (t, sibs) = (cpus[cpu], Self::topo_siblings(cpus, cpu));
         let mut valid: Option<usize> = None;
         for (i, rq) in self.rqs.iter().enumerate() {
@@ -75,24 +78,25 @@ impl Credit2 {
         // A new runqueue takes the first free index (upstream: the first unused id).
         let free = self.rqs.iter().position(|rq| rq.refcnt == 0);
         let r = valid.or(free).unwrap_or_else(|| {
-            self.rqs.push(Runqueue {
-                runq: Vec::new(),
-                svc: Vec::new(),
-                refcnt: 0,
-                nr_cpus: 0,
-                active: CpuSet::empty(),
-                idle: CpuSet::empty(),
-                tickled: CpuSet::empty(),
-                smt_idle: CpuSet::empty(),
-                load: 0,
-                load_last_update: 0,
-                avgload: 0,
-                b_avgload: 0,
-                max_weight: 1,
-                pick_bias: CpuId(cpu as u32),
-            });
+            self.rqs.push(empty_runqueue(cpu));
             self.rqs.len() - 1
         });
+        self.rqs[r].refcnt += 1;
+        r
+    }
+
+    /// Xen 4.2.1: init_pcpu's choice. The runqueue id is the CPU's socket (CPU 0 always
+    /// runqueue 0); runqueues are indexed by that id, so sockets without online CPUs leave
+    /// empty slots that placement and balancing skip.
+    fn cpu_add_to_runqueue_4_2(&mut self, cpus: &[CpuTopo], cpu: usize) -> usize {
+        let r = if cpu == 0 {
+            0
+        } else {
+            cpus[cpu].socket as usize
+        };
+        while self.rqs.len() <= r {
+            self.rqs.push(empty_runqueue(cpu));
+        }
         self.rqs[r].refcnt += 1;
         r
     }
@@ -205,7 +209,10 @@ impl Credit2 {
             .svc
             .remove(pos.expect("credit2: a vCPU is on its runqueue's svc list"));
         self.update_max_weight(r, 0, w);
-        self.rqs[r].b_avgload = (self.rqs[r].b_avgload - avg).max(0);
+        self.rqs[r].b_avgload -= avg;
+        if !self.v42 {
+            self.rqs[r].b_avgload = self.rqs[r].b_avgload.max(0);
+        }
     }
 
     /// Xen: runq_insert
@@ -234,6 +241,26 @@ impl Credit2 {
             .runq
             .remove(pos.expect("credit2: runq_remove of a vCPU that is not queued"));
         self.units[e.idx()].on_runq = false;
+    }
+}
+
+/// A runqueue with no CPU and no vCPU yet.
+fn empty_runqueue(cpu: usize) -> Runqueue {
+    Runqueue {
+        runq: Vec::new(),
+        svc: Vec::new(),
+        refcnt: 0,
+        nr_cpus: 0,
+        active: CpuSet::empty(),
+        idle: CpuSet::empty(),
+        tickled: CpuSet::empty(),
+        smt_idle: CpuSet::empty(),
+        load: 0,
+        load_last_update: 0,
+        avgload: 0,
+        b_avgload: 0,
+        max_weight: 1,
+        pick_bias: CpuId(cpu as u32),
     }
 }
 

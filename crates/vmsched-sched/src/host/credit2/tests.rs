@@ -21,6 +21,7 @@ mod parameters;
 mod runqueue;
 mod runtime;
 mod tickle;
+mod v4_2;
 
 // ------------------------------------------------------------------------------------------
 // Helpers
