@@ -756,6 +756,19 @@ where
             }
         }
         io::validate(&self.machine, &self.domains)?;
+        let doms: Vec<(&str, u32, bool)> = self
+            .domains
+            .iter()
+            .map(|d| (d.name.as_str(), d.vcpus, d.driver))
+            .collect();
+        for (i, d) in self.domains.iter().enumerate() {
+            for (j, w) in d.workloads.iter().enumerate() {
+                if let WorkloadConfig::Parallel(c) = w {
+                    crate::workload::parallel::check_placement(c, &doms)
+                        .map_err(|(f, m)| (format!("domain.{i}.workload.{j}.{f}"), m))?;
+                }
+            }
+        }
         self.validate_events()
     }
 

@@ -1,0 +1,616 @@
+//! parallel: a bulk-synchronous parallel job (an MPI program) whose ranks are spread over
+//! several domains (issue 17 item 7; spec/workloads.md §5 with ERRATA W6; docs/parallel.md).
+//!
+//! One *job* of N ranks. The placement list puts `ranks` ranks in each named domain (seed 004:
+//! 4 DomU × 4 ranks, launched by mpirun from dom0). Each rank is a task; it runs its kernel's
+//! iterations: compute phases (a per-rank, per-phase uniform spread drawn from the rank's own
+//! seeded stream) separated by communication: point-to-point messages to neighbours,
+//! all-reduces and barriers (dissemination rounds: ⌈log2 N⌉ pairwise rounds, spec §5.2 step 3),
+//! all-to-all. A receive waits for the next message from that one sender (MPI matching by
+//! source, in order): one channel per (receiver, sender) pair.
+//!
+//! **Transport** (spec §5.2 step 5). Ranks in the same domain exchange through shared memory: the
+//! sender copies (`shm_ns` + `shm_ns_per_kb` per KiB, user time) and the receiver sees the data
+//! at once. Ranks in different domains go through TCP over the driver domain's virtual switch
+//! (sim/job.rs on the engine's I/O path, docs/io.md): the sender's kernel (`send_ns` + the copy)
+//! queues it on its netfront and notifies its backend port in the driver domain; netback there
+//! (`netback.tx_ns + rx_copy_ns` + the copy, kernel work on the driver domain's vCPU) moves it to
+//! the receiver's netfront and notifies its port; the receiver's kernel (`recv_ns` + the copy)
+//! hands it to the rank. Each leg needs its vCPU to run.
+//!
+//! **Waiting** (spec §5.2 step 4, ERRATA W6): `wait = "poll"` (Open MPI's default) busy-polls: the
+//! rank stays runnable and its vCPU never halts, so Credit1 never boosts it. `wait =
+//! "spin_block"` spins at most `spin_us` of CPU, then blocks in the kernel until the message
+//! comes (a blocking MPI: its vCPU may halt).
+//!
+//! **Figure**: the job's runtime, from the start (`start_ms`) to the last rank's finish, in
+//! seconds; NaN if some rank has not finished by the end of the run. Every part of the job (its
+//! ranks in one domain, one workload row per domain) reports the same job-wide figure; its own
+//! `part_end_ns` says when its last rank finished. The histogram `iteration` holds rank 0's
+//! iteration times. The job's counters and histogram are not reset at the warm-up's end (a job
+//! is timed from its own start).
+
+pub mod nas;
+
+use serde::{Deserialize, Serialize};
+
+use super::{Chan, Dist, Figure, Step, TaskSpec, WorkloadKind, WorkloadSpec};
+use crate::sched::Policy;
+use crate::time::{time_ns, Nanos, NS_PER_MS, NS_PER_US};
+
+/// A rank's bookkeeping step (`Step::JobMark`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JobMark {
+    /// The rank starts; the job started at this time (its `start_ms`).
+    Start(Nanos),
+    /// Rank 0 ends an iteration: its time goes into the `iteration` histogram.
+    Lap,
+    /// The rank finishes.
+    Finish,
+}
+
+/// Counter indices of every part of a job. The first five are job-wide (the same in every
+/// part); the last two the part's own.
+pub const STARTED: u16 = 0;
+pub const DONE: u16 = 1;
+pub const START_NS: u16 = 2;
+pub const END_NS: u16 = 3;
+pub const NET_MSGS: u16 = 4;
+pub const PART_DONE: u16 = 5;
+pub const PART_END_NS: u16 = 6;
+/// Counters summed over the job's parts by the engine: the first `JOB_WIDE` are written to
+/// every part.
+pub const JOB_WIDE: u16 = 5;
+/// Its histogram: rank 0's iteration times.
+pub const ITERATION: u16 = 0;
+
+/// Most ranks a job may have (a receiver has a channel per sender: N² channels in all).
+pub const MAX_RANKS: u32 = 128;
+
+/// Ranks in one domain.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Placement {
+    pub domain: String,
+    pub ranks: u32,
+}
+
+/// How a rank waits for a message.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum WaitMode {
+    /// Busy-poll (Open MPI's progress engine): the vCPU never halts.
+    #[default]
+    Poll,
+    /// Spin at most `spin_us` of CPU, then block until the message comes.
+    SpinBlock,
+}
+
+/// A custom job's communication after each compute phase (`kernel = "custom"`).
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Exchange {
+    /// Nothing: the ranks only compute (and meet at the start and the end).
+    None,
+    /// A barrier (an all-reduce of nothing).
+    #[default]
+    Barrier,
+    /// An all-reduce of `bytes`.
+    AllReduce,
+    /// Each rank exchanges `bytes` with its two ring neighbours (r ± 1).
+    Ring,
+    /// Each rank sends `bytes` to every other rank.
+    AllToAll,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ParallelConfig {
+    pub name: String,
+    /// A NAS kernel's shape (`ep`, `lu`, `sp`, `bt`, `mg`, `ft`, `cg`; parallel/nas.rs) or
+    /// `custom` (default): `iterations` × (`compute_us`, then `exchange`).
+    #[serde(default)]
+    pub kernel: nas::Kernel,
+    /// The NAS problem class (`S`, `W`, `A`..`E` as the kernel has them); default: the class
+    /// of seed 004 (EP D, LU/SP/BT/CG A, MG C, FT B).
+    #[serde(default)]
+    pub class: Option<String>,
+    /// Ranks per domain, in rank order (rank 0 is the first domain's first rank).
+    pub placement: Vec<Placement>,
+    /// When the ranks start (default 0).
+    #[serde(default)]
+    pub start_ms: u64,
+    /// Iterations (a preset's default: its class's; required for `custom`).
+    #[serde(default)]
+    pub iterations: Option<u32>,
+    /// Compute per rank per iteration, before the spread (a preset's default: its calibration;
+    /// required for `custom`).
+    #[serde(default)]
+    pub compute_us: Option<u64>,
+    /// Each compute phase is drawn uniformly within ± this fraction (default 0.02).
+    #[serde(default = "d_spread")]
+    pub spread: f64,
+    /// A custom job's exchange (default `barrier`).
+    #[serde(default)]
+    pub exchange: Exchange,
+    /// A custom job's message size (default 8 bytes).
+    #[serde(default = "d_bytes")]
+    pub bytes: u32,
+    /// `poll` (default) or `spin_block`.
+    #[serde(default)]
+    pub wait: WaitMode,
+    /// `spin_block`'s spin bound, in µs of CPU (default 50).
+    #[serde(default = "d_spin")]
+    pub spin_us: u64,
+    /// Shared memory: a message's fixed cost to the sender (default 1 µs) and per KiB (default
+    /// 250 ns, ≈ 4 GB/s).
+    #[serde(default = "d_shm")]
+    pub shm_ns: u64,
+    #[serde(default = "d_shm_kb")]
+    pub shm_ns_per_kb: u64,
+    /// TCP through the driver domain: the sender kernel's fixed cost (default 5 µs), the
+    /// receiver kernel's (default 5 µs), and per KiB at each of the three copies (sender,
+    /// netback, receiver; default 1 µs, ≈ 1 GB/s).
+    #[serde(default = "d_send")]
+    pub send_ns: u64,
+    #[serde(default = "d_recv")]
+    pub recv_ns: u64,
+    #[serde(default = "d_net_kb")]
+    pub net_ns_per_kb: u64,
+    /// Pin a domain's k-th rank to its vCPU k (modulo its vCPUs); default: unpinned (Open MPI
+    /// 1.6 does not bind).
+    #[serde(default)]
+    pub pin: bool,
+    #[serde(default)]
+    pub nice: i32,
+}
+
+fn d_spread() -> f64 {
+    0.02
+}
+fn d_bytes() -> u32 {
+    8
+}
+fn d_spin() -> u64 {
+    50
+}
+fn d_shm() -> u64 {
+    1_000
+}
+fn d_shm_kb() -> u64 {
+    250
+}
+fn d_send() -> u64 {
+    5_000
+}
+fn d_recv() -> u64 {
+    5_000
+}
+fn d_net_kb() -> u64 {
+    1_000
+}
+
+/// The job's resolved shape: what a rank does per iteration, and its costs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Shape {
+    pub iterations: u32,
+    pub compute: Nanos,
+    pub kernel: nas::Kernel,
+    pub class: char,
+}
+
+/// Where each rank lives: (part, index within the part), and each part's rank count.
+#[derive(Clone, Debug)]
+pub struct Layout {
+    pub n: u32,
+    pub of: Vec<(u16, u32)>,
+    pub parts: Vec<u32>,
+}
+
+impl Layout {
+    pub fn new(placement: &[Placement]) -> Layout {
+        let mut of = Vec::new();
+        for (p, pl) in placement.iter().enumerate() {
+            of.extend((0..pl.ranks).map(|k| (p as u16, k)));
+        }
+        Layout {
+            n: of.len() as u32,
+            of,
+            parts: placement.iter().map(|p| p.ranks).collect(),
+        }
+    }
+
+    /// The channel in `to`'s part on which `to` receives from `from`.
+    pub fn chan(&self, to: u32, from: u32) -> Chan {
+        (self.of[to as usize].1 * self.n + from) as Chan
+    }
+}
+
+impl ParallelConfig {
+    /// The resolved shape; errors name the field.
+    pub fn shape(&self) -> Result<Shape, (String, String)> {
+        let class = nas::class(self.kernel, self.class.as_deref())?;
+        let n: u32 = self.placement.iter().map(|p| p.ranks).sum();
+        let (iters, compute) = nas::defaults(self.kernel, class, n);
+        let iterations = match (self.iterations, iters) {
+            (Some(i), _) => i,
+            (None, Some(i)) => i,
+            (None, None) => {
+                return Err((
+                    "iterations".into(),
+                    "a custom job needs iterations (a preset has its class's)".into(),
+                ))
+            }
+        };
+        let compute = match (self.compute_us, compute) {
+            (Some(c), _) => time_ns("compute_us", c, NS_PER_US)?,
+            (None, Some(c)) => c,
+            (None, None) => {
+                return Err((
+                    "compute_us".into(),
+                    "a custom job needs compute_us (a preset has its calibration)".into(),
+                ))
+            }
+        };
+        Ok(Shape {
+            iterations,
+            compute,
+            kernel: self.kernel,
+            class,
+        })
+    }
+
+    /// Checks the fields that need no other domain (the placement's domains are checked by
+    /// [`check_placement`]).
+    pub fn validate(&self) -> Result<(), (String, String)> {
+        super::check_nice(self.nice)?;
+        if self.placement.is_empty() {
+            return Err((
+                "placement".into(),
+                "must place ranks in at least one domain".into(),
+            ));
+        }
+        for (k, p) in self.placement.iter().enumerate() {
+            if p.ranks == 0 {
+                return Err((
+                    format!("placement.{k}.ranks"),
+                    "must be at least 1 (leave the domain out instead)".into(),
+                ));
+            }
+            if self.placement[..k].iter().any(|o| o.domain == p.domain) {
+                return Err((
+                    format!("placement.{k}.domain"),
+                    format!("domain '{}' is placed twice", p.domain),
+                ));
+            }
+        }
+        let n: u64 = self.placement.iter().map(|p| u64::from(p.ranks)).sum();
+        if n > u64::from(MAX_RANKS) {
+            return Err((
+                "placement".into(),
+                format!("places {n} ranks; at most {MAX_RANKS}"),
+            ));
+        }
+        let s = self.shape()?;
+        if s.iterations == 0 {
+            return Err(("iterations".into(), "must be at least 1".into()));
+        }
+        nas::check_ranks(self.kernel, n as u32)?;
+        if !(0.0..1.0).contains(&self.spread) {
+            return Err(("spread".into(), "must be in [0, 1)".into()));
+        }
+        time_ns("start_ms", self.start_ms, NS_PER_MS)?;
+        if self.wait == WaitMode::SpinBlock && self.spin_us == 0 {
+            return Err((
+                "spin_us".into(),
+                "must be positive with wait = \"spin_block\"".into(),
+            ));
+        }
+        time_ns("spin_us", self.spin_us, NS_PER_US)?;
+        for (f, v) in [
+            ("shm_ns", self.shm_ns),
+            ("shm_ns_per_kb", self.shm_ns_per_kb),
+            ("send_ns", self.send_ns),
+            ("recv_ns", self.recv_ns),
+            ("net_ns_per_kb", self.net_ns_per_kb),
+        ] {
+            if v > 1_000_000_000 {
+                return Err((f.into(), "must be at most 1 s".into()));
+            }
+        }
+        let layout = Layout::new(&self.placement);
+        for p in 0..layout.parts.len() {
+            let len = self.program(&layout, &s, first_rank(&layout, p)).len();
+            if len >= u16::MAX as usize {
+                return Err((
+                    "kernel".into(),
+                    format!("a rank's program has {len} steps; at most 65534"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// One workload per placement entry (the job's *parts*, in order), each with its ranks.
+    pub fn build_parts(&self, vcpus: &[u32]) -> Vec<WorkloadSpec> {
+        let s = self.shape().expect("invariant: a built job validated");
+        let layout = Layout::new(&self.placement);
+        let start = self.start_ms * NS_PER_MS;
+        let mut parts = Vec::with_capacity(layout.parts.len());
+        let mut r = 0u32;
+        for (p, pl) in self.placement.iter().enumerate() {
+            let mut tasks = super::task_vec("placement.ranks", pl.ranks.into());
+            for k in 0..pl.ranks {
+                tasks.push(TaskSpec {
+                    name: format!("{}.r{r}", self.name),
+                    program: self.program(&layout, &s, r),
+                    nice: self.nice,
+                    policy: Policy::Normal,
+                    rt_prio: 0,
+                    affinity: self
+                        .pin
+                        .then(|| vec![k % vcpus.get(p).copied().unwrap_or(1).max(1)]),
+                    start,
+                });
+                r += 1;
+            }
+            parts.push(WorkloadSpec {
+                name: self.name.clone(),
+                kind: WorkloadKind::Parallel,
+                tasks,
+                channels: (pl.ranks * layout.n) as u16,
+                counters: [
+                    "ranks_started",
+                    "ranks_done",
+                    "start_ns",
+                    "end_ns",
+                    "net_msgs",
+                    "part_done",
+                    "part_end_ns",
+                ]
+                .map(String::from)
+                .to_vec(),
+                hists: vec!["iteration".into()],
+                gap_pairs: vec![],
+                tokens: vec![],
+                hist_buckets: 0,
+            });
+        }
+        parts
+    }
+
+    /// Rank `r`'s program.
+    pub fn program(&self, layout: &Layout, s: &Shape, r: u32) -> Vec<Step> {
+        let mut p = Prog {
+            steps: Vec::new(),
+            cfg: self,
+            layout,
+            r,
+        };
+        p.steps.push(Step::JobMark {
+            mark: JobMark::Start(self.start_ms * NS_PER_MS),
+        });
+        nas::emit(&mut p, s);
+        p.steps.push(Step::JobMark {
+            mark: JobMark::Finish,
+        });
+        p.steps.push(Step::Exit);
+        p.steps
+    }
+}
+
+fn first_rank(layout: &Layout, part: usize) -> u32 {
+    layout.parts[..part].iter().sum()
+}
+
+/// Checks the placement against the scenario's domains: `(name, vcpus, driver)` per domain;
+/// `own`: the declaring domain's index. A job in several domains needs a driver domain, and
+/// places no rank in it (its messages go through its netback). Errors name the field.
+pub fn check_placement(
+    cfg: &ParallelConfig,
+    domains: &[(&str, u32, bool)],
+) -> Result<(), (String, String)> {
+    let driver = domains.iter().position(|d| d.2);
+    for (k, p) in cfg.placement.iter().enumerate() {
+        let Some(i) = domains.iter().position(|d| d.0 == p.domain) else {
+            return Err((
+                format!("placement.{k}.domain"),
+                format!("no domain is named '{}'", p.domain),
+            ));
+        };
+        if cfg.placement.len() > 1 {
+            match driver {
+                None => {
+                    return Err((
+                        format!("placement.{k}.domain"),
+                        "a job across domains needs a driver domain for its messages: mark \
+                         one [[domain]] with driver = true"
+                            .into(),
+                    ))
+                }
+                Some(d) if d == i => {
+                    return Err((
+                        format!("placement.{k}.domain"),
+                        format!(
+                            "'{}' is the driver domain: a job across domains places its ranks \
+                             in guests behind it",
+                            p.domain
+                        ),
+                    ))
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A rank's program as it is written: compute phases, sends and receives, loops.
+pub struct Prog<'a> {
+    pub steps: Vec<Step>,
+    cfg: &'a ParallelConfig,
+    pub layout: &'a Layout,
+    /// The rank.
+    pub r: u32,
+}
+
+impl Prog<'_> {
+    pub fn n(&self) -> u32 {
+        self.layout.n
+    }
+
+    /// A compute phase of `ns` (before the spread).
+    pub fn compute(&mut self, ns: Nanos) {
+        if ns == 0 {
+            return;
+        }
+        let d = (ns as f64 * self.cfg.spread) as Nanos;
+        let dur = if d == 0 {
+            Dist::Fixed(ns)
+        } else {
+            Dist::Uniform(ns - d, ns + d)
+        };
+        self.steps.push(Step::Compute { dur, kernel: false });
+    }
+
+    fn copy(per_kb: u64, bytes: u32) -> Nanos {
+        (u64::from(bytes) * per_kb).div_ceil(1024)
+    }
+
+    /// Sends `bytes` to rank `to` (asynchronous: the sender goes on once it has handed the data
+    /// over).
+    pub fn send(&mut self, to: u32, bytes: u32) {
+        if to == self.r {
+            return;
+        }
+        let l = self.layout;
+        let chan = l.chan(to, self.r);
+        let c = self.cfg;
+        if l.of[to as usize].0 == l.of[self.r as usize].0 {
+            let cost = c.shm_ns + Self::copy(c.shm_ns_per_kb, bytes);
+            self.steps.push(Step::Compute {
+                dur: Dist::Fixed(cost),
+                kernel: false,
+            });
+            self.steps.push(Step::Signal {
+                chan,
+                sync: false,
+                wake_cost: 0,
+            });
+        } else {
+            let copy = Self::copy(c.net_ns_per_kb, bytes);
+            self.steps.push(Step::Compute {
+                dur: Dist::Fixed(c.send_ns + copy),
+                kernel: true,
+            });
+            self.steps.push(Step::NetSend {
+                part: l.of[to as usize].0,
+                chan,
+                copy_ns: copy.min(u32::MAX as u64) as u32,
+                rx_ns: (c.recv_ns + copy).min(u32::MAX as u64) as u32,
+            });
+        }
+    }
+
+    /// Waits for the next message from rank `from`.
+    pub fn recv(&mut self, from: u32) {
+        if from == self.r {
+            return;
+        }
+        let chan = self.layout.chan(self.r, from);
+        self.steps.push(match self.cfg.wait {
+            WaitMode::Poll => Step::Spin { chan, wfe: false },
+            WaitMode::SpinBlock => Step::SpinBlock {
+                chan,
+                bound: self.cfg.spin_us * NS_PER_US,
+            },
+        });
+    }
+
+    /// Sends to every partner, then receives from every partner (a halo exchange).
+    pub fn exchange(&mut self, partners: &[u32], bytes: u32) {
+        for &q in partners {
+            self.send(q, bytes);
+        }
+        for &q in partners {
+            self.recv(q);
+        }
+    }
+
+    /// An all-reduce of `bytes` (a barrier with 0): dissemination, ⌈log2 N⌉ rounds, each a send
+    /// to r + 2^k and a receive from r − 2^k.
+    pub fn allreduce(&mut self, bytes: u32) {
+        let n = self.n();
+        let mut k = 1;
+        while k < n {
+            self.send((self.r + k) % n, bytes);
+            self.recv((self.r + n - k) % n);
+            k *= 2;
+        }
+    }
+
+    /// An all-to-all: `bytes` to every other rank (r+1, r+2, ... in turn), then one message from
+    /// each.
+    pub fn alltoall(&mut self, bytes: u32) {
+        let n = self.n();
+        for k in 1..n {
+            self.send((self.r + k) % n, bytes);
+        }
+        for k in 1..n {
+            self.recv((self.r + n - k) % n);
+        }
+    }
+
+    /// Marks the start of a loop body.
+    pub fn here(&self) -> u16 {
+        self.steps.len() as u16
+    }
+
+    /// Ends a loop body started at `at`, run `times` times in all.
+    pub fn repeat(&mut self, at: u16, times: u32) {
+        if times > 1 && (self.steps.len() as u16) > at {
+            self.steps.push(Step::Goto {
+                to: at,
+                times: Some(times - 1),
+            });
+        }
+    }
+
+    /// Rank 0 ends an iteration.
+    pub fn lap(&mut self) {
+        if self.r == 0 {
+            self.steps.push(Step::JobMark { mark: JobMark::Lap });
+        }
+    }
+
+    /// A custom job's exchange.
+    pub fn custom(&mut self) {
+        let (n, r, b) = (self.n(), self.r, self.cfg.bytes);
+        match self.cfg.exchange {
+            Exchange::None => {}
+            Exchange::Barrier => self.allreduce(0),
+            Exchange::AllReduce => self.allreduce(b),
+            Exchange::Ring => {
+                let mut ps = vec![(r + 1) % n, (r + n - 1) % n];
+                ps.dedup();
+                self.exchange(&ps, b)
+            }
+            Exchange::AllToAll => self.alltoall(b),
+        }
+    }
+}
+
+/// The job's runtime in seconds (NaN until every rank that started has finished).
+pub fn figure(counters: &[u64]) -> Figure {
+    let (started, done) = (counters[STARTED as usize], counters[DONE as usize]);
+    let value = if started > 0 && done == started {
+        (counters[END_NS as usize] - counters[START_NS as usize]) as f64 / 1e9
+    } else {
+        f64::NAN
+    };
+    Figure {
+        name: "runtime".into(),
+        value,
+        unit: "s".into(),
+    }
+}
