@@ -614,3 +614,278 @@ pub fn figure(counters: &[u64]) -> Figure {
         unit: "s".into(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(kernel: &str, iterations: u32) -> ParallelConfig {
+        let src = format!(
+            "name = \"j\"\nkernel = \"{kernel}\"\niterations = {iterations}\n\
+             placement = [{{ domain = \"a\", ranks = 4 }}, {{ domain = \"b\", ranks = 4 }}, \
+             {{ domain = \"c\", ranks = 4 }}, {{ domain = \"d\", ranks = 4 }}]\n\
+             compute_us = 1000\n"
+        );
+        toml::from_str(&src).unwrap()
+    }
+
+    /// The steps a program executes, in order (loops unrolled, no `Goto`).
+    fn trace(prog: &[Step]) -> Vec<Step> {
+        let (mut pc, mut loops, mut out) = (0, vec![0u32; prog.len()], Vec::new());
+        while pc < prog.len() {
+            match prog[pc] {
+                Step::Goto { to, times } => {
+                    let n = times.expect("a job's loops are counted");
+                    if loops[pc] < n {
+                        loops[pc] += 1;
+                        pc = to as usize;
+                    } else {
+                        loops[pc] = 0;
+                        pc += 1;
+                    }
+                }
+                Step::Exit => break,
+                s => {
+                    out.push(s);
+                    pc += 1;
+                }
+            }
+        }
+        out
+    }
+
+    enum Op {
+        Send(u32),
+        Recv(u32),
+    }
+
+    /// Rank `r`'s sends and receives, in order.
+    fn ops(l: &Layout, r: u32, prog: &[Step]) -> Vec<Op> {
+        let n = l.n;
+        let part = l.of[r as usize].0;
+        let first = |p: u16| first_rank(l, p as usize);
+        trace(prog)
+            .into_iter()
+            .filter_map(|s| match s {
+                Step::Signal { chan, .. } => Some(Op::Send(first(part) + chan as u32 / n)),
+                Step::NetSend { part, chan, .. } => Some(Op::Send(first(part) + chan as u32 / n)),
+                Step::Spin { chan, .. } | Step::SpinBlock { chan, .. } => {
+                    Some(Op::Recv(chan as u32 % n))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Runs the ranks' sends and receives without time (a receive waits for a message from
+    /// its sender): every rank must get to its end, and no message may be left over.
+    fn completes(cfg: &ParallelConfig) -> usize {
+        let s = cfg.shape().unwrap();
+        let l = Layout::new(&cfg.placement);
+        let n = l.n as usize;
+        let progs: Vec<Vec<Op>> = (0..l.n)
+            .map(|r| ops(&l, r, &cfg.program(&l, &s, r)))
+            .collect();
+        let mut pc = vec![0usize; n];
+        let mut inbox = vec![0u64; n * n];
+        let mut msgs = 0;
+        loop {
+            let mut moved = false;
+            for r in 0..n {
+                while let Some(op) = progs[r].get(pc[r]) {
+                    match *op {
+                        Op::Send(to) => {
+                            inbox[to as usize * n + r] += 1;
+                            msgs += 1;
+                        }
+                        Op::Recv(from) => {
+                            let b = &mut inbox[r * n + from as usize];
+                            if *b == 0 {
+                                break;
+                            }
+                            *b -= 1;
+                        }
+                    }
+                    pc[r] += 1;
+                    moved = true;
+                }
+            }
+            if !moved {
+                break;
+            }
+        }
+        for r in 0..n {
+            assert_eq!(pc[r], progs[r].len(), "{:?}: rank {r} is stuck", cfg.kernel);
+        }
+        assert!(
+            inbox.iter().all(|&b| b == 0),
+            "{:?}: messages left",
+            cfg.kernel
+        );
+        msgs
+    }
+
+    #[test]
+    fn every_kernel_completes_with_every_message_received() {
+        for k in ["ep", "lu", "sp", "bt", "mg", "ft", "cg", "custom"] {
+            for it in [1, 3] {
+                let mut c = job(k, it);
+                for e in [
+                    Exchange::None,
+                    Exchange::Barrier,
+                    Exchange::Ring,
+                    Exchange::AllToAll,
+                ] {
+                    c.exchange = e;
+                    c.validate().unwrap();
+                    assert!(completes(&c) > 0);
+                }
+            }
+        }
+    }
+
+    /// Receives per iteration of rank `r` (the difference between 2 and 1 iterations).
+    fn recvs_per_iteration(k: &str, r: u32) -> usize {
+        let count = |it| {
+            let c = job(k, it);
+            let l = Layout::new(&c.placement);
+            let p = c.program(&l, &c.shape().unwrap(), r);
+            ops(&l, r, &p)
+                .iter()
+                .filter(|o| matches!(o, Op::Recv(_)))
+                .count()
+        };
+        count(2) - count(1)
+    }
+
+    #[test]
+    fn the_kernels_synchronise_as_the_spec_counts() {
+        // An all-reduce of 16 ranks is log2(16) = 4 pairwise rounds (spec §5.2 step 3).
+        let c = job("custom", 1);
+        let l = Layout::new(&c.placement);
+        let mut p = Prog {
+            steps: vec![],
+            cfg: &c,
+            layout: &l,
+            r: 5,
+        };
+        p.allreduce(8);
+        assert_eq!(ops(&l, 5, &p.steps).len(), 8);
+        // EP: no communication per batch.
+        assert_eq!(recvs_per_iteration("ep", 5), 0);
+        // LU, an inner rank of the 4 × 4 grid: the 4-neighbour halo, then 62 k-planes of two
+        // upstream receives down and two back up.
+        assert_eq!(recvs_per_iteration("lu", 5), 4 + 62 * 2 * 2);
+        // SP, BT: the face exchange with 6 neighbours, and 3 directions × 2 sweeps × 3
+        // hand-offs: 19 synchronisations per step.
+        assert_eq!(recvs_per_iteration("sp", 5), 6 + 18);
+        assert_eq!(recvs_per_iteration("bt", 5), 6 + 18);
+        // MG (4 × 2 × 2): 9 levels down and up, 6 halo receives each, and the norm.
+        assert_eq!(recvs_per_iteration("mg", 5), 18 * 6 + 4);
+        // FT: the transpose from 15 ranks and the checksum.
+        assert_eq!(recvs_per_iteration("ft", 5), 15 + 4);
+        // CG: 2 row-reduction steps, the transpose, 2 dot products of 2 steps: 7 rounds.
+        assert_eq!(recvs_per_iteration("cg", 6), 7);
+        // A diagonal rank of CG's grid (5 is at row 1, column 1) is its own transpose partner.
+        assert_eq!(recvs_per_iteration("cg", 5), 6);
+    }
+
+    #[test]
+    fn presets_follow_the_class_tables() {
+        let mut c = job("lu", 1);
+        c.iterations = None;
+        c.compute_us = None;
+        let s = c.shape().unwrap();
+        assert_eq!((s.iterations, s.class), (250, 'A'));
+        // The assumed serial 480 s, over 16 ranks and 250 iterations.
+        assert_eq!(s.compute, 480 * 1_000_000_000 / 16 / 250);
+        c.class = Some("b".into());
+        let b = c.shape().unwrap();
+        assert_eq!(b.iterations, 250);
+        let ratio = b.compute as f64 / s.compute as f64;
+        assert!((ratio - (102f64 / 64.0).powi(3)).abs() < 1e-6, "{ratio}");
+        c.kernel = nas::Kernel::Ep;
+        c.class = None;
+        assert_eq!(c.shape().unwrap().class, 'D');
+        c.kernel = nas::Kernel::Cg;
+        assert_eq!(c.shape().unwrap().iterations, 15 * 25);
+        c.class = Some("D".into());
+        assert_eq!(c.shape().unwrap_err().0, "class");
+    }
+
+    #[test]
+    fn ep_computes_its_iterations_and_nothing_else() {
+        let c = job("ep", 10);
+        let l = Layout::new(&c.placement);
+        let p = c.program(&l, &c.shape().unwrap(), 0);
+        let user: Nanos = trace(&p)
+            .iter()
+            .filter_map(|s| match s {
+                Step::Compute {
+                    dur: Dist::Uniform(a, b),
+                    kernel: false,
+                } => Some((a + b) / 2),
+                _ => None,
+            })
+            .sum();
+        assert_eq!(user, 10 * 1_000_000);
+    }
+
+    #[test]
+    fn validation_names_the_field() {
+        let mut c = job("custom", 1);
+        c.placement[1].ranks = 0;
+        assert_eq!(c.validate().unwrap_err().0, "placement.1.ranks");
+        let mut c = job("custom", 1);
+        c.placement[2].domain = "a".into();
+        assert_eq!(c.validate().unwrap_err().0, "placement.2.domain");
+        let mut c = job("custom", 1);
+        c.iterations = None;
+        assert_eq!(c.validate().unwrap_err().0, "iterations");
+        let mut c = job("custom", 1);
+        c.compute_us = None;
+        assert_eq!(c.validate().unwrap_err().0, "compute_us");
+        let mut c = job("lu", 1);
+        c.placement.pop();
+        c.placement[0].ranks = 1;
+        assert_eq!(c.validate().unwrap_err().0, "placement");
+        let mut c = job("sp", 1);
+        c.placement[0].ranks = 5;
+        assert_eq!(c.validate().unwrap_err().0, "placement");
+        let mut c = job("custom", 1);
+        c.wait = WaitMode::SpinBlock;
+        c.spin_us = 0;
+        assert_eq!(c.validate().unwrap_err().0, "spin_us");
+        let mut c = job("custom", 1);
+        c.spread = 1.5;
+        assert_eq!(c.validate().unwrap_err().0, "spread");
+        let c = job("custom", 1);
+        let doms = [
+            ("dom0", 1, true),
+            ("a", 4, false),
+            ("b", 4, false),
+            ("c", 4, false),
+        ];
+        assert_eq!(
+            check_placement(&c, &doms).unwrap_err().0,
+            "placement.3.domain"
+        );
+        let doms = [
+            ("a", 4, true),
+            ("b", 4, false),
+            ("c", 4, false),
+            ("d", 4, false),
+        ];
+        assert_eq!(
+            check_placement(&c, &doms).unwrap_err().0,
+            "placement.0.domain"
+        );
+        let doms = [
+            ("a", 4, false),
+            ("b", 4, false),
+            ("c", 4, false),
+            ("d", 4, false),
+        ];
+        assert!(check_placement(&c, &doms).unwrap_err().1.contains("driver"));
+    }
+}
