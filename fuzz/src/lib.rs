@@ -9,7 +9,7 @@ use vmsched_core::scenario::{ScenarioError, SetValue};
 /// The scenarios shipped in python/vmsched/scenarios, as (file name, text), in the order they
 /// were added (so the `overrides` target's older inputs keep selecting theirs); a test checks
 /// that every shipped scenario is here.
-pub const SHIPPED: [(&str, &str); 16] = [
+pub const SHIPPED: [(&str, &str); 17] = [
     (
         "seed000_context1_ratelimit.toml",
         include_str!("../../python/vmsched/scenarios/seed000_context1_ratelimit.toml"),
@@ -73,6 +73,10 @@ pub const SHIPPED: [(&str, &str); 16] = [
     (
         "nas_parallel.toml",
         include_str!("../../python/vmsched/scenarios/nas_parallel.toml"),
+    ),
+    (
+        "seed004_nas_credit_vs_credit2.toml",
+        include_str!("../../python/vmsched/scenarios/seed004_nas_credit_vs_credit2.toml"),
     ),
 ];
 
