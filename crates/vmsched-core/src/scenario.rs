@@ -756,10 +756,13 @@ where
             }
         }
         io::validate(&self.machine, &self.domains)?;
-        let doms: Vec<(&str, u32, bool)> = self
+        let doms: Vec<(&str, bool, bool)> = self
             .domains
             .iter()
-            .map(|d| (d.name.as_str(), d.vcpus, d.driver))
+            .map(|d| {
+                let lives = d.create_at_ms.is_some() || d.destroy_at_ms.is_some();
+                (d.name.as_str(), d.driver, lives)
+            })
             .collect();
         for (i, d) in self.domains.iter().enumerate() {
             for (j, w) in d.workloads.iter().enumerate() {

@@ -403,14 +403,15 @@ fn first_rank(layout: &Layout, part: usize) -> u32 {
     layout.parts[..part].iter().sum()
 }
 
-/// Checks the placement against the scenario's domains: `(name, vcpus, driver)` per domain;
-/// `own`: the declaring domain's index. A job in several domains needs a driver domain, and
-/// places no rank in it (its messages go through its netback). Errors name the field.
+/// Checks the placement against the scenario's domains: `(name, driver, lives)` per domain,
+/// `lives`: created or destroyed during the run. A job's ranks run in domains that exist for the
+/// whole run; a job in several domains needs a driver domain, and places no rank in it (its
+/// messages go through its netback). Errors name the field.
 pub fn check_placement(
     cfg: &ParallelConfig,
-    domains: &[(&str, u32, bool)],
+    domains: &[(&str, bool, bool)],
 ) -> Result<(), (String, String)> {
-    let driver = domains.iter().position(|d| d.2);
+    let driver = domains.iter().position(|d| d.1);
     for (k, p) in cfg.placement.iter().enumerate() {
         let Some(i) = domains.iter().position(|d| d.0 == p.domain) else {
             return Err((
@@ -418,6 +419,16 @@ pub fn check_placement(
                 format!("no domain is named '{}'", p.domain),
             ));
         };
+        if domains[i].2 {
+            return Err((
+                format!("placement.{k}.domain"),
+                format!(
+                    "'{}' is created or destroyed during the run: a job's ranks run in domains \
+                     that exist throughout",
+                    p.domain
+                ),
+            ));
+        }
         if cfg.placement.len() > 1 {
             match driver {
                 None => {
@@ -861,30 +872,40 @@ mod tests {
         assert_eq!(c.validate().unwrap_err().0, "spread");
         let c = job("custom", 1);
         let doms = [
-            ("dom0", 1, true),
-            ("a", 4, false),
-            ("b", 4, false),
-            ("c", 4, false),
+            ("dom0", true, false),
+            ("a", false, false),
+            ("b", false, false),
+            ("c", false, false),
         ];
         assert_eq!(
             check_placement(&c, &doms).unwrap_err().0,
             "placement.3.domain"
         );
         let doms = [
-            ("a", 4, true),
-            ("b", 4, false),
-            ("c", 4, false),
-            ("d", 4, false),
+            ("dom0", true, false),
+            ("a", false, false),
+            ("b", false, true),
+            ("c", false, false),
+            ("d", false, false),
+        ];
+        let e = check_placement(&c, &doms).unwrap_err();
+        assert_eq!(e.0, "placement.1.domain");
+        assert!(e.1.contains("during the run"));
+        let doms = [
+            ("a", true, false),
+            ("b", false, false),
+            ("c", false, false),
+            ("d", false, false),
         ];
         assert_eq!(
             check_placement(&c, &doms).unwrap_err().0,
             "placement.0.domain"
         );
         let doms = [
-            ("a", 4, false),
-            ("b", 4, false),
-            ("c", 4, false),
-            ("d", 4, false),
+            ("a", false, false),
+            ("b", false, false),
+            ("c", false, false),
+            ("d", false, false),
         ];
         assert!(check_placement(&c, &doms).unwrap_err().1.contains("driver"));
     }
