@@ -32,6 +32,20 @@ pub enum Kernel {
 }
 
 impl Kernel {
+    /// Its name in a scenario.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kernel::Ep => "ep",
+            Kernel::Lu => "lu",
+            Kernel::Sp => "sp",
+            Kernel::Bt => "bt",
+            Kernel::Mg => "mg",
+            Kernel::Ft => "ft",
+            Kernel::Cg => "cg",
+            Kernel::Custom => "custom",
+        }
+    }
+
     /// The classes the spec gives for the kernel, and seed 004's.
     fn classes(self) -> (&'static str, char) {
         match self {
@@ -62,7 +76,8 @@ pub fn class(k: Kernel, asked: Option<&str>) -> Result<char, (String, String)> {
                 _ => Err((
                     "class".into(),
                     format!(
-                        "{k:?} has classes {} (spec/workloads.md §5.1), got '{c}'",
+                        "{} has classes {} (spec/workloads.md §5.1), got '{c}'",
+                        k.name(),
                         have.chars()
                             .map(String::from)
                             .collect::<Vec<_>>()
@@ -211,7 +226,8 @@ pub fn check_ranks(k: Kernel, n: u32) -> Result<(), (String, String)> {
         Err((
             "placement".into(),
             format!(
-                "{k:?} runs on a {} number of ranks, got {n}",
+                "{} runs on a {} number of ranks, got {n}",
+                k.name(),
                 if matches!(k, Kernel::Sp | Kernel::Bt) {
                     "square"
                 } else {
