@@ -9,7 +9,7 @@ use vmsched_core::scenario::{ScenarioError, SetValue};
 /// The scenarios shipped in python/vmsched/scenarios, as (file name, text), in the order they
 /// were added (so the `overrides` target's older inputs keep selecting theirs); a test checks
 /// that every shipped scenario is here.
-pub const SHIPPED: [(&str, &str); 18] = [
+pub const SHIPPED: [(&str, &str); 20] = [
     (
         "seed000_context1_ratelimit.toml",
         include_str!("../../python/vmsched/scenarios/seed000_context1_ratelimit.toml"),
@@ -82,6 +82,14 @@ pub const SHIPPED: [(&str, &str); 18] = [
         "bvt_shares.toml",
         include_str!("../../python/vmsched/scenarios/bvt_shares.toml"),
     ),
+    (
+        "nas_parallel.toml",
+        include_str!("../../python/vmsched/scenarios/nas_parallel.toml"),
+    ),
+    (
+        "seed004_nas_credit_vs_credit2.toml",
+        include_str!("../../python/vmsched/scenarios/seed004_nas_credit_vs_credit2.toml"),
+    ),
 ];
 
 /// Keys an override may name (the shipped scenarios' fields and their neighbours); the
@@ -139,6 +147,12 @@ pub const KEYS: &[&str] = &[
     "domain.0.workload.0.jitter_pct",
     "domain.0.workload.0.c_syscall_ns",
     "domain.0.workload.0.c_user_ns",
+    "domain.0.workload.0.kernel",
+    "domain.0.workload.0.class",
+    "domain.0.workload.0.iterations",
+    "domain.0.workload.0.wait",
+    "domain.0.workload.0.spin_us",
+    "domain.0.workload.0.placement",
     "domain.0.workload.1.kind",
     "domain.0.workload.1.copies",
     "domain.1.vcpus",
@@ -254,6 +268,12 @@ pub fn small_enough(s: &vmsched_sched::Scenario) -> bool {
                     W::Video(_) => true,
                     // Bursts of a few µs are a round per few µs per vCPU.
                     W::VmBoot(b) => b.burst_us >= 10,
+                    // A job's ranks run through a finite program; its compute phases bound
+                    // its message rate (a few ranks, phases of at least 10 µs).
+                    W::Parallel(j) => {
+                        j.placement.iter().map(|p| p.ranks).sum::<u32>() <= 16
+                            && j.compute_us.is_none_or(|c| c >= 10)
+                    }
                 })
         })
 }

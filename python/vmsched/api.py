@@ -341,6 +341,29 @@ class Result:
     def figure(self, name: str) -> dict:
         return self.workload(name)["figure"]
 
+    def job(self, name: str) -> dict:
+        """A parallel job's outcome (docs/parallel.md): `runtime_s` (from its start to the
+        last rank's finish; NaN if a rank had not finished by the end of the run),
+        `finished`, `ranks`, `ranks_done`, `net_msgs` (messages between domains), `parts`
+        (the domains of its ranks, each with `end_ns`, when its last rank finished) and
+        `iteration` (rank 0's iteration times: the histogram's figures in µs)."""
+        parts = [w for w in self.workload_records()
+                 if w["name"] == name and w["kind"] == "parallel"]
+        if not parts:
+            raise KeyError(f"no parallel job '{name}'")
+        c = dict(parts[0]["counters"])
+        first = dict(parts[0]["histograms"]).get("iteration", {})
+        return {
+            "runtime_s": parts[0]["figure"]["value"],
+            "finished": c["ranks_started"] > 0 and c["ranks_done"] == c["ranks_started"],
+            "ranks": c["ranks_started"],
+            "ranks_done": c["ranks_done"],
+            "net_msgs": c["net_msgs"],
+            "parts": [{"domain": w["level"], "end_ns": dict(w["counters"])["part_end_ns"]}
+                      for w in parts],
+            "iteration": {k: v for k, v in first.items() if k != "buckets_us"},
+        }
+
     def counter(self, workload: str, counter: str) -> int:
         c = self.counters.filter((pl.col("workload") == workload) & (pl.col("counter") == counter))
         if c.height == 0:

@@ -268,6 +268,28 @@ fn shape(w: &WorkloadConfig, vcpus: u32) -> Shape {
         }
         // Packets handled as kernel work (sim/io.rs): no task; a packet is a few events at each
         // hop (NIC, netback, the guest's handler, the way back).
+        // A job's ranks (in the domains of its placement): N tasks, N² channels; a finite
+        // program whose message rate is bounded by its compute phases (not estimated here).
+        WorkloadConfig::Parallel(c) => {
+            let n: u64 = c.placement.iter().map(|p| u64::from(p.ranks)).sum();
+            let layout = crate::workload::parallel::Layout::new(&c.placement);
+            let steps = c.shape().map_or(0, |s| {
+                (0..layout.n)
+                    .map(|r| c.program(&layout, &s, r).len() as u64)
+                    .max()
+                    .unwrap_or(0)
+            });
+            Shape {
+                tasks_field: "placement",
+                tasks: n,
+                steps,
+                channels: n.saturating_mul(n),
+                hists: 0,
+                buckets: 0,
+                gap_pairs: 0,
+                rate: None,
+            }
+        }
         WorkloadConfig::Ping(c) => Shape {
             tasks_field: "",
             tasks: 0,

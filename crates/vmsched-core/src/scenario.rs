@@ -756,6 +756,22 @@ where
             }
         }
         io::validate(&self.machine, &self.domains)?;
+        let doms: Vec<(&str, bool, bool)> = self
+            .domains
+            .iter()
+            .map(|d| {
+                let lives = d.create_at_ms.is_some() || d.destroy_at_ms.is_some();
+                (d.name.as_str(), d.driver, lives)
+            })
+            .collect();
+        for (i, d) in self.domains.iter().enumerate() {
+            for (j, w) in d.workloads.iter().enumerate() {
+                if let WorkloadConfig::Parallel(c) = w {
+                    crate::workload::parallel::check_placement(c, &doms)
+                        .map_err(|(f, m)| (format!("domain.{i}.workload.{j}.{f}"), m))?;
+                }
+            }
+        }
         self.validate_events()
     }
 

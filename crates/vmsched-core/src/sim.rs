@@ -184,6 +184,8 @@ struct Task {
     overhead: Nanos,
     kernel: bool,
     spinning: Option<Chan>,
+    /// The spin is a `SpinBlock`'s: when its bound runs out the task sleeps on the channel.
+    spin_block: bool,
     run_since: Option<SimTime>,
     /// CPU time the task really executed (its CPU chain ran it), up to `run_since`.
     executed: Nanos,
@@ -300,6 +302,8 @@ pub struct Simulation {
     io: Option<Box<io::IoState>>,
     /// xenmon's fixed windows (sim/xenmon.rs); None when they are off.
     xenmon: Option<Box<xenmon::Windows>>,
+    /// Parallel jobs (sim/job.rs): each one's first workload (part 0) and its number of parts.
+    jobs: Vec<(usize, usize)>,
 }
 
 /// Events between two looks at the stop flag and at the progress of simulated time (a power of
@@ -324,6 +328,7 @@ mod check;
 mod evtchn;
 mod hotplug;
 mod io;
+mod job;
 mod lifecycle;
 mod tasks;
 mod ticks;

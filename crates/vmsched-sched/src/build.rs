@@ -596,6 +596,10 @@ pub fn build(s: &Scenario) -> Simulation {
         }
         let all_v = CpuSet::first_n(d.vcpus as usize);
         for (wi, w) in d.workloads.iter().enumerate() {
+            if matches!(w, WorkloadConfig::Parallel(_)) {
+                // Its ranks run in the domains of its placement: added below, once they exist.
+                continue;
+            }
             let valid = "invariant: a built scenario validated";
             let net = match w {
                 WorkloadConfig::Ping(p) => Some((FlowKind::Ping(p.times().expect(valid)), p.vcpu)),
@@ -657,7 +661,8 @@ pub fn build(s: &Scenario) -> Simulation {
     let ns = |v: Result<u64, (String, String)>| {
         v.unwrap_or_else(|(f, m)| panic!("invariant: a built scenario validated, but {f}: {m}"))
     };
-    add_io(&mut b, s, flows, dms);
+    let vifs = add_jobs(&mut b, s);
+    add_io(&mut b, s, flows, dms, vifs);
     add_events(&mut b, s, host);
     b.xenmon_window(ns(s.run.xenmon_window_ns()));
     b.build(
@@ -672,8 +677,14 @@ pub fn build(s: &Scenario) -> Simulation {
 /// get event channels; their backends are bound in the driver domain in declaration order,
 /// which is creation order (domains created during the run are declared last, in order).
 /// HVM guests with emulated I/O get ioreq ports in the driver domain (ERRATA X9).
-fn add_io(b: &mut SimBuilder, s: &Scenario, flows: Vec<NetFlow>, device_models: Vec<DeviceModel>) {
-    if flows.is_empty() && device_models.is_empty() {
+fn add_io(
+    b: &mut SimBuilder,
+    s: &Scenario,
+    flows: Vec<NetFlow>,
+    device_models: Vec<DeviceModel>,
+    vifs: Vec<LevelId>,
+) {
+    if flows.is_empty() && device_models.is_empty() && vifs.is_empty() {
         return;
     }
     let di = s
@@ -687,9 +698,9 @@ fn add_io(b: &mut SimBuilder, s: &Scenario, flows: Vec<NetFlow>, device_models: 
         (level(i), k.evtchn_order, k.evtchn_word_bits)
     };
     let mut evtchn = vec![ev(di)];
-    for p in &flows {
-        let i = p.guest.0 as usize - 1;
-        if !evtchn.iter().any(|e| e.0 == p.guest) {
+    for g in flows.iter().map(|p| p.guest).chain(vifs.iter().copied()) {
+        let i = g.0 as usize - 1;
+        if !evtchn.iter().any(|e| e.0 == g) {
             evtchn.push(ev(i));
         }
     }
@@ -699,7 +710,73 @@ fn add_io(b: &mut SimBuilder, s: &Scenario, flows: Vec<NetFlow>, device_models: 
         evtchn,
         flows,
         device_models,
+        vifs,
     });
+}
+
+/// Parallel jobs (workload/parallel.rs; docs/parallel.md): each job's parts, one workload per
+/// domain of its placement (in its order, a group of that domain after its own workloads and
+/// the parts placed there before), linked as one job. Returns the guests that need a vif for
+/// jobs across domains, in creation (declaration) order.
+fn add_jobs(b: &mut SimBuilder, s: &Scenario) -> Vec<LevelId> {
+    let mut vif_doms: Vec<usize> = Vec::new();
+    let mut extra = vec![0u32; s.domains.len()];
+    for d in &s.domains {
+        for w in &d.workloads {
+            let WorkloadConfig::Parallel(job) = w else {
+                continue;
+            };
+            let idx: Vec<usize> = job
+                .placement
+                .iter()
+                .map(|p| {
+                    s.domains
+                        .iter()
+                        .position(|o| o.name == p.domain)
+                        .expect("invariant: a validated placement names a domain")
+                })
+                .collect();
+            let vcpus: Vec<u32> = idx.iter().map(|&i| s.domains[i].vcpus).collect();
+            let first = b.nr_workloads();
+            let parts = job.build_parts(&vcpus);
+            let nparts = parts.len();
+            for (spec, &i) in parts.into_iter().zip(&idx) {
+                let level = LevelId(i as u32 + 1);
+                let group = s.domains[i].workloads.len() as u32 + extra[i];
+                extra[i] += 1;
+                let all_v = CpuSet::first_n(s.domains[i].vcpus as usize);
+                let tasks = spec.tasks.clone();
+                b.add_workload(level, spec, |k| {
+                    let aff = tasks[k]
+                        .affinity
+                        .as_ref()
+                        .map(|a| CpuSet::from_ids(a.iter().copied()))
+                        .unwrap_or(all_v);
+                    EntityParams {
+                        name: tasks[k].name.clone(),
+                        group,
+                        xen: XenAttr::default(),
+                        linux: LinuxAttr {
+                            nice: tasks[k].nice,
+                            ..Default::default()
+                        },
+                        hard_affinity: aff,
+                        soft_affinity: aff,
+                        initial_cpu: aff.first().unwrap_or(CpuId(0)),
+                    }
+                });
+                if nparts > 1 && !vif_doms.contains(&i) {
+                    vif_doms.push(i);
+                }
+            }
+            b.add_job(first, nparts);
+        }
+    }
+    vif_doms.sort_unstable();
+    vif_doms
+        .into_iter()
+        .map(|i| LevelId(i as u32 + 1))
+        .collect()
 }
 
 /// The `[[event]]` timeline, with names resolved: domain `i` is guest level `i + 1` and group

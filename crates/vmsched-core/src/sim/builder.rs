@@ -90,6 +90,7 @@ impl SimBuilder {
                 log: Vec::new(),
                 io: None,
                 xenmon: None,
+                jobs: Vec::new(),
             },
             seed,
         }
@@ -252,6 +253,7 @@ impl SimBuilder {
                 overhead: 0,
                 kernel: false,
                 spinning: None,
+                spin_block: false,
                 run_since: None,
                 executed: 0,
                 executed_base: 0,

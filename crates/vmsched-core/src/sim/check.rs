@@ -36,6 +36,10 @@ impl Simulation {
             self.tasks[t].executed_base = self.executed_ns(t);
         }
         for w in &mut self.wls {
+            // A parallel job is timed from its own start (workload/parallel.rs).
+            if w.spec.kind == crate::workload::WorkloadKind::Parallel {
+                continue;
+            }
             w.counters.iter_mut().for_each(|c| *c = 0);
             w.hists.iter_mut().for_each(|h| h.reset());
         }

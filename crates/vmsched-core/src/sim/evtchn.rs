@@ -54,6 +54,10 @@ pub(crate) enum PortFn {
     /// The device model's ioreq port for HVM vCPU `k` of the I/O path's list, in the driver
     /// domain (qemu-dm's `xc_evtchn_bind_interdomain` to the vCPU's Xen-consumed port).
     Ioreq(u32),
+    /// A parallel job's vif `k` (sim/job.rs): netback's port for its guest's messages, in the
+    /// driver domain; netfront's port for the messages to it, in the guest.
+    VifTx(u32),
+    VifRx(u32),
 }
 
 /// One bound port.

@@ -63,6 +63,9 @@ pub struct IoSpec {
     /// an ioreq port in the driver domain, bound when its device model starts (at the domain's
     /// creation, before its flows' backends).
     pub device_models: Vec<DeviceModel>,
+    /// Guests with ranks of a parallel job across domains, in creation order: each gets a vif
+    /// for the job's messages (sim/job.rs), bound after the flows' ports, netfront on vCPU 0.
+    pub vifs: Vec<LevelId>,
 }
 
 /// One HVM guest's device model (qemu-dm in the driver domain).
@@ -181,7 +184,7 @@ pub(super) struct IoState {
     /// Per global CPU.
     kcpu: Vec<KWork>,
     flows: Vec<Flow>,
-    driver: LevelId,
+    pub(super) driver: LevelId,
     nic_port: u32,
     /// The NIC's receive ring: (flow, packet).
     nic: VecDeque<(u32, Packet)>,
@@ -190,6 +193,9 @@ pub(super) struct IoState {
     /// model).
     ioreqs: Vec<Ioreq>,
     ioreq_of: Vec<Option<u32>>,
+    /// Parallel jobs' vifs (sim/job.rs), and per level index its vif.
+    pub(super) vifs: Vec<super::job::Vif>,
+    pub(super) vif_of: Vec<Option<u32>>,
 }
 
 impl SimBuilder {
@@ -280,6 +286,15 @@ impl SimBuilder {
                 dropped: dropped as usize,
             });
         }
+        let mut vifs = Vec::with_capacity(spec.vifs.len());
+        let mut vif_of = vec![None; nl];
+        for &g in &spec.vifs {
+            let k = vifs.len() as u32;
+            let back_port = bind(&mut doms, spec.driver, dv, PortFn::VifTx(k));
+            let guest_port = bind(&mut doms, g, 0, PortFn::VifRx(k));
+            vif_of[g.idx()] = Some(k);
+            vifs.push(super::job::Vif::new(g, guest_port, back_port));
+        }
         self.sim.io = Some(Box::new(IoState {
             doms,
             kcpu,
@@ -290,6 +305,8 @@ impl SimBuilder {
             net: spec.netback,
             ioreqs,
             ioreq_of,
+            vifs,
+            vif_of,
         }));
     }
 }
@@ -360,6 +377,11 @@ impl Simulation {
                         format!("netback:{dom}/{name}")
                     }
                     PortFn::NetfrontRx(f) => format!("netfront:{}", wl(f).1),
+                    PortFn::VifTx(k) => format!(
+                        "netback:{}/job",
+                        self.levels[io.vifs[k as usize].level.idx()].name
+                    ),
+                    PortFn::VifRx(_) => "netfront:job".to_string(),
                     PortFn::Ioreq(k) => {
                         let g = io.ioreqs[k as usize].cpu;
                         let cs = &self.cpus[g.idx()];
@@ -534,6 +556,8 @@ impl Simulation {
                 let r = &io.ioreqs[k as usize];
                 (r.pending as usize, r.cost)
             }
+            PortFn::VifTx(k) => return io.vifs[k as usize].back_cost(&io.net),
+            PortFn::VifRx(k) => return io.vifs[k as usize].rx_cost(),
         };
         (n as Nanos * per, n as u32)
     }
@@ -562,6 +586,8 @@ impl Simulation {
                 PortFn::NetfrontRx(f) => sim.netfront_done(f, k.batch),
                 PortFn::NetbackTx(f) => sim.netback_tx_done(f, k.batch),
                 PortFn::Ioreq(r) => sim.ioreq_done(r, k.batch),
+                PortFn::VifTx(v) => sim.vif_tx_done(v, k.batch),
+                PortFn::VifRx(v) => sim.vif_rx_done(v, k.batch, c),
             }
             if let Some(v) = sim.evt(l).unmask(k.port) {
                 let t = sim.levels[l.idx()].cpu_g[v as usize];

@@ -62,6 +62,10 @@ impl Simulation {
     }
 
     pub(super) fn compute_done(&mut self, t: usize) {
+        if self.tasks[t].spin_block {
+            self.spin_bound_out(t);
+            return;
+        }
         if self.tasks[t].spinning.is_some() {
             self.spin_trap(t);
             return;
@@ -114,6 +118,31 @@ impl Simulation {
             let at = self.now + self.tasks[t].overhead + chunk;
             self.q.arm(self.tasks[t].done_slot, at);
         }
+    }
+
+    /// A `SpinBlock`'s spin used up its bound without a token: the task stops spinning and
+    /// sleeps on the channel, as a `Wait` (its program counter is already past the step).
+    fn spin_bound_out(&mut self, t: usize) {
+        let task = &mut self.tasks[t];
+        let chan = task
+            .spinning
+            .take()
+            .expect("invariant: a spin-then-block task spins");
+        task.spin_block = false;
+        task.remaining = 0;
+        task.executed += self.now - task.run_since.expect("a spinning task was progressing");
+        task.run_since = Some(self.now);
+        task.phase = Phase::Blocked;
+        let (wl, g) = (task.wl, task.ent);
+        let ch = &mut self.wls[wl].chans[chan as usize];
+        let i = ch
+            .spinners
+            .iter()
+            .position(|&s| s == t)
+            .expect("invariant: a spinning task is among its channel's spinners");
+        ch.spinners.remove(i);
+        ch.waiters.push_back(t);
+        self.block_entity(g);
     }
 
     pub(super) fn draw(&mut self, t: usize, d: Dist) -> Nanos {
@@ -203,7 +232,7 @@ impl Simulation {
                     wake_cost,
                 } => {
                     self.tasks[t].pc += 1;
-                    let woke = self.signal(wl, chan, t, c, sync);
+                    let woke = self.signal(wl, chan, Some(t), c, sync);
                     if woke && wake_cost > 0 {
                         self.begin_compute(t, wake_cost, true);
                         return;
@@ -227,6 +256,32 @@ impl Simulation {
                     self.tasks[t].spinning = Some(chan);
                     self.begin_compute(t, trap.unwrap_or(NEVER), false);
                     return;
+                }
+                Step::SpinBlock { chan, bound } => {
+                    let ch = &mut self.wls[wl].chans[chan as usize];
+                    self.tasks[t].pc += 1;
+                    if ch.tokens > 0 {
+                        ch.tokens -= 1;
+                        continue;
+                    }
+                    ch.spinners.push(t);
+                    self.tasks[t].spinning = Some(chan);
+                    self.tasks[t].spin_block = true;
+                    self.begin_compute(t, bound, false);
+                    return;
+                }
+                Step::NetSend {
+                    part,
+                    chan,
+                    copy_ns,
+                    rx_ns,
+                } => {
+                    self.tasks[t].pc += 1;
+                    self.net_send(wl, part, chan, copy_ns.into(), rx_ns.into());
+                }
+                Step::JobMark { mark } => {
+                    self.tasks[t].pc += 1;
+                    self.job_mark(t, wl, mark);
                 }
                 Step::Sleep { dur, slack } => {
                     self.tasks[t].pc += 1;
@@ -436,13 +491,13 @@ impl Simulation {
         }
     }
 
-    /// Task `from`, running on CPU `c`, puts a token into a channel; returns whether a sleeping
-    /// waiter was woken.
+    /// Task `from` (None: the kernel, a parallel job's netfront handler), running on CPU `c`,
+    /// puts a token into a channel; returns whether a sleeping waiter was woken.
     pub(super) fn signal(
         &mut self,
         wl: usize,
         chan: Chan,
-        from: usize,
+        from: Option<usize>,
         c: GCpu,
         sync: bool,
     ) -> bool {
@@ -452,7 +507,7 @@ impl Simulation {
             // The signaller is current on `c`, at the wakee's level (one workload lives at one
             // level).
             let waker_cpu = Some(self.cpus[c.idx()].local);
-            let waker = Some(self.ents[self.tasks[from].ent.idx()].local);
+            let waker = from.map(|f| self.ents[self.tasks[f].ent.idx()].local);
             let g = self.tasks[w].ent;
             self.wake_entity(
                 g,
@@ -472,6 +527,7 @@ impl Simulation {
             self.stop_progress(s);
             let task = &mut self.tasks[s];
             task.spinning = None;
+            task.spin_block = false;
             task.phase = Phase::Ready;
             task.remaining = 0;
             if running {

@@ -12,6 +12,7 @@
 pub mod context1;
 pub mod cpu_loop;
 pub mod cyclictest;
+pub mod parallel;
 pub mod ping;
 pub mod program;
 pub mod stream;
@@ -67,6 +68,23 @@ pub enum Step {
     /// (WFE in arm64 spinlocks, PAUSE on x86), which an exit model that traps it turns into a
     /// yield of the vCPU (crate::hv::Spin; ERRATA X4).
     Spin { chan: Chan, wfe: bool },
+    /// Spin-then-block (a blocking MPI's wait, parallel.rs): burn the CPU until the channel has
+    /// a token, for at most `bound` of CPU time; then sleep until one comes, as `Wait`.
+    SpinBlock { chan: Chan, bound: Nanos },
+    /// A parallel job's message to a rank in another domain (parallel.rs; sim/job.rs): the
+    /// sender's netfront queues it for the driver domain's netback (its per-message work
+    /// `netback.tx_ns + rx_copy_ns`, plus `copy_ns`), which passes it to the receiver's
+    /// netfront (`rx_ns` of the receiver's kernel), which puts a token into channel `chan` of
+    /// the job's part `part`. The sender goes on at once.
+    NetSend {
+        part: u16,
+        chan: Chan,
+        copy_ns: u32,
+        rx_ns: u32,
+    },
+    /// A parallel job's bookkeeping (parallel.rs): a rank's start and finish, rank 0's
+    /// iteration ends.
+    JobMark { mark: parallel::JobMark },
     /// Sleep for a while (relative timer) with the given timer slack.
     Sleep { dur: Dist, slack: Nanos },
     /// cyclictest's loop body: sleep until the next absolute period boundary, then record the
@@ -197,6 +215,8 @@ pub enum WorkloadKind {
     /// A booting guest's CPU burst (vmboot.rs).
     #[serde(rename = "vmboot")]
     VmBoot,
+    /// A bulk-synchronous parallel job across domains (parallel.rs): one workload per part.
+    Parallel,
 }
 
 /// A workload's headline figure in its benchmark's unit.
@@ -220,6 +240,7 @@ pub enum WorkloadConfig {
     Video(video::VideoConfig),
     #[serde(rename = "vmboot")]
     VmBoot(vmboot::VmBootConfig),
+    Parallel(parallel::ParallelConfig),
 }
 
 impl WorkloadConfig {
@@ -233,6 +254,7 @@ impl WorkloadConfig {
             WorkloadConfig::Stream(c) => &c.name,
             WorkloadConfig::Video(c) => &c.name,
             WorkloadConfig::VmBoot(c) => &c.name,
+            WorkloadConfig::Parallel(c) => &c.name,
         }
     }
 
@@ -278,9 +300,13 @@ impl WorkloadConfig {
                 c.validate()
             }
             WorkloadConfig::VmBoot(c) => c.validate(),
+            WorkloadConfig::Parallel(c) => c.validate(),
         }
     }
 
+    /// The workload as it runs in its own domain. A parallel job runs in the domains of its
+    /// placement instead ([`parallel::ParallelConfig::build_parts`]): in its own it has no
+    /// task.
     pub fn build(&self, nr_vcpus: u32) -> WorkloadSpec {
         match self {
             WorkloadConfig::CpuLoop(c) => c.build(nr_vcpus),
@@ -291,6 +317,17 @@ impl WorkloadConfig {
             WorkloadConfig::Stream(c) => c.build(),
             WorkloadConfig::Video(c) => c.build(),
             WorkloadConfig::VmBoot(c) => c.build(nr_vcpus),
+            WorkloadConfig::Parallel(c) => WorkloadSpec {
+                name: c.name.clone(),
+                kind: WorkloadKind::Program,
+                tasks: vec![],
+                channels: 0,
+                counters: vec![],
+                hists: vec![],
+                gap_pairs: vec![],
+                tokens: vec![],
+                hist_buckets: 0,
+            },
         }
     }
 }
@@ -343,6 +380,7 @@ impl WorkloadKind {
             WorkloadKind::Stream => stream::figure(counters, secs),
             WorkloadKind::Video => video::figure(counters),
             WorkloadKind::VmBoot => vmboot::figure(executed_ns),
+            WorkloadKind::Parallel => parallel::figure(counters),
             WorkloadKind::Program => Figure {
                 name: "count".into(),
                 value: counters.first().copied().unwrap_or(0) as f64,
