@@ -683,7 +683,12 @@ impl Segment {
                     );
                 }
                 if let (Some(a), Some(b)) = r.probes {
-                    s += &format!("; {sched} figure {who} {} vs {} {}", dur(a), r.waiting.map_or("", |v| ent_name(trace, v)), dur(b));
+                    let figure = match sched {
+                        "credit2" => "credit",
+                        "cfs" | "eevdf" => "vruntime",
+                        _ => "figure",
+                    };
+                    s += &format!("; {figure} at their last switches: {who} {}, {} {}", dur(a), r.waiting.map_or("", |v| ent_name(trace, v)), dur(b));
                 }
                 s
             }
@@ -701,9 +706,16 @@ impl Segment {
                             dur(b as i64)
                         )
                     }
+                    Some((WakeRule::Granularity, a, b)) if a <= 0 => {
+                        s += &format!(
+                            "; not preempted at the wake-up: {who}'s vruntime is {} behind {tname}'s (a wake-up preempts only a task more than the wakeup granularity {} ahead)",
+                            dur(-(a as i64)),
+                            dur(b as i64)
+                        )
+                    }
                     Some((WakeRule::Granularity, a, b)) => {
                         s += &format!(
-                            "; not preempted at the wake-up: {who} is {} ahead of {tname} in vruntime, not more than the wakeup granularity {}",
+                            "; not preempted at the wake-up: {who} is {} ahead of {tname} in vruntime, within the wakeup granularity {}",
                             dur(a as i64),
                             dur(b as i64)
                         )
