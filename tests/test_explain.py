@@ -103,3 +103,18 @@ def test_every_shipped_scenario_adds_up(name):
             assert w["measured"]
             if w["latency_ns"]:
                 assert_tiles(w)
+
+
+def test_the_doc_page_holds_what_the_example_script_prints():
+    """docs/explain.md's outputs are generated (scripts/explain_examples.py), not hand-written."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "scripts" / "explain_examples.py"
+    spec = importlib.util.spec_from_file_location("explain_examples", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    doc = mod.DOC.read_text()
+    for name in mod.EXAMPLES:
+        assert mod.block(name, mod.render(name)) in doc, (
+            f"docs/explain.md's '{name}' example is stale: run scripts/explain_examples.py")

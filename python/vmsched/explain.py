@@ -82,7 +82,8 @@ class Explanation:
         """Prints each wake-up as a timeline of its segments (rich)."""
         from rich.console import Console
         from rich.markup import escape
-        from rich.table import Table
+        from rich.padding import Padding
+        from rich.text import Text
 
         console = console or Console()
         tr = self.trace
@@ -97,24 +98,24 @@ class Explanation:
             lat = w["latency_ns"]
             what = ("wake-up to switch-in" if w["measure"] == "wait"
                     else "timer expiry to first step")
-            head = (f"#{k} woke at {_at(w['wake_ns'])} ({w['cause']}"
+            head = ("" if w["measure"] == "wait" else f"#{k} timer expired at "
+                    f"{_at(w['start_ns'])}, ") + (
+                    f"#{k} woke" if w["measure"] == "wait" else "woke") + (
+                    f" at {_at(w['wake_ns'])} ({w['cause']}"
                     + (f", from {w['waker_cpu']}" if w["waker_cpu"] else "")
                     + f"), ran at {_at(w['run_ns'])} on {w['cpu']}: "
                     + f"{_dur(lat)} {w['measure']} ({what})"
                     + ("" if w["measured"] else "; in the warm-up, not measured"))
-            t = Table(title=escape(head), title_justify="left", show_lines=False, expand=False)
-            t.add_column("at", justify="right", no_wrap=True)
-            t.add_column("took", justify="right", no_wrap=True)
-            t.add_column("share", justify="right", no_wrap=True)
-            t.add_column("cause", no_wrap=True)
-            t.add_column("rule", no_wrap=True)
-            t.add_column("why", ratio=1)
+            console.print(Text(head, style="bold"))
             for s in w["segments"]:
                 d = s["end_ns"] - s["start_ns"]
-                t.add_row(f"+{_dur(s['start_ns'] - w['start_ns'])}", _dur(d),
-                          f"{100 * d / lat:.1f}%" if lat else "", s["cause"], s["rule"],
-                          escape(s["text"]))
-            console.print(t)
+                share = f"{100 * d / lat:5.1f}%" if lat else ""
+                line = Text(f"  {'+' + _dur(s['start_ns'] - w['start_ns']):>11} "
+                            f"{_dur(d):>10} {share:>6}  ")
+                line.append(s["cause"], style="bold")
+                line.append(f" [{s['rule']}]")
+                console.print(line)
+                console.print(Padding(Text(s["text"]), (0, 0, 0, 33)))
 
 
 def _dur(ns: float) -> str:

@@ -214,6 +214,9 @@ pub enum SchedEvent<E = EntityId, C = CpuId> {
         a: i32,
         b: i32,
     },
+    /// The RT class of CPU `cpu` is throttled (`on`: its RT tasks stay queued, the fair class
+    /// runs) or unthrottled (Linux `sched_rt_runtime_exceeded`, `do_sched_rt_period_timer`).
+    Throttle { cpu: C, on: bool },
 }
 
 /// What decided a [`SchedEvent::WakeCheck`].
@@ -293,6 +296,7 @@ impl<E: Copy, C: Copy> SchedEvent<E, C> {
                 a,
                 b,
             },
+            Throttle { cpu, on } => Throttle { cpu: c(cpu), on },
         }
     }
 
@@ -307,6 +311,7 @@ impl<E: Copy, C: Copy> SchedEvent<E, C> {
             SchedEvent::Ratelimit { .. } => "ratelimit",
             SchedEvent::PickedCpu { .. } => "picked cpu",
             SchedEvent::WakeCheck { .. } => "wake check",
+            SchedEvent::Throttle { .. } => "rt throttle",
         }
     }
 }

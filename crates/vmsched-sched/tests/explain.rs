@@ -228,3 +228,28 @@ fn a_task_name_that_does_not_exist_is_an_error_naming_the_tasks() {
         "{err}"
     );
 }
+
+/// rt_cyclictest: the FIFO thread's worst timer latency (the workload's histogram) is spent
+/// behind the host's slices and behind a fair loop while the guest's RT class is throttled.
+#[test]
+fn cyclictest_worst_latency_shows_the_rt_throttling() {
+    let name = "rt_cyclictest.toml";
+    let src = std::fs::read_to_string(scenario_dir().join(name)).unwrap();
+    let (tr, r) = run(name, &src, &[]);
+    let ex = explain::explain(&tr, "ct.t0", Select::Worst(1), r.warmup_ns).unwrap();
+    let w = &ex.wakeups[0];
+    assert_eq!(w.measure, Measure::Latency);
+    assert_tiles("rt_cyclictest", w);
+    let ct = r.workloads.iter().find(|w| w.name == "ct").unwrap();
+    assert!(ct.histograms.iter().any(|(_, h)| h.max_ns == w.latency()));
+    let throttled = w
+        .segments
+        .iter()
+        .filter(|s| s.cause == Cause::GuestRunqueue && s.rule.throttled)
+        .count();
+    assert!(throttled > 0, "{:?}", w.segments);
+    assert!(w
+        .segments
+        .iter()
+        .all(|s| s.cause != Cause::GuestRunqueue || s.rule_name() == "RT throttled"));
+}

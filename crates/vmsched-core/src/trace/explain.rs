@@ -118,6 +118,9 @@ pub struct Rule {
     pub deferred: bool,
     /// The vCPU that waits at the host (for [`Cause::HostWait`]).
     pub waiting: Option<GEnt>,
+    /// The RT class of the CPU is throttled ([`SchedEvent::Throttle`]): RT tasks wait while
+    /// the fair class runs.
+    pub throttled: bool,
 }
 
 /// One segment: `[start, end)` spent for `cause`, on `cpu`, while `who` ran there.
@@ -327,6 +330,7 @@ struct State {
     ratelimit: Vec<Option<u32>>,
     kwork: Vec<bool>,
     resched: Vec<bool>,
+    throttled: Vec<bool>,
     probe: Vec<Option<i64>>,
     /// The last wake-up check of the task being explained.
     check: Option<(GEnt, WakeRule, i32, i32)>,
@@ -343,6 +347,7 @@ impl State {
             ratelimit: vec![None; nc],
             kwork: vec![false; nc],
             resched: vec![false; nc],
+            throttled: vec![false; nc],
             probe: vec![None; ne],
             check: None,
         }
@@ -374,6 +379,10 @@ impl State {
                 ev: SchedEvent::Ratelimit { runtime, .. },
                 ..
             } => self.ratelimit[cpu.idx()] = Some(runtime),
+            Record::Sched {
+                ev: SchedEvent::Throttle { cpu, on },
+                ..
+            } => self.throttled[cpu.idx()] = on,
             Record::Sched {
                 ev:
                     SchedEvent::WakeCheck {
@@ -465,10 +474,12 @@ fn push(segs: &mut Vec<Segment>, s: Segment) {
             let ratelimit = l.rule.ratelimit.or(s.rule.ratelimit);
             let check = s.rule.check.or(l.rule.check);
             let deferred = l.rule.deferred || s.rule.deferred;
+            let throttled = l.rule.throttled || s.rule.throttled;
             l.rule = Rule {
                 ratelimit,
                 check,
                 deferred,
+                throttled,
                 ..s.rule
             };
             return;
@@ -550,6 +561,7 @@ fn classify(
                     .filter(|(curr, ..)| *curr == x)
                     .map(|(_, r, a, b)| (r, a, b)),
                 deferred: st.resched[c.idx()],
+                throttled: st.throttled[c.idx()],
                 ..Rule::default()
             };
             seg(Cause::GuestRunqueue, Some(c), Some(x), rule)
@@ -613,6 +625,7 @@ impl Segment {
             Cause::HostWait if r.ratelimit.is_some() => "ratelimit",
             Cause::HostWait if r.slice.is_some_and(|s| s.1.is_some()) => "slice",
             Cause::HostWait => "no timer",
+            Cause::GuestRunqueue if r.throttled => "RT throttled",
             Cause::GuestRunqueue if r.deferred => "syscall exit",
             Cause::GuestRunqueue => match r.check {
                 Some((WakeRule::Granularity, a, b)) if a > b => "preempt pending",
@@ -708,7 +721,7 @@ impl Segment {
                     }
                     Some((WakeRule::Granularity, a, b)) if a <= 0 => {
                         s += &format!(
-                            "; not preempted at the wake-up: {who}'s vruntime is {} behind {tname}'s (a wake-up preempts only a task more than the wakeup granularity {} ahead)",
+                            "; not preempted at the wake-up: its vruntime is {} behind {tname}'s (a wake-up preempts only a task more than the wakeup granularity {} ahead)",
                             dur(-(a as i64)),
                             dur(b as i64)
                         )
@@ -726,10 +739,14 @@ impl Segment {
                     Some((rule, ..)) => {
                         s += &format!("; not preempted at the wake-up: {}", rule.name())
                     }
-                    None => s += "; no wake-up check against it (another class, or one was already pending)",
+                    None if r.throttled => {}
+                    None => s += "; no wake-up check against it (another class, or a reschedule was already pending)",
+                }
+                if r.throttled {
+                    s += &format!("; the RT class of {cpu} is throttled (its sched_rt_runtime_us is used up for this period): RT tasks wait while fair ones run");
                 }
                 if r.deferred {
-                    s += &format!("; a reschedule reached {cpu} but {who} is in a system call (preempt=none): it waits for the syscall exit");
+                    s += &format!("; a reschedule reached {cpu} inside a system call of {who} (preempt = \"none\"): it waits for the syscall exit");
                 }
                 s
             }

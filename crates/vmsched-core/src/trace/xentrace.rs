@@ -202,7 +202,8 @@ impl XenClass for Credit1 {
             SchedEvent::Ratelimit { ent, runtime } => (10, vec![ids.dv(ent), runtime]),
             SchedEvent::CreditBurn { .. }
             | SchedEvent::CreditReset { .. }
-            | SchedEvent::WakeCheck { .. } => return None,
+            | SchedEvent::WakeCheck { .. }
+            | SchedEvent::Throttle { .. } => return None,
         })
     }
 }
@@ -235,7 +236,8 @@ impl XenClass for Credit2 {
             SchedEvent::Ratelimit { ent, runtime } => (22, vec![ids.dv(ent), runtime]),
             SchedEvent::Boost { .. }
             | SchedEvent::Unboost { .. }
-            | SchedEvent::WakeCheck { .. } => return None,
+            | SchedEvent::WakeCheck { .. }
+            | SchedEvent::Throttle { .. } => return None,
         })
     }
 }
