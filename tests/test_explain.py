@@ -10,7 +10,7 @@ import pytest
 
 import vmsched
 from vmsched.api import SCENARIO_DIR
-from vmsched.explain import parse_time
+from vmsched.explain import attribution, parse_time
 
 SEED000 = {"run.duration_ms": 1000, "run.warmup_ms": 100}
 
@@ -118,3 +118,22 @@ def test_the_doc_page_holds_what_the_example_script_prints():
     for name in mod.EXAMPLES:
         assert mod.block(name, mod.render(name)) in doc, (
             f"docs/explain.md's '{name}' example is stale: run scripts/explain_examples.py")
+
+
+def test_attribution_adds_up_per_task_and_the_cli_prints_and_writes_it(seed000_dir, tmp_path):
+    df = attribution(seed000_dir)
+    assert {"level", "task", "measure", "cause", "rule", "who", "ns", "share"} <= set(df.columns)
+    sums = df.group_by(["task", "measure"]).agg(pl.col("ns").sum(), pl.col("total_ns").first())
+    assert (sums["ns"] == sums["total_ns"]).all()
+    child = df.filter((pl.col("task") == "context1.child") & (pl.col("cause") == "host wait"))
+    assert child.height and child["who"][0] == "domU2.v0" and child["rule"][0] == "slice"
+    r = vmsched.run("seed000_context1_ratelimit", set=SEED000)
+    assert r.attribution().equals(df)
+    out = tmp_path / "a.parquet"
+    p = cli("explain", str(seed000_dir), "--attribution", "--task", "context1.child",
+            "-o", str(out))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "context1.child" in p.stdout and "domU2.v0" in p.stdout and "host wait" in p.stdout
+    assert pl.read_parquet(out).equals(df.filter(pl.col("task") == "context1.child"))
+    p = cli("explain", str(seed000_dir))
+    assert p.returncode == 2 and "--task" in p.stdout

@@ -339,6 +339,13 @@ class Result:
 
         return explain(self, task, worst=worst, at=at, trace_max_records=trace_max_records)
 
+    def attribution(self, trace_max_records: int | None = None) -> pl.DataFrame:
+        """Where each task's measured wake-up latencies went, by cause, rule and who ran
+        instead (`vmsched.explain.attribution`; the run is made again with the trace on)."""
+        from vmsched.explain import attribution
+
+        return attribution(self, trace_max_records=trace_max_records)
+
     def workload(self, name: str) -> dict:
         """The first workload called `name` (see `workload_records` for its shape)."""
         records = self.workload_records()

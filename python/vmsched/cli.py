@@ -182,8 +182,27 @@ def cmd_xenmon(a) -> int:
 
 
 def cmd_explain(a) -> int:
-    from vmsched.explain import explain
+    from vmsched.explain import attribution, explain, print_attribution
 
+    if a.attribution:
+        with console.status(f"making the run of {escape(str(a.run_dir))} again with the trace on"):
+            df = attribution(a.run_dir, trace_max_records=a.trace_limit)
+        if a.task:
+            df = df.filter((df["task"] == a.task) | ((df["level"] + "/" + df["task"]) == a.task))
+            if df.height == 0:
+                raise ValueError(f"--task: no measured wake-up of '{a.task}'")
+        print_attribution(df, console)
+        if a.output:
+            out = Path(a.output)
+            if out.exists() and not a.force:
+                raise FileExistsError(f"-o {a.output}: exists (--force replaces it)")
+            df.write_parquet(out)
+            console.print(f"attribution written to {escape(str(out))}")
+        return 0
+    if not a.task:
+        raise ValueError("--task NAME is needed (or --attribution for every task)")
+    if a.output:
+        raise ValueError("-o is for --attribution")
     with console.status(f"making the run of {escape(str(a.run_dir))} again with the trace on"):
         ex = explain(a.run_dir, a.task, worst=a.worst, at=a.at, trace_max_records=a.trace_limit)
     ex.print(console)
@@ -393,8 +412,14 @@ def build_parser() -> argparse.ArgumentParser:
                        "ratelimit, halt polling), the guest runqueue (and the wake-up check), "
                        "IPIs, kernel work (docs/explain.md).")
     p.add_argument("run_dir", metavar="RUN_DIR")
-    p.add_argument("--task", required=True, metavar="NAME",
+    p.add_argument("--task", metavar="NAME",
                    help="the task (DOMAIN/NAME when several domains have one)")
+    p.add_argument("--attribution", action="store_true",
+                   help="instead: where every task's (or --task's) measured wake-up latencies "
+                        "went, by cause, rule and who ran instead, summed over the run")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="with --attribution: also write the table as Parquet")
+    p.add_argument("--force", action="store_true", help="replace an existing -o FILE")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--worst", type=_positive_int, metavar="N",
                    help="the N longest measured wake-ups (default 5)")

@@ -6,6 +6,8 @@ deterministic: the same scenario text, overrides and seed give the same run, whi
 by its event count), and lets the core (`vmsched_core::trace::explain`) split each chosen
 wake-up's latency, as the metrics measure it, into segments in time order with who ran instead.
 Nothing is recorded during the original run, so a run pays nothing for being explainable.
+`attribution(run)` sums the same segments over every measured wake-up of every task: where each
+task's waiting went, by cause and by who ran instead.
 """
 
 from __future__ import annotations
@@ -150,6 +152,22 @@ def _from_dir(run_dir: Path) -> tuple[str, str, list[tuple[str, Any]], int]:
     return s["scenario"], text, list(s.get("overrides", {}).items()), s["events"]
 
 
+def _source(run) -> tuple[str, str, list[tuple[str, Any]], int]:
+    """(scenario path, text, overrides, events) of a run directory or a `Result`."""
+    from vmsched.api import Result, _with_events
+
+    if isinstance(run, Result):
+        text = _with_events(read_scenario(run.scenario), run.added_events)
+        return run.scenario, text, list(run.overrides), run.events
+    return _from_dir(Path(run))
+
+
+def _check_events(got: int, want: int) -> None:
+    if got != want:
+        raise ValueError(f"the run could not be made again: it took {got:,} events, the run "
+                         f"says {want:,} (was it written by another version of vmsched?)")
+
+
 def explain(run, task: str, worst: int | None = None, at: str | int | float | None = None,
             trace_max_records: int | None = None) -> Explanation:
     """Explains the wake-ups of `task` (a task's name; `DOMAIN/NAME` when several domains have
@@ -158,23 +176,57 @@ def explain(run, task: str, worst: int | None = None, at: str | int | float | No
     ms, or text with a unit: `612.5ms`), or the first after it. The run is made again with a
     trace of at most `trace_max_records` records (default 4,000,000): wake-ups after the trace
     ends are not seen (`Explanation.trace["truncated_at_ns"]`)."""
-    from vmsched.api import Result, _with_events
-
     if worst is not None and at is not None:
         raise ValueError("give worst or at, not both")
     if worst is not None and worst < 1:
         raise ValueError(f"worst must be at least 1, got {worst}")
-    if isinstance(run, Result):
-        path, events = run.scenario, run.events
-        text = _with_events(read_scenario(path), run.added_events)
-        overrides = list(run.overrides)
-    else:
-        path, text, overrides, events = _from_dir(Path(run))
+    path, text, overrides, events = _source(run)
     at_ns = None if at is None else parse_time(at)
     out = _core.explain(str(path), text, task, overrides, worst, at_ns, trace_max_records)
-    if out["events"] != events:
-        raise ValueError(f"the run could not be made again: it took {out['events']:,} events, "
-                         f"the run directory says {events:,} (was it written by another "
-                         "version of vmsched?)")
+    _check_events(out["events"], events)
     return Explanation(task=out["task"], total=out["total"], measured=out["measured"],
                        warmup_ns=out["warmup_ns"], trace=out["trace"], wakeups=out["wakeups"])
+
+
+def attribution(run, trace_max_records: int | None = None) -> pl.DataFrame:
+    """Where every task's measured wake-up latencies went (issue 13 item 3): one row per task,
+    measure, cause, rule and entity that ran instead (`who`, null for none), with the time
+    (`ns`), its `share` of the task's summed latency of that measure (`total_ns`, over
+    `wakeups` wake-ups) and the number of `segments`; per task and measure the largest first.
+    `run`: a run directory or a `Result`; the run is made again with the trace on, as for
+    `explain`."""
+    path, text, overrides, events = _source(run)
+    out = _core.attribution(str(path), text, overrides, trace_max_records)
+    _check_events(out["events"], events)
+    schema = {"level": pl.Utf8, "task": pl.Utf8, "measure": pl.Utf8, "cause": pl.Utf8,
+              "rule": pl.Utf8, "who": pl.Utf8, "ns": pl.UInt64, "segments": pl.UInt64,
+              "wakeups": pl.UInt64, "total_ns": pl.UInt64}
+    df = pl.DataFrame(out["columns"], schema=schema)
+    return df.with_columns(share=pl.when(pl.col("total_ns") > 0)
+                           .then(pl.col("ns") / pl.col("total_ns")).otherwise(0.0))
+
+
+def print_attribution(df: pl.DataFrame, console=None, top: int = 6) -> None:
+    """The attribution as a short summary per task and measure: its `top` largest shares."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    console = console or Console()
+    for (level, task, measure), g in df.group_by(["level", "task", "measure"],
+                                                 maintain_order=True):
+        n, total = g["wakeups"][0], g["total_ns"][0]
+        if not n:
+            continue
+        t = Table(title=escape(f"{level}/{task}: {n:,} wake-ups, {measure} {_dur(total)} in all, "
+                               f"{_dur(total / n)} each on average"), title_justify="left")
+        for c in ("share", "time", "cause", "rule", "instead"):
+            t.add_column(c, justify="right" if c in ("share", "time") else "left")
+        for r in g.head(top).iter_rows(named=True):
+            t.add_row(f"{100 * r['share']:.1f}%", _dur(r["ns"]), r["cause"], r["rule"],
+                      escape(r["who"] or ""))
+        if g.height > top:
+            rest = g["ns"][top:].sum()
+            t.add_row(f"{100 * rest / total:.1f}%", _dur(rest), f"({g.height - top} more)", "",
+                      "")
+        console.print(t)

@@ -253,3 +253,53 @@ fn cyclictest_worst_latency_shows_the_rt_throttling() {
         .iter()
         .all(|s| s.cause != Cause::GuestRunqueue || s.rule_name() == "RT throttled"));
 }
+
+/// The run-level attribution: per task and measure, the shares add up to the summed measured
+/// latency; seed 000's child spends most of its wake-up waits behind domU2.v0's Credit2 slices.
+#[test]
+fn attribution_adds_up_and_names_seed000s_main_cause() {
+    let name = "seed000_context1_ratelimit.toml";
+    let src = std::fs::read_to_string(scenario_dir().join(name)).unwrap();
+    let (tr, r) = run(
+        name,
+        &src,
+        &[("run.duration_ms", "1000"), ("run.warmup_ms", "100")],
+    );
+    let rows = explain::attribution(&tr, r.warmup_ns);
+    let mut keys: Vec<(u32, Measure)> = rows.iter().map(|s| (s.task.0, s.measure)).collect();
+    keys.dedup();
+    for (t, m) in keys {
+        let of: Vec<_> = rows
+            .iter()
+            .filter(|s| s.task.0 == t && s.measure == m)
+            .collect();
+        let sum: u64 = of.iter().map(|s| s.ns).sum();
+        assert_eq!(sum, of[0].total_ns, "task {t} {m:?}");
+        assert!(of.windows(2).all(|p| p[0].ns >= p[1].ns), "largest first");
+    }
+    // The child waits behind the parent in its runqueue and behind domU2.v0's Credit2 slices
+    // at the host; nothing else counts.
+    let of = |cause, rule, who: &str| {
+        rows.iter()
+            .find(|s| {
+                explain::ent_name(&tr, s.task) == "context1.child"
+                    && s.measure == Measure::Wait
+                    && s.cause == cause
+                    && s.rule == rule
+                    && s.who.is_some_and(|g| explain::ent_name(&tr, g) == who)
+            })
+            .unwrap_or_else(|| panic!("no {cause:?} {rule} behind {who}"))
+    };
+    let host = of(Cause::HostWait, "slice", "domU2.v0");
+    let guest = of(
+        Cause::GuestRunqueue,
+        "wakeup granularity",
+        "context1.parent",
+    );
+    let exit = of(Cause::GuestRunqueue, "syscall exit", "context1.parent");
+    assert!(
+        (host.ns + guest.ns + exit.ns) * 10 > host.total_ns * 9,
+        "{host:?}"
+    );
+    assert!(host.ns >= 10_000_000, "at least one 10 ms slice: {host:?}");
+}

@@ -183,7 +183,11 @@ pub fn explain(
     sel: Select,
     warmup: SimTime,
 ) -> Result<Explained, String> {
-    let t = find_task(trace, task)?;
+    Ok(explain_task(trace, find_task(trace, task)?, sel, warmup))
+}
+
+/// [`explain`] for the task entity `t`.
+pub fn explain_task(trace: &Trace, t: GEnt, sel: Select, warmup: SimTime) -> Explained {
     let mut all = find_wakeups(trace, t, warmup);
     let total = all.len();
     let measured = all.iter().filter(|w| w.measured).count();
@@ -202,13 +206,95 @@ pub fn explain(
         }
     };
     split(trace, &mut chosen);
-    Ok(Explained {
+    Explained {
         task: t,
         wakeups: chosen,
         total,
         measured,
-    })
+    }
 }
+
+/// One row of a run's attribution (issue 13 item 3): of a task's measured latencies (one
+/// measure), the time spent for one cause under one rule behind one entity.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Share {
+    pub task: GEnt,
+    pub measure: Measure,
+    pub cause: Cause,
+    pub rule: &'static str,
+    /// Who ran instead (None: nobody in particular, e.g. a halted vCPU, an IPI in flight).
+    pub who: Option<GEnt>,
+    pub ns: u64,
+    /// Segments it was made of.
+    pub segments: u64,
+    /// The task's measured wake-ups of this measure and their summed latency.
+    pub wakeups: u64,
+    pub total_ns: u64,
+}
+
+/// For every task of the trace: where its measured wake-up latencies went, by measure, cause,
+/// rule and who ran instead; per task and measure the largest share first (ties in the order of
+/// causes, then of entity ids).
+pub fn attribution(trace: &Trace, warmup: SimTime) -> Vec<Share> {
+    use std::collections::BTreeMap;
+    let mut out = Vec::new();
+    for (i, e) in trace.meta.ents.iter().enumerate() {
+        if e.vcpu_of.is_some() {
+            continue;
+        }
+        let t = GEnt(i as u32);
+        let ex = explain_task(trace, t, Select::All, warmup);
+        for measure in [Measure::Wait, Measure::Latency] {
+            let mut acc: BTreeMap<(u8, &'static str, Option<u32>), (u64, u64)> = BTreeMap::new();
+            let (mut n, mut total) = (0u64, 0u64);
+            for w in ex
+                .wakeups
+                .iter()
+                .filter(|w| w.measured && w.measure == measure)
+            {
+                n += 1;
+                total += w.latency();
+                for s in &w.segments {
+                    let a = acc
+                        .entry((s.cause as u8, s.rule_name(), s.who.map(|g| g.0)))
+                        .or_default();
+                    a.0 += s.end - s.start;
+                    a.1 += 1;
+                }
+            }
+            let mut rows: Vec<Share> = acc
+                .into_iter()
+                .map(|((c, rule, who), (ns, segments))| Share {
+                    task: t,
+                    measure,
+                    cause: CAUSES[c as usize],
+                    rule,
+                    who: who.map(GEnt),
+                    ns,
+                    segments,
+                    wakeups: n,
+                    total_ns: total,
+                })
+                .collect();
+            rows.sort_by_key(|r| std::cmp::Reverse(r.ns));
+            out.extend(rows);
+        }
+    }
+    out
+}
+
+/// Every [`Cause`], in declaration order (`cause as usize` indexes it).
+const CAUSES: [Cause; 9] = [
+    Cause::TimerSlack,
+    Cause::VcpuHalted,
+    Cause::VcpuOffline,
+    Cause::HostWait,
+    Cause::HostIdle,
+    Cause::KernelWork,
+    Cause::GuestRunqueue,
+    Cause::Resched,
+    Cause::Dispatch,
+];
 
 fn find_task(trace: &Trace, task: &str) -> Result<GEnt, String> {
     let m = &trace.meta;
