@@ -25,7 +25,7 @@ def test_new_directory_is_complete_and_no_temporary_is_left(tmp_path):
     # Every non-empty result table as Parquet; no per-sample JSON (issue 18 item 4).
     assert {p.name for p in out.iterdir()} == {
         "summary.json", "entities.parquet", "workloads.parquet", "counters.parquet",
-        "xenmon.parquet"}
+        "xenmon.parquet", "scenario.toml"}
     assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["b"]
 
 

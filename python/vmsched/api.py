@@ -330,6 +330,22 @@ class Result:
         `Result.trace`: `truncated_at_ns` is set if the bound was reached)."""
         return self.xentrace_info
 
+    def explain(self, task: str, worst: int | None = None, at=None,
+                trace_max_records: int | None = None):
+        """Explains the wake-ups of `task` in this run (`vmsched.explain.explain`; the run is
+        made again with the trace on): the `worst` N longest, or the one at time `at` (ms, or
+        text with a unit). Returns an `Explanation` (`.print()`, `.text()`, `.segments`)."""
+        from vmsched.explain import explain
+
+        return explain(self, task, worst=worst, at=at, trace_max_records=trace_max_records)
+
+    def attribution(self, trace_max_records: int | None = None) -> pl.DataFrame:
+        """Where each task's measured wake-up latencies went, by cause, rule and who ran
+        instead (`vmsched.explain.attribution`; the run is made again with the trace on)."""
+        from vmsched.explain import attribution
+
+        return attribution(self, trace_max_records=trace_max_records)
+
     def workload(self, name: str) -> dict:
         """The first workload called `name` (see `workload_records` for its shape)."""
         records = self.workload_records()
@@ -389,7 +405,8 @@ class Result:
         }
 
     def write(self, out: str | os.PathLike, overwrite: bool = False) -> Path:
-        """Writes summary.json and one Parquet file per non-empty table into directory `out`.
+        """Writes summary.json, one Parquet file per non-empty table and the scenario as run
+        (`scenario.toml`, which `vmsched explain` makes the run again from) into directory `out`.
 
         The files are written into a fresh temporary directory beside `out`, which is renamed
         into place at the end: `out` holds a complete set of results or is left as it was. An
@@ -397,8 +414,18 @@ class Result:
         replaces it whole."""
         out = check_output_dir(out, overwrite)
 
+        from vmsched.explain import SCENARIO_FILE
+
+        try:
+            # The scenario as run, so `vmsched explain DIR` can make the run again.
+            text = _with_events(read_scenario(self.scenario), self.added_events)
+        except ScenarioError:
+            text = None
+
         def fill(d: Path) -> None:
             (d / "summary.json").write_text(json.dumps(self.summary(), indent=2))
+            if text is not None:
+                (d / SCENARIO_FILE).write_text(text)
             for name, df in self.tables.items():
                 if df.height or name in ("entities", "workloads"):
                     df.write_parquet(d / f"{name}.parquet")

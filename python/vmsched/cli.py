@@ -1,4 +1,4 @@
-"""The `vmsched` command: run, sweep, reproduce, check, list, import."""
+"""The `vmsched` command: run, sweep, reproduce, explain, check, list, import."""
 
 from __future__ import annotations
 
@@ -178,6 +178,36 @@ def cmd_xenmon(a) -> int:
         raise FileNotFoundError(f"{path}: no xenmon table (a run directory written by "
                                 "`vmsched run -o DIR`, whose run had vCPUs)")
     print(xenmon_screen(pl.read_parquet(path), window=a.window, vcpus=a.vcpus), flush=True)
+    return 0
+
+
+def cmd_explain(a) -> int:
+    from vmsched.explain import attribution, explain, print_attribution
+
+    if a.attribution:
+        with console.status(f"making the run of {escape(str(a.run_dir))} again with the trace on"):
+            df = attribution(a.run_dir, trace_max_records=a.trace_limit)
+        if a.task:
+            df = df.filter((df["task"] == a.task) | ((df["level"] + "/" + df["task"]) == a.task))
+            if df.height == 0:
+                raise ValueError(f"--task: no measured wake-up of '{a.task}'")
+        print_attribution(df, console)
+        if a.output:
+            out = Path(a.output)
+            if out.exists() and not a.force:
+                raise FileExistsError(f"-o {a.output}: exists (--force replaces it)")
+            df.write_parquet(out)
+            console.print(f"attribution written to {escape(str(out))}")
+        return 0
+    if not a.task:
+        raise ValueError("--task NAME is needed (or --attribution for every task)")
+    if a.output:
+        raise ValueError("-o is for --attribution")
+    with console.status(f"making the run of {escape(str(a.run_dir))} again with the trace on"):
+        ex = explain(a.run_dir, a.task, worst=a.worst, at=a.at, trace_max_records=a.trace_limit)
+    ex.print(console)
+    if not ex.wakeups:
+        console.print("no wake-up " + ("at that time" if a.at is not None else "was measured"))
     return 0
 
 
@@ -375,6 +405,33 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the window to show beside the run (default: the last)")
     p.add_argument("--vcpus", action="store_true", help="also a block of lines per vCPU")
     p.set_defaults(fn=cmd_xenmon)
+
+    p = sub.add_parser("explain", help="split a task's wake-up latencies into their causes",
+                       description="Make the run of RUN_DIR (vmsched run -o DIR) again with the "
+                       "trace on and split the latency of a task's wake-ups, as the metrics "
+                       "measure it, into its causes in time order, with who ran instead: timer "
+                       "slack, the host holding the vCPU's pCPU (and the rule: slice, "
+                       "ratelimit, halt polling), the guest runqueue (and the wake-up check), "
+                       "IPIs, kernel work (docs/explain.md).")
+    p.add_argument("run_dir", metavar="RUN_DIR")
+    p.add_argument("--task", metavar="NAME",
+                   help="the task (DOMAIN/NAME when several domains have one)")
+    p.add_argument("--attribution", action="store_true",
+                   help="instead: where every task's (or --task's) measured wake-up latencies "
+                        "went, by cause, rule and who ran instead, summed over the run")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="with --attribution: also write the table as Parquet")
+    p.add_argument("--force", action="store_true", help="replace an existing -o FILE")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--worst", type=_positive_int, metavar="N",
+                   help="the N longest measured wake-ups (default 5)")
+    g.add_argument("--at", metavar="TIME",
+                   help="the wake-up whose latency contains TIME (612.5ms, 80us, 1.2s; a bare "
+                        "number is ms), or the first after it")
+    p.add_argument("--trace-limit", type=_positive_int, metavar="N",
+                   help="keep at most N trace records (default 4,000,000); wake-ups after the "
+                        "trace ends are not seen")
+    p.set_defaults(fn=cmd_explain)
 
     p = sub.add_parser("check", help="validate a scenario file")
     p.add_argument("scenario")

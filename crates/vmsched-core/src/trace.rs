@@ -24,12 +24,13 @@
 //! builds it runs only while tracing is on. The engine turns them into [`Record::Sched`].
 //!
 //! Sinks: [`perfetto`] writes a Perfetto trace, [`xentrace`] the host level as Xen's binary
-//! trace.
+//! trace; [`explain`] splits a task's wake-up latencies into their causes.
 
 use crate::ids::{CpuId, EntityId, GCpu, GEnt, LevelId};
 use crate::sched::{RunState, WakeCause};
 use crate::time::{Nanos, SimTime};
 
+pub mod explain;
 pub mod perfetto;
 pub mod xentrace;
 
@@ -147,6 +148,15 @@ pub enum Record {
         port: u32,
         end: bool,
     },
+    /// Task `ent` runs its first step after a timed wake-up and its workload records the
+    /// latency `t - expiry` in a histogram (cyclictest, a video frame's wake): the metric's own
+    /// start and end, for [`explain`].
+    Latency {
+        t: SimTime,
+        level: LevelId,
+        ent: GEnt,
+        expiry: SimTime,
+    },
 }
 
 impl Record {
@@ -163,7 +173,8 @@ impl Record {
             | Record::Tick { t, .. }
             | Record::Timer { t, .. }
             | Record::Notify { t, .. }
-            | Record::Handler { t, .. } => t,
+            | Record::Handler { t, .. }
+            | Record::Latency { t, .. } => t,
         }
     }
 }
@@ -193,6 +204,51 @@ pub enum SchedEvent<E = EntityId, C = CpuId> {
     Ratelimit { ent: E, runtime: u32 },
     /// Placement chose CPU `cpu` for `ent` (Xen `pick_resource`).
     PickedCpu { ent: E, cpu: C },
+    /// A woken `ent` was checked against `curr`, the entity current on its CPU (Linux
+    /// `check_preempt_wakeup`): `rule` names what decided, `a` and `b` are the figures it
+    /// compared (ns; see [`WakeRule`]). Read by [`explain`] to say why a wake-up waited.
+    WakeCheck {
+        ent: E,
+        curr: E,
+        rule: WakeRule,
+        a: i32,
+        b: i32,
+    },
+    /// The RT class of CPU `cpu` is throttled (`on`: its RT tasks stay queued, the fair class
+    /// runs) or unthrottled (Linux `sched_rt_runtime_exceeded`, `do_sched_rt_period_timer`).
+    Throttle { cpu: C, on: bool },
+}
+
+/// What decided a [`SchedEvent::WakeCheck`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WakeRule {
+    /// CFS: `a` is how far `curr`'s vruntime is ahead of the woken entity's, `b` the wakeup
+    /// granularity scaled to its weight; it preempts only if `a > b` (Linux v5.10
+    /// `wakeup_preempt_entity`).
+    Granularity,
+    /// EEVDF: the woken entity's lag is negative, it is not eligible (`a`: its vruntime minus
+    /// the queue's average, `b` 0).
+    NotEligible,
+    /// EEVDF: `curr` is protected until it reaches its deadline or parity (RUN_TO_PARITY);
+    /// `a`: `curr`'s deadline minus its vruntime.
+    RunToParity,
+    /// EEVDF: the pick keeps `curr` (its deadline is earlier); `a`, `b`: the woken entity's
+    /// and `curr`'s deadline minus `curr`'s vruntime.
+    EarlierDeadline,
+    /// The woken entity wins: `curr` is asked to reschedule.
+    Preempt,
+}
+
+impl WakeRule {
+    pub fn name(self) -> &'static str {
+        match self {
+            WakeRule::Granularity => "wakeup granularity",
+            WakeRule::NotEligible => "not eligible",
+            WakeRule::RunToParity => "RUN_TO_PARITY",
+            WakeRule::EarlierDeadline => "earlier deadline",
+            WakeRule::Preempt => "preempt",
+        }
+    }
 }
 
 /// `v` saturated to 32 bits, for a [`SchedEvent`] figure.
@@ -227,6 +283,20 @@ impl<E: Copy, C: Copy> SchedEvent<E, C> {
                 ent: e(ent),
                 cpu: c(cpu),
             },
+            WakeCheck {
+                ent,
+                curr,
+                rule,
+                a,
+                b,
+            } => WakeCheck {
+                ent: e(ent),
+                curr: e(curr),
+                rule,
+                a,
+                b,
+            },
+            Throttle { cpu, on } => Throttle { cpu: c(cpu), on },
         }
     }
 
@@ -240,6 +310,8 @@ impl<E: Copy, C: Copy> SchedEvent<E, C> {
             SchedEvent::CreditReset { .. } => "credit reset",
             SchedEvent::Ratelimit { .. } => "ratelimit",
             SchedEvent::PickedCpu { .. } => "picked cpu",
+            SchedEvent::WakeCheck { .. } => "wake check",
+            SchedEvent::Throttle { .. } => "rt throttle",
         }
     }
 }

@@ -374,6 +374,171 @@ fn run<'py>(
     Ok(out)
 }
 
+/// Runs a scenario again with tracing on and explains the wake-ups of `task`
+/// (`vmsched_core::trace::explain`): the `worst` longest (default 5), or the one at `at_ns`.
+/// Returns a dict: `task`, `total` and `measured` wake-ups, `warmup_ns`, `events` (to check
+/// the run is the one that was written), `trace` (its counts) and `wakeups`, each a dict with
+/// its bounds, measure, cause and `segments` (bounds, cause, rule, CPU, who ran, sentence).
+#[pyfunction]
+#[pyo3(signature = (file, text, task, overrides=vec![], worst=None, at_ns=None, trace_max_records=None))]
+#[allow(clippy::too_many_arguments)]
+fn explain<'py>(
+    py: Python<'py>,
+    file: &str,
+    text: &str,
+    task: &str,
+    overrides: Vec<(String, Bound<'py, PyAny>)>,
+    worst: Option<usize>,
+    at_ns: Option<u64>,
+    trace_max_records: Option<usize>,
+) -> PyResult<Bound<'py, PyDict>> {
+    use vmsched_core::trace::explain::{self as ex, Select};
+    let (tr, warmup, events) = traced_run(py, file, text, &overrides, trace_max_records)?;
+    let sel = match (worst, at_ns) {
+        (_, Some(t)) => Select::At(t),
+        (n, None) => Select::Worst(n.unwrap_or(5)),
+    };
+    let e = py
+        .detach(|| quiet(|| ex::explain(&tr, task, sel, warmup)))?
+        .map_err(PyValueError::new_err)?;
+    let out = PyDict::new(py);
+    out.set_item("task", ex::ent_name(&tr, e.task))?;
+    out.set_item("total", e.total)?;
+    out.set_item("measured", e.measured)?;
+    out.set_item("warmup_ns", warmup)?;
+    out.set_item("events", events)?;
+    out.set_item("trace", trace_counts(py, &tr)?)?;
+    let cpu = |c: Option<vmsched_core::ids::GCpu>| c.map(|c| ex::cpu_name(&tr, c));
+    let ent = |g: Option<vmsched_core::ids::GEnt>| g.map(|g| ex::ent_name(&tr, g).to_string());
+    let list = PyList::empty(py);
+    for w in &e.wakeups {
+        let d = PyDict::new(py);
+        d.set_item("start_ns", w.start)?;
+        d.set_item("end_ns", w.end)?;
+        d.set_item("latency_ns", w.latency())?;
+        d.set_item("wake_ns", w.wake)?;
+        d.set_item("run_ns", w.run)?;
+        d.set_item("measure", w.measure.name())?;
+        d.set_item("cause", w.cause.name())?;
+        d.set_item("waker_cpu", cpu(w.waker_cpu))?;
+        d.set_item("cpu", cpu(Some(w.cpu)))?;
+        d.set_item("measured", w.measured)?;
+        let segs = PyList::empty(py);
+        for sg in &w.segments {
+            let g = PyDict::new(py);
+            g.set_item("start_ns", sg.start)?;
+            g.set_item("end_ns", sg.end)?;
+            g.set_item("cause", sg.cause.name())?;
+            g.set_item("rule", sg.rule_name())?;
+            g.set_item("scheduler", sg.sched(&tr))?;
+            g.set_item("cpu", cpu(sg.cpu))?;
+            g.set_item("who", ent(sg.who))?;
+            g.set_item("text", sg.describe(&tr, w.task))?;
+            segs.append(g)?;
+        }
+        d.set_item("segments", segs)?;
+        list.append(d)?;
+    }
+    out.set_item("wakeups", list)?;
+    Ok(out)
+}
+
+/// Runs a scenario again with tracing on and returns its attribution
+/// (`vmsched_core::trace::explain::attribution`): per task and measure, the time of its measured
+/// wake-up latencies by cause, rule and who ran instead, as columns (`level`, `task`,
+/// `measure`, `cause`, `rule`, `who`, `ns`, `segments`, `wakeups`, `total_ns`), with `events`
+/// and `trace` as for `explain`.
+#[pyfunction]
+#[pyo3(signature = (file, text, overrides=vec![], trace_max_records=None))]
+fn attribution<'py>(
+    py: Python<'py>,
+    file: &str,
+    text: &str,
+    overrides: Vec<(String, Bound<'py, PyAny>)>,
+    trace_max_records: Option<usize>,
+) -> PyResult<Bound<'py, PyDict>> {
+    use vmsched_core::trace::explain as ex;
+    let (tr, warmup, events) = traced_run(py, file, text, &overrides, trace_max_records)?;
+    let rows = py.detach(|| quiet(|| ex::attribution(&tr, warmup)))?;
+    let name = |g: vmsched_core::ids::GEnt| ex::ent_name(&tr, g).to_string();
+    let level = |g: vmsched_core::ids::GEnt| {
+        tr.meta.levels[tr.meta.ents[g.idx()].level.idx()]
+            .name
+            .clone()
+    };
+    let cols = PyDict::new(py);
+    cols.set_item(
+        "level",
+        rows.iter().map(|r| level(r.task)).collect::<Vec<_>>(),
+    )?;
+    cols.set_item(
+        "task",
+        rows.iter().map(|r| name(r.task)).collect::<Vec<_>>(),
+    )?;
+    cols.set_item(
+        "measure",
+        rows.iter().map(|r| r.measure.name()).collect::<Vec<_>>(),
+    )?;
+    cols.set_item(
+        "cause",
+        rows.iter().map(|r| r.cause.name()).collect::<Vec<_>>(),
+    )?;
+    cols.set_item("rule", rows.iter().map(|r| r.rule).collect::<Vec<_>>())?;
+    cols.set_item(
+        "who",
+        rows.iter().map(|r| r.who.map(name)).collect::<Vec<_>>(),
+    )?;
+    cols.set_item("ns", rows.iter().map(|r| r.ns).collect::<Vec<_>>())?;
+    cols.set_item(
+        "segments",
+        rows.iter().map(|r| r.segments).collect::<Vec<_>>(),
+    )?;
+    cols.set_item(
+        "wakeups",
+        rows.iter().map(|r| r.wakeups).collect::<Vec<_>>(),
+    )?;
+    cols.set_item(
+        "total_ns",
+        rows.iter().map(|r| r.total_ns).collect::<Vec<_>>(),
+    )?;
+    let out = PyDict::new(py);
+    out.set_item("columns", cols)?;
+    out.set_item("warmup_ns", warmup)?;
+    out.set_item("events", events)?;
+    out.set_item("trace", trace_counts(py, &tr)?)?;
+    Ok(out)
+}
+
+/// Loads and runs a scenario with the trace on (at most `trace_max_records`, default 4 M);
+/// returns the trace, the warm-up and the event count. Ctrl-C raises KeyboardInterrupt.
+fn traced_run(
+    py: Python<'_>,
+    file: &str,
+    text: &str,
+    overrides: &[(String, Bound<'_, PyAny>)],
+    trace_max_records: Option<usize>,
+) -> PyResult<(vmsched_core::trace::Trace, u64, u64)> {
+    let s = load(file, text, overrides)?;
+    let records = trace_max_records.unwrap_or(vmsched_core::trace::DEFAULT_MAX_RECORDS);
+    check_budget(file, &s, Some(records), None)?;
+    let mut sim = quiet(|| vmsched_sched::build(&s))?;
+    sim.enable_trace(records);
+    let stop = Arc::new(AtomicBool::new(false));
+    sim.set_stop_flag(Some(stop.clone()));
+    let sigint = SigintFlag::register(&stop);
+    let end = sim.end();
+    let r = py.detach(|| quiet(|| sim.run_until(end)));
+    drop(sigint);
+    r?;
+    if stop.load(Ordering::SeqCst) {
+        py.check_signals()?;
+        return Err(PyKeyboardInterrupt::new_err("interrupted"));
+    }
+    sim.close_intervals();
+    let tr = sim.take_trace().expect("tracing was enabled");
+    Ok((tr, sim.warmup(), sim.events()))
+}
+
 /// SIGINT sets `flag` while this is alive (the core looks at it every `WATCH_EVERY` events);
 /// dropping it removes the action. Only while a run is in Rust: elsewhere Python's handler alone
 /// turns Ctrl-C into KeyboardInterrupt.
@@ -485,6 +650,8 @@ fn _panic_for_tests(msg: String) -> PyResult<()> {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(explain, m)?)?;
+    m.add_function(wrap_pyfunction!(attribution, m)?)?;
     m.add_function(wrap_pyfunction!(import_file, m)?)?;
     m.add_function(wrap_pyfunction!(import_skeleton, m)?)?;
     m.add_function(wrap_pyfunction!(estimate, m)?)?;

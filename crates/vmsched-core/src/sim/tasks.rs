@@ -166,6 +166,7 @@ impl Simulation {
     fn interpret(&mut self, t: usize, c: GCpu) {
         let measuring = self.now >= self.warmup;
         if let Some((h, expiry)) = self.tasks[t].latency_pending.take() {
+            emit!(self.trace_latency(t, expiry));
             if measuring {
                 let wl = self.tasks[t].wl;
                 self.wls[wl].hists[h as usize].record(self.now - expiry);

@@ -254,4 +254,19 @@ impl Simulation {
         };
         self.record(r);
     }
+
+    /// Task `t` runs its first step after a timed wake-up whose latency its workload records
+    /// (from the timer's `expiry`).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn trace_latency(&mut self, t: usize, expiry: SimTime) {
+        let g = self.tasks[t].ent;
+        let r = Record::Latency {
+            t: self.now,
+            level: self.ents[g.idx()].level,
+            ent: g,
+            expiry,
+        };
+        self.record(r);
+    }
 }

@@ -200,7 +200,10 @@ impl XenClass for Credit1 {
             SchedEvent::Boost { ent } => (7, dv2(ent)),
             SchedEvent::Unboost { ent } => (8, dv2(ent)),
             SchedEvent::Ratelimit { ent, runtime } => (10, vec![ids.dv(ent), runtime]),
-            SchedEvent::CreditBurn { .. } | SchedEvent::CreditReset { .. } => return None,
+            SchedEvent::CreditBurn { .. }
+            | SchedEvent::CreditReset { .. }
+            | SchedEvent::WakeCheck { .. }
+            | SchedEvent::Throttle { .. } => return None,
         })
     }
 }
@@ -231,7 +234,10 @@ impl XenClass for Credit2 {
                 (19, vec![0, 0, ids.dv(ent), ids.pcpu(cpu) << 16])
             }
             SchedEvent::Ratelimit { ent, runtime } => (22, vec![ids.dv(ent), runtime]),
-            SchedEvent::Boost { .. } | SchedEvent::Unboost { .. } => return None,
+            SchedEvent::Boost { .. }
+            | SchedEvent::Unboost { .. }
+            | SchedEvent::WakeCheck { .. }
+            | SchedEvent::Throttle { .. } => return None,
         })
     }
 }

@@ -650,6 +650,13 @@ impl Cfs {
                 return;
             }
             self.update_curr(ctx, cpu);
+            ctx.trace(|| vmsched_core::trace::SchedEvent::WakeCheck {
+                ent: EntityId(p as u32),
+                curr: EntityId(curr as u32),
+                rule: vmsched_core::trace::WakeRule::Granularity,
+                a: vmsched_core::trace::sat32(vdiff(self.ses[curr].vruntime, self.ses[p].vruntime)),
+                b: vmsched_core::trace::sat32(self.wakeup_gran(p) as i64),
+            });
             if self.wakeup_preempt_entity(curr, p) != 1 {
                 return;
             }

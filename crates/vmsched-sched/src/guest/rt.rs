@@ -426,6 +426,10 @@ impl Rt {
         if !rq.throttled && rq.rt_time > runtime {
             if runtime > 0 {
                 rq.throttled = true;
+                ctx.trace(|| vmsched_core::trace::SchedEvent::Throttle {
+                    cpu: CpuId(cpu as u32),
+                    on: true,
+                });
             } else {
                 // A zero runtime does not throttle (upstream clears `rt_time` instead).
                 rq.rt_time = 0;
@@ -476,6 +480,10 @@ impl Rt {
                     rq.rt_time -= rq.rt_time.min(overrun.saturating_mul(runtime));
                     if rq.throttled && rq.rt_time < runtime {
                         rq.throttled = false;
+                        ctx.trace(|| vmsched_core::trace::SchedEvent::Throttle {
+                            cpu: CpuId(c as u32),
+                            on: false,
+                        });
                         unthrottle = true;
                     }
                     if rq.rt_time > 0 || rq.nr_running > 0 {

@@ -165,6 +165,21 @@ impl Eevdf {
             return;
         }
         self.update_curr(ctx, cpu, true);
+        ctx.trace(|| vmsched_core::trace::SchedEvent::WakeCheck {
+            ent: vmsched_core::ids::EntityId(p as u32),
+            curr: vmsched_core::ids::EntityId(curr as u32),
+            rule: if !self.entity_eligible(cpu, p) {
+                vmsched_core::trace::WakeRule::NotEligible
+            } else if self.feat.run_to_parity && self.protect_slice(curr) {
+                vmsched_core::trace::WakeRule::RunToParity
+            } else if self.pick_eevdf(cpu, Some(curr), true) == Some(p) {
+                vmsched_core::trace::WakeRule::Preempt
+            } else {
+                vmsched_core::trace::WakeRule::EarlierDeadline
+            },
+            a: 0,
+            b: 0,
+        });
         match self.kernel {
             EevdfKernel::V6_6 => {
                 if self.pick_eevdf(cpu, Some(curr), true) == Some(p) {
