@@ -459,6 +459,7 @@ pub fn generate(u: &mut Unstructured) -> String {
     seed001_workload(&mut p, &mut s);
     linux_classes(&mut p, &mut s, doms.len());
     xen_family(&mut p, &mut s, pinned, &doms);
+    bfs_guests(&mut p, &mut s, doms.len());
     s
 }
 
