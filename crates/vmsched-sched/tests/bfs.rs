@@ -1,5 +1,6 @@
-//! BFS over whole runs: the shipped `bfs_guest` scenario runs and its cyclictest shows BFS's
-//! sleeper rule (ERRATA L8), scenario selection and its errors, and determinism.
+//! Seed 003's guest kernels over whole runs: BFS (the shipped `bfs_guest` scenario, whose
+//! cyclictest shows BFS's sleeper rule, ERRATA L8; scenario selection and its errors;
+//! determinism) and CFS as in Linux 3.17 (`version`/`kernel = "3.17"`).
 
 fn run(src: &str, set: &[(&str, &str)]) -> vmsched_core::report::Results {
     let set: Vec<(String, String)> = set
@@ -54,4 +55,26 @@ fn bfs_runs_deterministically_and_validates() {
             .unwrap_or_else(|| panic!("{k}={v} accepted"));
         assert!(e.to_string().contains(field), "{k}={v}: {e}");
     }
+}
+
+/// CFS 3.17 from a scenario: `kernel = "3.17"` (or `version`) selects it, options 3.17 lacks
+/// are refused naming the field, and the shipped scenario runs with it as the guest.
+#[test]
+fn cfs_3_17_from_a_scenario() {
+    let bfs = "scheduler = \"bfs\"\nversion = \"0.458\"\nhz = 200\nrr_interval = 6\n";
+    assert!(SHIPPED.contains(bfs));
+    for sched in ["kernel = \"3.17\"\n", "version = \"3.17\"\n"] {
+        let src = SHIPPED.replace(bfs, &format!("scheduler = \"cfs\"\n{sched}hz = 250\n"));
+        let r = run(&src, &[("run.duration_ms", "1000")]);
+        assert!(ct(&r).count > 500, "{sched}");
+    }
+    let src = SHIPPED.replace(
+        bfs,
+        "scheduler = \"cfs\"\nkernel = \"3.17\"\nvcpu_is_preempted = true\n",
+    );
+    let e = vmsched_sched::load("cfs.toml", &src, &[]).unwrap_err();
+    assert!(
+        e.to_string().contains("domain.0.sched.vcpu_is_preempted"),
+        "{e}"
+    );
 }
