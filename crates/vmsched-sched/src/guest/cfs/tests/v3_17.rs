@@ -41,7 +41,7 @@ fn steal_is_subtracted_in_whole_ticks() {
 }
 
 /// §1.19: 3.17 has no vcpu_is_preempted (4.10) and no fair server (6.12): both are refused,
-/// naming the field.
+/// naming the field; it takes 32-bit ARM's HZ 200.
 #[test]
 fn options_3_17_lacks_are_refused() {
     let mut p = v3_17();
@@ -55,6 +55,14 @@ fn options_3_17_lacks_are_refused() {
         ..Default::default()
     };
     assert!(p.validate().is_ok(), "5.10 has both");
+    // 32-bit ARM's HZ 200 (seed 003's Exynos kernels) exists in 3.17, not in 5.10's choice.
+    let p = CfsParams { hz: 200, ..v3_17() };
+    assert!(p.validate().is_ok());
+    let p = CfsParams {
+        hz: 200,
+        ..Default::default()
+    };
+    assert!(p.validate().unwrap_err().starts_with("hz"));
 }
 
 /// 3.17 select_idle_sibling: no `recent_used_cpu`; the first idle vCPU from the target on.
