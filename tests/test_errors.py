@@ -99,7 +99,7 @@ MALFORMED = {
     "type-vcpus": (sub("vcpus = 2", "vcpus = [2]"), "domain.0.vcpus"),
     "bad-preempt": (sub('preempt = "none"', 'preempt = "sometimes"'), "domain.0.kernel.preempt"),
     "type-hz": (sub("hz = 250", 'hz = "fast"'), "domain.0.sched.hz"),
-    "bad-guest-scheduler": (sub('scheduler = "cfs"', 'scheduler = "bfs"'),
+    "bad-guest-scheduler": (sub('scheduler = "cfs"', 'scheduler = "muqss"'),
                             "domain.0.sched.scheduler"),
     "bad-kind": (sub('kind = "cpu_loop"', 'kind = "dance"'), "domain.0.workload.0.kind"),
     "missing-kind": (sub('kind = "cpu_loop"\n', ""), "domain.0.workload.0.kind"),

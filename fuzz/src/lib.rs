@@ -9,7 +9,7 @@ use vmsched_core::scenario::{ScenarioError, SetValue};
 /// The scenarios shipped in python/vmsched/scenarios, as (file name, text), in the order they
 /// were added (so the `overrides` target's older inputs keep selecting theirs); a test checks
 /// that every shipped scenario is here.
-pub const SHIPPED: [(&str, &str); 20] = [
+pub const SHIPPED: [(&str, &str); 21] = [
     (
         "seed000_context1_ratelimit.toml",
         include_str!("../../python/vmsched/scenarios/seed000_context1_ratelimit.toml"),
@@ -89,6 +89,10 @@ pub const SHIPPED: [(&str, &str); 20] = [
     (
         "seed004_nas_credit_vs_credit2.toml",
         include_str!("../../python/vmsched/scenarios/seed004_nas_credit_vs_credit2.toml"),
+    ),
+    (
+        "bfs_guest.toml",
+        include_str!("../../python/vmsched/scenarios/bfs_guest.toml"),
     ),
 ];
 
@@ -193,6 +197,8 @@ pub const KEYS: &[&str] = &[
     "event.0.action",
     "event.0.cpu",
     "event.0.domain",
+    "domain.0.sched.rr_interval",
+    "domain.0.sched.version",
 ];
 
 /// An override value as the Python front passes it (typed) or the CLI does (text).
@@ -487,6 +493,7 @@ pub fn generate(u: &mut Unstructured) -> String {
     xen_family(&mut p, &mut s, pinned, &doms);
     credit2_4_2(&mut p, &mut s);
     historic_host(&mut p, &mut s, &doms);
+    bfs_guests(&mut p, &mut s, doms.len());
     s
 }
 

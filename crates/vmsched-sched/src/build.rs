@@ -20,6 +20,7 @@ use vmsched_core::{
     XenAttr,
 };
 
+use crate::guest::bfs::{Bfs, BfsParams};
 use crate::guest::cfs::{Cfs, CfsParams};
 use crate::guest::eevdf::{Eevdf, EevdfParams};
 use crate::host::arinc653::{Arinc653, Arinc653Params, Slot};
@@ -59,6 +60,8 @@ pub enum GuestSchedConfig {
     Cfs(CfsParams),
     /// Linux EEVDF (`kernel = "6.6" | "6.12" | "6.18"`).
     Eevdf(EevdfParams),
+    /// BFS (`version = "0.458"`, the release for Linux 3.17): the whole scheduler, RT included.
+    Bfs(BfsParams),
 }
 
 impl ConfigCheck for HostSchedConfig {
@@ -177,6 +180,7 @@ impl ConfigCheck for GuestSchedConfig {
         match self {
             GuestSchedConfig::Cfs(p) => p.validate().map_err(split_field),
             GuestSchedConfig::Eevdf(p) => p.validate().map_err(split_field),
+            GuestSchedConfig::Bfs(p) => p.validate().map_err(split_field),
         }
     }
 
@@ -198,6 +202,13 @@ impl ConfigCheck for GuestSchedConfig {
             (GuestSchedConfig::Eevdf(_), _) => {
                 Err(format!("eevdf takes no run-time change of `{field}`"))
             }
+            (
+                GuestSchedConfig::Bfs(_),
+                "nice" | "policy" | "rt_priority" | "cpu_offline" | "cpu_online",
+            ) => Ok(()),
+            (GuestSchedConfig::Bfs(_), _) => {
+                Err(format!("bfs takes no run-time change of `{field}`"))
+            }
         }
     }
 
@@ -214,6 +225,8 @@ impl ConfigCheck for GuestSchedConfig {
                 ))
             }
             GuestSchedConfig::Cfs(_) | GuestSchedConfig::Eevdf(_) => Ok(()),
+            // BFS queues every policy in one array: a task changes level, not class.
+            GuestSchedConfig::Bfs(_) => Ok(()),
         }
     }
 }
@@ -474,6 +487,7 @@ fn make_guest(cfg: &GuestSchedConfig, topo: &[CpuTopo]) -> Box<dyn vmsched_core:
     match cfg {
         GuestSchedConfig::Cfs(p) => Box::new(Cfs::sched(p.clone(), topo)),
         GuestSchedConfig::Eevdf(p) => Box::new(Eevdf::sched(p.clone(), topo)),
+        GuestSchedConfig::Bfs(p) => Box::new(Bfs::sched(p.clone(), topo)),
     }
 }
 

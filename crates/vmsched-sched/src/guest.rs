@@ -1,4 +1,5 @@
 //! Guest schedulers (place tasks on vCPUs).
+pub mod bfs;
 pub mod cfs;
 pub mod eevdf;
 pub mod linux_core;

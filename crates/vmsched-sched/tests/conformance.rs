@@ -771,6 +771,16 @@ fn eevdf_6_18(n: usize) -> vmsched_sched::guest::eevdf::EevdfSched {
     eevdf(vmsched_sched::guest::eevdf::EevdfKernel::V6_18, n)
 }
 
+fn bfs(n: usize) -> vmsched_sched::guest::bfs::BfsSched {
+    vmsched_sched::guest::bfs::Bfs::sched(Default::default(), &flat(n))
+}
+
+/// The BFS guest with every task SCHED_RR at priority 10: BFS's RT levels under the suite.
+fn bfs_rr_tasks(n: usize) -> vmsched_sched::guest::bfs::BfsSched {
+    TASK_POLICY.set((Policy::Rr, 10));
+    bfs(n)
+}
+
 /// The Linux 5.10 guest with every task SCHED_RR at priority 10: the RT class under the
 /// suite. Throttling is off (`sched_rt_runtime_us = -1`): with it, a CPU with only RT work
 /// idles 50 ms a second by design, which the work-conservation cases would flag; the RT tests
@@ -818,6 +828,50 @@ guest_conformance!(cfs_guest, cfs);
 guest_conformance!(eevdf_6_6_guest, eevdf_6_6);
 guest_conformance!(eevdf_6_12_guest, eevdf_6_12);
 guest_conformance!(eevdf_6_18_guest, eevdf_6_18);
+
+/// BFS at a guest level: the common cases, removal, timers and determinism. Its parameter
+/// change is a nice change too, but BFS turns nice into a deadline offset, not a weight, so the
+/// shares it moves to are BFS's own (`bfs_nice_change_moves_shares`).
+mod bfs_guest {
+    use super::*;
+    common_conformance!(common, bfs, {});
+    #[test]
+    fn nice_change_moves_shares() {
+        super::bfs_nice_change_moves_shares(bfs(1));
+    }
+    #[test]
+    fn removed_entity_never_runs() {
+        super::removed_entity_never_runs(bfs(1), false);
+    }
+    #[test]
+    fn timers_well_formed() {
+        super::timers_well_formed(bfs(2), false);
+    }
+    #[test]
+    fn deterministic() {
+        super::deterministic(bfs(2), bfs(2), false);
+    }
+}
+
+/// Parameter change (BFS guest): nice 5 after the change. Each hog runs 8 ms per slice (6.29 ms
+/// rounded up to the 4 ms ticks of HZ 250) and refills with deadline = now + offset; the nice-0
+/// hog keeps the CPU while its new deadline (now + 41.09 ms) is before the nice-5 hog's (set
+/// 66.06 ms out at its last refill), i.e. for (66.06 − 41.09 + 8) / 8 ≈ 4 slices per slice of
+/// the nice-5 hog (spec §4.2: shares follow deadline offsets, not weights).
+fn bfs_nice_change_moves_shares<S: Scheduler>(s: S) {
+    let mut h = two_on_one_cpu(s);
+    h.run_for(200 * NS_PER_MS, 100_000);
+    let (a, b) = window(&mut h, 1000);
+    let before = a as f64 / b as f64;
+    h.ents[1].params.linux.nice = 5;
+    h.prio_changed(1);
+    h.pump();
+    h.run_for(200 * NS_PER_MS, 100_000);
+    let (a, b) = window(&mut h, 2000);
+    let after = a as f64 / b as f64;
+    assert!((0.85..1.18).contains(&before), "nice 0:0: {before}");
+    assert!((3.5..4.6).contains(&after), "nice 0:5 under BFS: {after}");
+}
 
 /// The RT class (SCHED_RR tasks) at a guest level: the common cases, removal, timers and
 /// determinism, with a priority change as its parameter change.
@@ -1023,5 +1077,23 @@ mod bvt_host {
     #[test]
     fn deterministic() {
         super::deterministic(bvt(2), bvt(2), true);
+    }
+}
+
+/// BFS with SCHED_RR tasks: its RT levels of the one global queue under the common cases.
+mod bfs_rr_guest {
+    use super::*;
+    common_conformance!(common, bfs_rr_tasks, {});
+    #[test]
+    fn rt_priority_change_takes_the_cpu() {
+        super::rt_priority_change_takes_the_cpu(bfs_rr_tasks(1));
+    }
+    #[test]
+    fn removed_entity_never_runs() {
+        super::removed_entity_never_runs(bfs_rr_tasks(1), false);
+    }
+    #[test]
+    fn deterministic() {
+        super::deterministic(bfs_rr_tasks(2), bfs_rr_tasks(2), false);
     }
 }

@@ -821,12 +821,14 @@ fn random_scenario(seed: u64) -> String {
         }
     }
     // Drawn after the timeline (docs/fuzzing.md): the Linux guest classes and the Xen hosts of
-    // session 22, each first option no change, as `generate` in fuzz/src/lib.rs draws them.
+    // session 22 and BFS guests, each first option no change, as `generate` in fuzz/src/lib.rs
+    // draws them.
     let mut p = Pick(&mut pick);
     linux_classes(&mut p, &mut s, doms.len());
     xen_family(&mut p, &mut s, pinned, &doms);
     credit2_4_2(&mut p, &mut s);
     historic_host(&mut p, &mut s, &doms);
+    bfs_guests(&mut p, &mut s, doms.len());
     s
 }
 

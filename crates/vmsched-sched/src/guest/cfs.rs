@@ -92,6 +92,7 @@ mod hotplug; // CPU offline and online in the guest
 mod lifecycle; // run-time nice and policy changes
 pub(crate) mod select; // CPU selection at wake-up and fork (§1.16)
 pub mod sysctl;
+mod v3_17; // the Linux 3.17 differences (seed 003)
 pub(crate) mod weights; // weight tables, struct load_weight, calc_delta // a sysctl / sched_features dump as CfsParams
 
 use vmsched_core::cpuset::CpuSet;
@@ -118,12 +119,17 @@ pub enum CfsVersion {
     #[default]
     #[serde(rename = "5.10")]
     V5_10,
+    /// Linux 3.17, seed 003's kernel: the differences are in `cfs/v3_17.rs`.
+    #[serde(rename = "3.17")]
+    V3_17,
 }
 
 /// CFS tunables, named after their sysctls (`/proc/sys/kernel/sched_*`) and feature flags.
 #[derive(Clone, Debug, serde::Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct CfsParams {
+    /// The kernel release (`version` or `kernel`: "5.10", the default, or "3.17").
+    #[serde(alias = "kernel")]
     pub version: CfsVersion,
     /// CONFIG_HZ: the tick frequency of the guest kernel.
     pub hz: u32,
@@ -184,7 +190,16 @@ impl CfsParams {
             true => Ok(()),
             false => Err(format!("{field}: {v} is outside {lo}..={hi}")),
         };
-        if !LINUX_HZ.contains(&self.hz) {
+        if self.version == CfsVersion::V3_17 {
+            // 32-bit ARM's own HZ choice (200, 500) exists in 3.x (seed 003's Exynos: 200).
+            if !crate::guest::bfs::LINUX_3X_HZ.contains(&self.hz) {
+                return Err(format!(
+                    "hz: {} is not a CONFIG_HZ Linux 3.17 offers (100, 250, 300 or 1000; 200 or \
+                     500 on 32-bit ARM; 24, 48 or 1024 on some MIPS)",
+                    self.hz
+                ));
+            }
+        } else if !LINUX_HZ.contains(&self.hz) {
             return Err(format!(
                 "hz: {} is not a CONFIG_HZ Linux offers (100, 250, 300 or 1000; 24, 48 or 1024 \
                  on some architectures)",
@@ -224,6 +239,22 @@ impl CfsParams {
             ),
         ] {
             v.map_or(Ok(()), |v| range(field, v, lo, NS_PER_S))?;
+        }
+        if self.version == CfsVersion::V3_17 {
+            if self.vcpu_is_preempted {
+                return Err(
+                    "vcpu_is_preempted: Linux 3.17 has no vcpu_is_preempted (4.10 \
+                            introduced it); leave it false"
+                        .into(),
+                );
+            }
+            if self.rt.fair_server == Some(true) {
+                return Err(
+                    "rt.fair_server: the fair server is Linux 6.12's; 3.17 throttles \
+                            RT tasks instead"
+                        .into(),
+                );
+            }
         }
         self.rt.validate().map_err(|m| format!("rt.{m}"))
     }
@@ -776,6 +807,9 @@ impl SchedClass for Cfs {
     fn init_rq(&self, rq: &mut Rq) {
         rq.avg_idle = 2 * self.tun.migration_cost;
         rq.max_idle_balance_cost = 2 * self.tun.migration_cost;
+        if self.is_3_17() {
+            self.init_rq_3_17(rq);
+        }
     }
 
     /// Build time: a blocked task with vruntime 0 on its initial vCPU (or the first allowed one).
@@ -810,6 +844,9 @@ impl SchedClass for Cfs {
     #[inline]
     fn select_task_rq(&mut self, ctx: &mut LinuxCtx, e: EntityId, info: WakeInfo) -> CpuId {
         debug_assert!(!self.ses[e.idx()].on_rq, "wake of a queued task");
+        if self.is_3_17() {
+            return CpuId(self.select_task_rq_fair_3_17(ctx, e.idx(), info) as u32);
+        }
         CpuId(self.select_task_rq_fair(ctx, e.idx(), info) as u32)
     }
 
@@ -817,7 +854,11 @@ impl SchedClass for Cfs {
     /// `exec_start`.
     #[inline]
     fn select_task_rq_fork(&mut self, ctx: &mut LinuxCtx, e: EntityId, parent: CpuId) -> CpuId {
-        let cpu = self.find_idlest_cpu(ctx, e.idx(), parent.idx());
+        let cpu = if self.is_3_17() {
+            self.find_idlest_cpu_3_17(e.idx(), parent.idx())
+        } else {
+            self.find_idlest_cpu(ctx, e.idx(), parent.idx())
+        };
         let se = &mut self.ses[e.idx()];
         se.cpu = cpu;
         se.exec_start = 0;

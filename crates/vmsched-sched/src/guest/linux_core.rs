@@ -72,6 +72,9 @@ pub struct Rq {
     /// Steal beyond the clock delta is dropped, not carried over (6.6.87, 6.12.19, 6.13+:
     /// ERRATA L5); set by the fair class's `init_rq`. False: 5.10.y's carry-over.
     pub drop_excess_steal: bool,
+    /// Steal is subtracted only in whole ticks of this length (Linux 3.x's `steal_ticks`), the
+    /// rest staying pending; set by the fair class's `init_rq` (CFS 3.17). 0: exact (4.x on).
+    pub steal_tick_ns: u64,
     /// `rq->rt.rt_nr_running`: RT tasks queued or running here, kept by the RT class, so that
     /// another class's idle test (`idle_cpu` reads the whole `rq->nr_running`) sees them.
     pub rt_nr_running: u32,
@@ -126,7 +129,7 @@ impl<'c, 'a> LinuxCtx<'c, 'a> {
 
     /// Linux v5.10: update_rq_clock + update_rq_clock_task (steal capped at the delta, the
     /// excess carried over to later updates as in 5.10.y, or dropped with
-    /// `Rq::drop_excess_steal`, ERRATA L5). The steal reading is the
+    /// `Rq::drop_excess_steal`, ERRATA L5; in whole ticks with `Rq::steal_tick_ns`, 3.x). The steal reading is the
     /// engine's steal clock when the guest accounts steal time (PARAVIRT_TIME_ACCOUNTING), else
     /// 0.
     #[inline]
@@ -140,7 +143,10 @@ impl<'c, 'a> LinuxCtx<'c, 'a> {
         let mut delta = now - rq.clock;
         rq.clock = now;
         let pending = steal_clock.saturating_sub(rq.prev_steal_time_rq);
-        let steal = pending.min(delta);
+        let mut steal = pending.min(delta);
+        if rq.steal_tick_ns > 0 {
+            steal -= steal % rq.steal_tick_ns;
+        }
         rq.prev_steal_time_rq += if rq.drop_excess_steal { pending } else { steal };
         delta -= steal;
         rq.clock_task += delta;

@@ -436,3 +436,32 @@ fn historic_host(p: &mut Pick, s: &mut String, doms: &[u64]) {
     out += &s[last..];
     *s = out;
 }
+
+/// Appended choice (issue 12, BFS; first option no change): one domain in four runs BFS as its
+/// guest scheduler
+/// (docs/bfs.md) in place of the CFS or EEVDF table drawn before, whose RT-class sysctls
+/// (`[domain.sched.rt]`) go with it: BFS has none, and runs the FIFO/RR programs drawn with
+/// them at its own RT levels. One time in 32 a field takes an edge value, to be refused.
+fn bfs_guests(p: &mut Pick, s: &mut String, ndoms: usize) {
+    for d in 0..ndoms {
+        if p.pick(4) != 1 {
+            continue;
+        }
+        let Some((a, mut b)) = nth_table(s, "[domain.sched]\n", d) else {
+            continue;
+        };
+        if let Some(&(_, end)) = table_ranges(s)
+            .iter()
+            .find(|&&(x, _)| x == b && s[x..].starts_with("[domain.sched.rt]\n"))
+        {
+            b = end;
+        }
+        let t = format!(
+            "[domain.sched]\nscheduler = \"bfs\"\nversion = \"{}\"\nhz = {}\nrr_interval = {}\n",
+            p.rare(&["0.458"], &["0.512"]),
+            p.rare(&[100, 200, 250, 1000], &[0, 150]),
+            p.rare(&[1, 6, 100], &[0, 1001]),
+        );
+        s.replace_range(a..b, &t);
+    }
+}

@@ -10,6 +10,7 @@ mod balance;
 mod hotplug;
 mod params;
 mod select;
+mod v3_17;
 
 const A: u32 = 0;
 const B: u32 = 1;
