@@ -86,6 +86,13 @@ struct Level {
     /// run's seed and the level's name (stream `tick-phase/<name>`); every CPU of the level
     /// ticks on the same grid unless the level skews its ticks ([`LevelOpts::skew_tick`]).
     tick_phase: Nanos,
+    /// The scheduler counts the entities runnable on each CPU ([`Scheduler::nr_running`]): a
+    /// vCPU of a guest below polls in its halt window only while it is alone on its pCPU (KVM's
+    /// `single_task_running()`). Known at build.
+    polls_alone: bool,
+    /// KVM's `kvm->last_boosted_vcpu` of this guest level: the guest CPU whose vCPU the last
+    /// directed yield went to (`kvm_vcpu_on_spin` starts after it).
+    last_boosted: u32,
     /// The level exists: false for the guest of a domain not created yet or already destroyed
     /// (`[[domain]] create_at_ms`/`destroy_at_ms`). Nothing reaches a dead level's CPUs: its
     /// ticks are not armed and its events do not wake the vCPUs behind them.
@@ -890,7 +897,8 @@ impl Simulation {
                         // (`start_executing` asks for that check).
                         return;
                     }
-                    if !std::mem::take(&mut cs.halt_due) {
+                    if !std::mem::take(&mut cs.halt_due) && !self.host_busy(b) {
+                        let cs = &mut self.cpus[c.idx()];
                         if !self.q.is_armed(cs.halt_slot) {
                             self.q.arm(cs.halt_slot, self.now + w);
                         }
@@ -968,5 +976,50 @@ impl Simulation {
         };
         self.set_runstate(g, state);
         self.with_sched(l, |s, ctx| s.wake(ctx, e, info));
+        if self.levels[l.idx()].polls_alone {
+            self.end_polls_not_alone(l);
+        }
+    }
+
+    /// The vCPU `b` (running) would poll in its halt window, but its host scheduler counts
+    /// another runnable entity on its pCPU: KVM's `kvm_vcpu_can_poll` fails
+    /// (`single_task_running()`), so it blocks at once.
+    #[inline]
+    fn host_busy(&self, b: GEnt) -> bool {
+        let (hl, he) = (self.ents[b.idx()].level, self.ents[b.idx()].local);
+        let lv = &self.levels[hl.idx()];
+        if !lv.polls_alone {
+            return false;
+        }
+        let pc = lv.ent_info[he.idx()]
+            .on_cpu
+            .expect("a running vCPU is on a CPU");
+        lv.sched.nr_running(pc).is_some_and(|n| n > 1)
+    }
+
+    /// A wake-up at level `l`, whose scheduler counts runnable entities per CPU: a vCPU polling
+    /// in its halt window on a CPU that now has another runnable entity stops polling and
+    /// blocks (KVM's poll loop checks `single_task_running()` on every iteration).
+    #[cold]
+    fn end_polls_not_alone(&mut self, l: LevelId) {
+        for i in 0..self.levels[l.idx()].cpu_info.len() {
+            let lv = &self.levels[l.idx()];
+            let Some(e) = lv.cpu_info[i].curr else {
+                continue;
+            };
+            let g = lv.ent_g[e.idx()];
+            let EntKind::Vcpu(vc) = self.ents[g.idx()].kind else {
+                continue;
+            };
+            if !self.q.is_armed(self.cpus[vc.idx()].halt_slot)
+                || lv.sched.nr_running(CpuId(i as u32)).is_none_or(|n| n <= 1)
+            {
+                continue;
+            }
+            self.q.cancel(self.cpus[vc.idx()].halt_slot);
+            if self.ents[g.idx()].state == RunState::Running {
+                self.block_entity(g);
+            }
+        }
     }
 }

@@ -25,6 +25,7 @@ use crate::guest::eevdf::{Eevdf, EevdfParams};
 use crate::host::arinc653::{Arinc653, Arinc653Params, Slot};
 use crate::host::credit1::{Credit1, Credit1Params};
 use crate::host::credit2::{Credit2, Credit2Params};
+use crate::host::kvm::KvmHostParams;
 use crate::host::null::{Null, NullParams};
 use crate::host::pinned::{Pinned, PinnedParams};
 use crate::host::rtds::{Rtds, RtdsParams};
@@ -44,6 +45,9 @@ pub enum HostSchedConfig {
     Null(NullParams),
     /// Xen's ARINC 653 scheduler (`sched=arinc653`), 4.20.
     Arinc653(Arinc653Params),
+    /// A Linux KVM host (`hypervisor = "kvm"` only): the Linux core over vCPU threads and host
+    /// processes (host/kvm.rs, docs/kvm.md).
+    Linux(KvmHostParams),
 }
 
 /// `[domain.sched] scheduler = "..."`
@@ -64,6 +68,7 @@ impl ConfigCheck for HostSchedConfig {
             HostSchedConfig::Rtds(p) => p.validate().map_err(split_field),
             HostSchedConfig::Null(_) => Ok(()),
             HostSchedConfig::Arinc653(p) => p.validate().map_err(split_field),
+            HostSchedConfig::Linux(p) => p.validate(),
         }
     }
 
@@ -148,6 +153,11 @@ impl ConfigCheck for HostSchedConfig {
             ) => Ok(()),
             (HostSchedConfig::Arinc653(_), _) => Err(format!(
                 "arinc653 follows its table: it takes no run-time change of `{field}`"
+            )),
+            (HostSchedConfig::Linux(_), "cpu_offline" | "cpu_online") => Ok(()),
+            (HostSchedConfig::Linux(_), _) => Err(format!(
+                "the linux (KVM) host takes no run-time change of `{field}` (only pCPU \
+                 offline/online)"
             )),
         }
     }
@@ -241,6 +251,7 @@ pub fn load_with(
 /// Checks that need the host policy and the whole machine together.
 fn check_layout(s: &Scenario) -> Result<(), (String, String)> {
     check_rtds_fields(s)?;
+    check_kvm_fields(s)?;
     match &s.host {
         HostSchedConfig::Credit(p) => {
             // Seed 001's boost credit names domains.
@@ -257,6 +268,18 @@ fn check_layout(s: &Scenario) -> Result<(), (String, String)> {
         HostSchedConfig::Credit2(_) => Ok(()),
         HostSchedConfig::Pinned(_) => crate::host::pinned::check_layout(s),
         HostSchedConfig::Rtds(_) | HostSchedConfig::Null(_) => Ok(()),
+        HostSchedConfig::Linux(p) => {
+            if s.machine.hypervisor != Hypervisor::Kvm {
+                return Err((
+                    "host.scheduler".into(),
+                    "\"linux\" is a KVM host: set machine.hypervisor = \"kvm\" (Xen hosts \
+                     are credit, credit2, rtds, null, arinc653)"
+                        .into(),
+                ));
+            }
+            crate::host::kvm::check_processes(p, s.machine.pcpus)
+                .map_err(|(f, m)| (format!("host.{f}"), m))
+        }
         HostSchedConfig::Arinc653(p) => {
             // A slot names a domain of the scenario and one of its vCPUs.
             for (i, slot) in p.schedule.iter().flatten().enumerate() {
@@ -306,6 +329,17 @@ fn check_rtds_fields(s: &Scenario) -> Result<(), (String, String)> {
     Ok(())
 }
 
+/// A domain's vCPU thread fields (`vcpu_nice`, `vcpu_policy`, `vcpu_rt_priority`): checked
+/// under a Linux (KVM) host, refused under any other.
+fn check_kvm_fields(s: &Scenario) -> Result<(), (String, String)> {
+    let linux = matches!(s.host, HostSchedConfig::Linux(_));
+    for (i, d) in s.domains.iter().enumerate() {
+        crate::host::kvm::check_vcpu_fields(d, linux)
+            .map_err(|(f, m)| (format!("domain.{i}.{f}"), m))?;
+    }
+    Ok(())
+}
+
 /// How a host configuration places vCPUs at build time.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum VcpuPlacement {
@@ -320,9 +354,10 @@ impl HostSchedConfig {
         match self {
             HostSchedConfig::Credit(_) | HostSchedConfig::Credit2(_) => VcpuPlacement::Affinity,
             HostSchedConfig::Pinned(_) => VcpuPlacement::OwnPcpu,
-            HostSchedConfig::Rtds(_) | HostSchedConfig::Null(_) | HostSchedConfig::Arinc653(_) => {
-                VcpuPlacement::Affinity
-            }
+            HostSchedConfig::Rtds(_)
+            | HostSchedConfig::Null(_)
+            | HostSchedConfig::Arinc653(_)
+            | HostSchedConfig::Linux(_) => VcpuPlacement::Affinity,
         }
     }
 
@@ -335,6 +370,7 @@ impl HostSchedConfig {
             HostSchedConfig::Rtds(p) => p,
             HostSchedConfig::Null(p) => p,
             HostSchedConfig::Arinc653(p) => p,
+            HostSchedConfig::Linux(p) => p,
         }
     }
 
@@ -351,7 +387,29 @@ impl HostSchedConfig {
             | HostSchedConfig::Pinned(_)
             | HostSchedConfig::Rtds(_)
             | HostSchedConfig::Null(_)
-            | HostSchedConfig::Arinc653(_) => false,
+            | HostSchedConfig::Arinc653(_)
+            | HostSchedConfig::Linux(_) => false,
+        }
+    }
+
+    /// The host task attributes of a domain's vCPU threads: a Linux host's reading of
+    /// `vcpu_nice`, `vcpu_policy`, `vcpu_rt_priority`; the defaults under Xen.
+    fn vcpu_linux_attr(
+        &self,
+        d: &vmsched_core::scenario::DomainConfig<GuestSchedConfig>,
+    ) -> LinuxAttr {
+        match self {
+            HostSchedConfig::Linux(_) => crate::host::kvm::vcpu_thread_attr(d),
+            _ => LinuxAttr::default(),
+        }
+    }
+
+    /// Does the host give its guests a steal clock? Xen always does (the runstate area);
+    /// a KVM host with PV steal time on.
+    fn steal_clock(&self) -> bool {
+        match self {
+            HostSchedConfig::Linux(p) => p.steal_time,
+            _ => true,
         }
     }
 
@@ -410,6 +468,7 @@ fn make_host(
             });
             Box::new(Arinc653::sched(p, topo.len(), table))
         }
+        HostSchedConfig::Linux(p) => p.make(topo),
     }
 }
 
@@ -482,7 +541,7 @@ pub fn build(s: &Scenario) -> Simulation {
             make_guest(&d.sched, &gtopo),
             LevelOpts {
                 clock: LevelClock {
-                    steal_accounting: d.kernel.paravirt_time_accounting,
+                    steal_accounting: d.kernel.paravirt_time_accounting && s.host.steal_clock(),
                     ..Default::default()
                 },
                 preempt_full: d.kernel.preempt == Preempt::Full,
@@ -521,7 +580,7 @@ pub fn build(s: &Scenario) -> Simulation {
                     name: format!("{}.v{v}", d.name),
                     group: di as u32,
                     xen: s.host.vcpu_attr(d),
-                    linux: LinuxAttr::default(),
+                    linux: s.host.vcpu_linux_attr(d),
                     hard_affinity: hard,
                     soft_affinity: soft,
                     initial_cpu: CpuId(initial),
@@ -596,6 +655,9 @@ pub fn build(s: &Scenario) -> Simulation {
             });
         }
     }
+    if let HostSchedConfig::Linux(p) = &s.host {
+        add_host_processes(&mut b, host, p, s.domains.len() as u32, s.machine.pcpus);
+    }
     // Converted with checked arithmetic; `load` refused a scenario where they overflow.
     let ns = |v: Result<u64, (String, String)>| {
         v.unwrap_or_else(|(f, m)| panic!("invariant: a built scenario validated, but {f}: {m}"))
@@ -608,6 +670,44 @@ pub fn build(s: &Scenario) -> Simulation {
         ns(s.run.warmup_ns()),
         ns(s.run.sample_interval_ns()),
     )
+}
+
+/// A KVM host's `[[host.process]]` workloads, as tasks of the host level: process `i` is group
+/// `nr_domains + i` there (after the domains' vCPUs), its affinity names pCPUs.
+fn add_host_processes(
+    b: &mut SimBuilder,
+    host: LevelId,
+    p: &KvmHostParams,
+    nr_domains: u32,
+    pcpus: u32,
+) {
+    let all_p = CpuSet::first_n(pcpus as usize);
+    for (wi, w) in p.processes.iter().enumerate() {
+        let spec = w.build(pcpus);
+        let tasks = spec.tasks.clone();
+        b.add_workload(host, spec, |i| {
+            let t = &tasks[i];
+            let aff = t
+                .affinity
+                .as_ref()
+                .map(|a| CpuSet::from_ids(a.iter().copied()))
+                .unwrap_or(all_p);
+            EntityParams {
+                name: t.name.clone(),
+                group: nr_domains + wi as u32,
+                xen: XenAttr::default(),
+                linux: LinuxAttr {
+                    policy: t.policy,
+                    nice: t.nice,
+                    rt_priority: t.rt_prio,
+                    ..Default::default()
+                },
+                hard_affinity: aff,
+                soft_affinity: aff,
+                initial_cpu: aff.first().unwrap_or(CpuId(0)),
+            }
+        });
+    }
 }
 
 /// The I/O path (docs/io.md), if a domain runs an I/O workload: the driver domain (the first

@@ -113,6 +113,7 @@ impl SimBuilder {
         let l = LevelId(self.sim.levels.len() as u32);
         let n = sched.nr_timers();
         let tick_period = sched.tick_period();
+        let polls_alone = sched.nr_running(CpuId(0)).is_some();
         let timer_slots = (0..n)
             .map(|k| self.slot(SlotKind::LevelTimer(l, k)))
             .collect();
@@ -128,6 +129,8 @@ impl SimBuilder {
             timer_slots,
             tick_period,
             tick_phase: 0,
+            polls_alone,
+            last_boosted: 0,
             alive: true,
         });
         l
