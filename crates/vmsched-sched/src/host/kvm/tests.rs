@@ -267,3 +267,22 @@ fn errors_name_the_field() {
         assert_eq!(e.field, field, "{set:?}: {e}");
     }
 }
+
+/// Only a KVM host answers the engine's run-queue length and directed yield: a guest kernel
+/// (the same core) answers neither, so the engine asks nothing of guests.
+#[test]
+fn guest_kernels_answer_no_kvm_hook() {
+    use vmsched_core::testkit::{flat, pinned, Harness};
+    use vmsched_core::{CpuId, Scheduler, WakeCause, WakeInfo};
+    let guest = crate::guest::cfs::Cfs::sched(Default::default(), &flat(1));
+    assert_eq!(Scheduler::nr_running(&guest, CpuId(0)), None);
+    let mut h = Harness::new(guest, 1, vec![pinned(0, 1, 0), pinned(1, 1, 0)]);
+    for e in 0..2 {
+        h.wake(e, WakeInfo::of(WakeCause::Fork));
+        h.pump();
+    }
+    let x = h.curr(0).expect("runs");
+    assert_eq!(h.yield_to(x, 1 - x), None);
+    let host = crate::guest::cfs::Cfs::sched(Default::default(), &flat(1)).into_kvm_host("k");
+    assert_eq!(Scheduler::nr_running(&host, CpuId(0)), Some(0));
+}
