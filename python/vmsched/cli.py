@@ -258,6 +258,8 @@ HOST_SCHEDULERS = (
     ("null", "Xen null, 4.20: one vCPU per pCPU, a waitqueue (docs/null.md)"),
     ("arinc653", "Xen ARINC 653, 4.20: a fixed table of slots (docs/arinc653.md)"),
     ("pinned", "vCPU k owns pCPU k; for tests, not a real scheduler"),
+    ("linux", "a Linux KVM host (hypervisor = \"kvm\"): CFS 5.10 or EEVDF 6.6/6.12/6.18 over "
+              "vCPU threads and host processes (docs/kvm.md)"),
 )
 
 
