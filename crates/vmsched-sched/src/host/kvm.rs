@@ -195,8 +195,11 @@ pub fn check_processes(p: &KvmHostParams, pcpus: u32) -> Result<(), (String, Str
                     .into(),
             ));
         }
-        w.validate(pcpus)
-            .map_err(|(f, m)| (at(&f), m.replace("vCPU", "pCPU")))?;
+        // A host process's affinity names pCPUs (the workload's messages say vCPUs).
+        w.validate(pcpus).map_err(|(f, m)| {
+            let m = m.replace("the domain has", "the machine has");
+            (at(&f), m.replace("vCPU", "pCPU"))
+        })?;
     }
     Ok(())
 }
