@@ -99,6 +99,12 @@ struct Level {
     alive: bool,
 }
 
+/// The KVM/ARM 3.x arch-timer kworker (ERRATA L9): its task, and the guest CPUs it has to kick.
+struct TimerWorker {
+    task: usize,
+    queue: Vec<GCpu>,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum EntKind {
     Vcpu(GCpu),
@@ -305,6 +311,10 @@ pub struct Simulation {
     log: Vec<String>,
     /// The I/O path: event channels, kernel work, packets (sim/io.rs); None without I/O.
     io: Option<Box<io::IoState>>,
+    /// The KVM/ARM 3.x arch-timer kworker (ERRATA L9), if the host has one: its task and the
+    /// guest CPUs whose timer fired while their vCPU was out of guest mode, to be kicked when
+    /// it runs ([`SimBuilder::add_timer_worker`]).
+    timer_worker: Option<TimerWorker>,
     /// xenmon's fixed windows (sim/xenmon.rs); None when they are off.
     xenmon: Option<Box<xenmon::Windows>>,
 }
@@ -639,6 +649,47 @@ impl Simulation {
                     }
                 }
             }
+        }
+    }
+
+    /// A guest timer (or the periodic tick) fired for CPU `c` while its vCPU is out of guest
+    /// mode: the vCPU is kicked, directly or, with the KVM/ARM 3.x arch-timer kworker (ERRATA
+    /// L9), by that kworker once the host scheduler runs it (the host hrtimer only queues its
+    /// work).
+    fn timer_kick(&mut self, c: GCpu) {
+        let Some(w) = &mut self.timer_worker else {
+            self.kick_backing(c, WakeCause::Timer);
+            return;
+        };
+        if !w.queue.contains(&c) {
+            w.queue.push(c);
+        }
+        // queue_work: wake the kworker if it sleeps, else leave it a token (it is pending or
+        // running and will look at the queue again).
+        let t = w.task;
+        let ch = &mut self.wls[self.tasks[t].wl].chans[0];
+        if ch.waiters.pop_front().is_some() {
+            self.tasks[t].phase = Phase::Ready;
+            self.wake_entity(self.tasks[t].ent, WakeInfo::of(WakeCause::Timer));
+        } else {
+            ch.tokens = 1;
+        }
+    }
+
+    /// The timer kworker's work: every queued guest CPU's vCPU is kicked, in queue order.
+    #[cold]
+    fn kick_timer_queue(&mut self) {
+        let mut i = 0;
+        while let Some(c) = self
+            .timer_worker
+            .as_ref()
+            .and_then(|w| w.queue.get(i).copied())
+        {
+            i += 1;
+            self.kick_backing(c, WakeCause::Timer);
+        }
+        if let Some(w) = &mut self.timer_worker {
+            w.queue.clear();
         }
     }
 

@@ -277,6 +277,14 @@ fn check_layout(s: &Scenario) -> Result<(), (String, String)> {
                         .into(),
                 ));
             }
+            if p.timer_kworker && s.machine.arch != Arch::Arm64 {
+                return Err((
+                    "host.timer_kworker".into(),
+                    "the timer kworker is KVM/ARM's (3.x arch timer, ERRATA L9): set \
+                     machine.arch = \"arm64\""
+                        .into(),
+                ));
+            }
             crate::host::kvm::check_processes(p, s.machine.pcpus)
                 .map_err(|(f, m)| (format!("host.{f}"), m))
         }
@@ -657,6 +665,20 @@ pub fn build(s: &Scenario) -> Simulation {
     }
     if let HostSchedConfig::Linux(p) = &s.host {
         add_host_processes(&mut b, host, p, s.domains.len() as u32, s.machine.pcpus);
+        if p.timer_kworker {
+            // An unbound nice-0 kworker (ERRATA L9), after the host processes.
+            let all = CpuSet::first_n(s.machine.pcpus as usize);
+            let params = EntityParams {
+                name: "kworker/kvm-arch-timer".into(),
+                group: (s.domains.len() + p.processes.len()) as u32,
+                xen: XenAttr::default(),
+                linux: LinuxAttr::default(),
+                hard_affinity: all,
+                soft_affinity: all,
+                initial_cpu: CpuId(0),
+            };
+            b.add_timer_worker(host, params, p.timer_kworker_ns);
+        }
     }
     // Converted with checked arithmetic; `load` refused a scenario where they overflow.
     let ns = |v: Result<u64, (String, String)>| {

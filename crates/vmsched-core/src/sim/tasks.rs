@@ -341,6 +341,13 @@ impl Simulation {
                     self.ioreq_send(c);
                     return;
                 }
+                Step::KickTimers => {
+                    self.tasks[t].pc += 1;
+                    self.kick_timer_queue();
+                    if self.task_cpu(t) != Some(c) {
+                        return;
+                    }
+                }
                 Step::Count { counter } => {
                     self.tasks[t].pc += 1;
                     if measuring {
@@ -452,7 +459,7 @@ impl Simulation {
         emit!(self.trace_timer(t));
         if !self.cpus[c.idx()].executing {
             self.cpus[c.idx()].pending.raise_timer(t);
-            self.kick_backing(c, WakeCause::Timer);
+            self.timer_kick(c);
             return;
         }
         self.on_cpu(c, |sim| sim.timer_interrupt(c));

@@ -46,6 +46,16 @@ pub struct KvmHostParams {
     /// the host"); the same tables as `[[domain.workload]]`, with affinities naming pCPUs.
     #[serde(default, rename = "process", skip_serializing_if = "Vec::is_empty")]
     pub processes: Vec<WorkloadConfig>,
+    /// KVM/ARM 3.x's guest timer path (ERRATA L9; arm64 only): a guest timer that fires while
+    /// its vCPU is out of guest mode is handled by a host kworker (nice 0, SCHED_OTHER, unbound)
+    /// that the host scheduler must run before it kicks the vCPU. Default off (the later timer
+    /// rework, about v4.15, kicks from the hrtimer itself).
+    #[serde(default)]
+    pub timer_kworker: bool,
+    /// The kworker's run time per activation (ns; default 0: only its scheduling is modelled;
+    /// not calibrated).
+    #[serde(default)]
+    pub timer_kworker_ns: u64,
 }
 
 fn default_sched() -> GuestSchedConfig {
@@ -62,6 +72,8 @@ impl Default for KvmHostParams {
             sched: default_sched(),
             steal_time: true,
             processes: Vec::new(),
+            timer_kworker: false,
+            timer_kworker_ns: 0,
         }
     }
 }
@@ -165,6 +177,12 @@ pub fn check_vcpu_fields<G>(d: &DomainConfig<G>, linux_host: bool) -> Result<(),
 /// workloads (`ping`, `stream`), `vmboot` and programs with emulated I/O (`ioreq` steps) are
 /// guest workloads and are refused.
 pub fn check_processes(p: &KvmHostParams, pcpus: u32) -> Result<(), (String, String)> {
+    if p.timer_kworker_ns > 0 && !p.timer_kworker {
+        return Err((
+            "timer_kworker_ns".into(),
+            "the timer kworker's cost needs timer_kworker = true".into(),
+        ));
+    }
     for (i, w) in p.processes.iter().enumerate() {
         let at = |f: &str| join(&format!("process.{i}"), f);
         if p.processes[..i].iter().any(|o| o.name() == w.name()) {
