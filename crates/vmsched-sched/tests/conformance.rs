@@ -703,8 +703,8 @@ macro_rules! linux_host_conformance {
                 super::nr_running_counts_runnable_entities($ctor(2));
             }
             #[test]
-            fn directed_yield_gives_up_the_cpu() {
-                super::directed_yield_gives_up_the_cpu($ctor(1));
+            fn directed_yield_reaches_the_target() {
+                super::directed_yield_reaches_the_target($ctor(1));
             }
         });
     };
@@ -734,15 +734,19 @@ fn nr_running_counts_runnable_entities<S: Scheduler>(s: S) {
     assert_eq!(h.sched.nr_running(CpuId(0)), Some(2));
 }
 
-/// KVM host: a directed yield (`yield_to`, from `kvm_vcpu_on_spin`) to a queued entity makes
-/// the yielder give up its CPU; a running target (the yielder itself) is refused.
-fn directed_yield_gives_up_the_cpu<S: Scheduler>(s: S) {
+/// KVM host: a directed yield (`yield_to`, from `kvm_vcpu_on_spin`) is refused for a running
+/// target (the yielder itself) and accepted for a queued one; the CPU it yields never idles,
+/// and the target does get the CPU after some of the yields. (Whether the yielder may be picked
+/// again at once is each class's rule: CFS's next buddy within the wakeup granularity, EEVDF's
+/// PICK_BUDDY from 6.12 and its yield, L3.)
+fn directed_yield_reaches_the_target<S: Scheduler>(s: S) {
     let ents = (0..3).map(|i| pinned(i, 1, 0)).collect();
     let mut h = Harness::new(s, 1, ents);
     for e in 0..3 {
         h.wake(e, WakeInfo::of(WakeCause::Fork));
         h.pump();
     }
+    let mut target_ran = 0;
     for _ in 0..20 {
         h.run_for(3 * NS_PER_MS, 100_000);
         let x = h.curr(0).expect("the CPU runs");
@@ -750,8 +754,10 @@ fn directed_yield_gives_up_the_cpu<S: Scheduler>(s: S) {
         let target = (x + 1) % 3;
         assert_eq!(h.yield_to(x, target), Some(true));
         h.pump();
-        assert_ne!(h.curr(0), Some(x), "the yielder kept its CPU");
+        let now = h.curr(0).expect("a directed yield idled the CPU");
+        target_ran += u32::from(now == target);
     }
+    assert!(target_ran > 0, "the target never got the CPU");
 }
 
 fn credit2(n: usize) -> vmsched_sched::host::credit2::Credit2Sched {
