@@ -244,6 +244,12 @@ fn errors_name_the_field() {
         let e = load_err(&credit2, &[(&key, v)]);
         assert_eq!(e.field, key, "{e}");
     }
+    let no_kernel = SHIPPED.replace(
+        "scheduler = \"linux\"\n",
+        "scheduler = \"linux\"\n[host.sched]\nscheduler = \"eevdf\"\n",
+    );
+    let e = load_err(&no_kernel, &[]);
+    assert_eq!(e.field, "host.sched.kernel", "{e}");
     let e = load_err(SHIPPED, &[("host.process.0.affinity", "[2]")]);
     assert!(
         e.message.contains("pCPU 2") && e.message.contains("machine has 2 pCPUs"),
