@@ -41,7 +41,11 @@ pub(super) fn locate_error(src: &str, span: Option<Range<usize>>, msg: &str) -> 
         }
         // A tagged table nested in a tagged one (`[host.sched]` of the KVM host) is buffered
         // with it: the field is the inner table's if that is the only tagged one without it.
-        while let Some(inner) = nested_tagged_without(&root, &path, &f) {
+        // (Never from the top level: a missing top-level table is the top level's.)
+        while let Some(inner) = (!path.is_empty())
+            .then(|| nested_tagged_without(&root, &path, &f))
+            .flatten()
+        {
             path.push(inner);
         }
         path.push(f);

@@ -250,6 +250,14 @@ fn errors_name_the_field() {
     );
     let e = load_err(&no_kernel, &[]);
     assert_eq!(e.field, "host.sched.kernel", "{e}");
+    // A missing top-level table stays the top level's, even beside a nested tagged table.
+    let with_sched = no_kernel.replace(
+        "scheduler = \"eevdf\"\n#",
+        "scheduler = \"eevdf\"\nkernel = \"6.12\"\n#",
+    );
+    assert!(build::load("t.toml", &with_sched, &[]).is_ok());
+    let no_domain = &with_sched[..with_sched.find("[[domain]]").expect("a domain")];
+    assert_eq!(load_err(no_domain, &[]).field, "domain");
     let e = load_err(SHIPPED, &[("host.process.0.affinity", "[2]")]);
     assert!(
         e.message.contains("pCPU 2") && e.message.contains("machine has 2 pCPUs"),
