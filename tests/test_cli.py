@@ -87,11 +87,13 @@ def test_list_names_host_schedulers_and_each_loads(tmp_path):
     p = vmsched("list")
     assert p.returncode == 0
     for name in ("rtds", "null", "arinc653", "rtds_reservation", "null_static",
-                 "arinc653_partitions"):
+                 "arinc653_partitions", "linux", "kvm_host"):
         assert name in p.stdout
     for name, _ in HOST_SCHEDULERS:
         f = tmp_path / f"{name}.toml"
-        f.write_text(f'[machine]\npcpus = 1\n[host]\nscheduler = "{name}"\n'
+        # The Linux host is a KVM host: it needs the KVM hypervisor.
+        hv = 'hypervisor = "kvm"\n' if name == "linux" else ""
+        f.write_text(f'[machine]\npcpus = 1\n{hv}[host]\nscheduler = "{name}"\n'
                      '[[domain]]\nname = "a"\nvcpus = 1\n[domain.sched]\nscheduler = "cfs"\n')
         assert api.check(f)["host"]["scheduler"] == name
 

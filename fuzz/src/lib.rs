@@ -9,7 +9,7 @@ use vmsched_core::scenario::{ScenarioError, SetValue};
 /// The scenarios shipped in python/vmsched/scenarios, as (file name, text), in the order they
 /// were added (so the `overrides` target's older inputs keep selecting theirs); a test checks
 /// that every shipped scenario is here.
-pub const SHIPPED: [(&str, &str); 21] = [
+pub const SHIPPED: [(&str, &str); 22] = [
     (
         "seed000_context1_ratelimit.toml",
         include_str!("../../python/vmsched/scenarios/seed000_context1_ratelimit.toml"),
@@ -93,6 +93,10 @@ pub const SHIPPED: [(&str, &str); 21] = [
     (
         "bfs_guest.toml",
         include_str!("../../python/vmsched/scenarios/bfs_guest.toml"),
+    ),
+    (
+        "kvm_host.toml",
+        include_str!("../../python/vmsched/scenarios/kvm_host.toml"),
     ),
 ];
 
@@ -199,6 +203,14 @@ pub const KEYS: &[&str] = &[
     "event.0.domain",
     "domain.0.sched.rr_interval",
     "domain.0.sched.version",
+    "host.steal_time",
+    "host.sched.scheduler",
+    "host.sched.kernel",
+    "host.process",
+    "host.process.0.copies",
+    "domain.0.vcpu_nice",
+    "domain.0.vcpu_policy",
+    "domain.0.vcpu_rt_priority",
 ];
 
 /// An override value as the Python front passes it (typed) or the CLI does (text).

@@ -290,6 +290,8 @@ HOST_SCHEDULERS = (
     ("sedf", "Xen SEDF, historic (4.2.1; removed in 4.6): slice per period, EDF (docs/sedf.md)"),
     ("bvt", "Xen BVT, historic (3.0; removed in 3.1): borrowed virtual time (docs/bvt.md)"),
     ("pinned", "vCPU k owns pCPU k; for tests, not a real scheduler"),
+    ("linux", "a Linux KVM host (hypervisor = \"kvm\"): CFS 5.10 or EEVDF 6.6/6.12/6.18 over "
+              "vCPU threads and host processes (docs/kvm.md)"),
 )
 
 

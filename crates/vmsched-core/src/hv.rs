@@ -30,8 +30,9 @@
 //!   `kvm-arm.wfi_trap_policy=notrap` / `wfe_trap_policy=notrap` are `vwfi = "native"` here.
 //!
 //! Simplified (docs/simplifications.md): the poll window is fixed (no `halt_poll_ns_grow` /
-//! `shrink`); a directed yield is a plain yield (the engine's scheduler trait has no `yield_to`
-//! yet); the costs default to 0; PV and HVM differ only in their spin rule today.
+//! `shrink`); a directed yield goes through the host's `Scheduler::yield_to` under the Linux KVM
+//! host (docs/kvm.md) and is a plain yield under a host without one (Xen's); the costs default
+//! to 0; PV and HVM differ only in their spin rule today.
 
 use crate::scenario::{Arch, GuestType, Hypervisor, Vwfi};
 use crate::time::Nanos;
@@ -61,9 +62,9 @@ pub enum Spin {
     /// After every `trap_ns` of spinning the vCPU exits and yields to the host scheduler (Xen:
     /// a trapped WFE, a PAUSE-loop exit; both SCHEDOP_yield).
     Yield { trap_ns: Nanos },
-    /// KVM's `kvm_vcpu_on_spin`: as `Yield`, then a directed yield to a preempted vCPU of the
-    /// same VM. Not yet: the engine performs a plain yield (its scheduler trait has no
-    /// `yield_to`; `LinuxCore::yield_to` waits for the KVM host of issue 12).
+    /// KVM's `kvm_vcpu_on_spin`: after every `trap_ns` of spinning, a directed yield to a
+    /// preempted vCPU of the same VM through the host's `Scheduler::yield_to` (the Linux KVM
+    /// host; `sim/tasks.rs`); a host without one makes it a plain yield.
     DirectedYield { trap_ns: Nanos },
 }
 

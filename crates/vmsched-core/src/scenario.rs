@@ -354,6 +354,17 @@ pub struct DomainConfig<G> {
     /// RTDS extratime of every vCPU (`xl sched-rtds -e 1/0`); absent: on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extratime: Option<bool>,
+    /// Nice value of every vCPU thread under a Linux (KVM) host (`renice` of the QEMU vCPU
+    /// threads); absent: 0. Read by `[host] scheduler = "linux"` only, refused by the others.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vcpu_nice: Option<i32>,
+    /// Scheduling policy of every vCPU thread under a Linux (KVM) host (`chrt`): "normal"
+    /// (default), "batch", "idle", "fifo" or "rr".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vcpu_policy: Option<crate::sched::Policy>,
+    /// `sched_priority` (1..=99) of vCPU threads whose `vcpu_policy` is "fifo" or "rr".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vcpu_rt_priority: Option<u32>,
     /// Hard affinity of every vCPU (pCPU ids); default all.
     #[serde(default)]
     pub pcpus: Option<Vec<u32>>,

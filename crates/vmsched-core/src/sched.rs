@@ -448,6 +448,32 @@ pub trait Scheduler: Send {
     /// `deferred_tickle`); the default does nothing.
     fn wake_batch_end(&mut self, _ctx: &mut SchedCtx, _waker: EntityId) {}
 
+    /// The entities runnable on `cpu`, the current one included (Linux `rq->nr_running`), for
+    /// a host whose hypervisor polls on halt only while the vCPU thread is alone on its pCPU
+    /// (KVM's `single_task_running()` in `kvm_vcpu_halt`). None (the default): the policy does
+    /// not say, and the engine lets a halt window run its course (Xen's hosts). Asked once at
+    /// build (with CPU 0) to learn whether the policy says; must be cheap.
+    fn nr_running(&self, _cpu: CpuId) -> Option<u32> {
+        None
+    }
+
+    /// Directed yield (Linux `yield_to(p, preempt = true)`, from KVM's `kvm_vcpu_on_spin`):
+    /// `curr`, current on its CPU, offers that CPU to `target` (runnable, not running). Returns
+    /// None if the policy has no directed yield (the engine then makes a plain
+    /// [`Self::yield_`]); `Some(true)` if `curr` yielded in favour of `target` (the engine then
+    /// reschedules `curr`'s CPU; the policy requested the target's CPU's reschedule itself),
+    /// `Some(false)` if it refused (nothing changed: `curr` goes on). A policy that has it
+    /// refuses a target that runs, `curr` itself included: the engine asks that to learn
+    /// whether the policy has a directed yield.
+    fn yield_to(
+        &mut self,
+        _ctx: &mut SchedCtx,
+        _curr: EntityId,
+        _target: EntityId,
+    ) -> Option<bool> {
+        None
+    }
+
     /// The policy's main per-entity figure, for traces: vruntime for CFS, credit for Credit2.
     fn probe(&self, _e: EntityId) -> Option<i64> {
         None

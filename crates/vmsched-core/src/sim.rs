@@ -86,10 +86,23 @@ struct Level {
     /// run's seed and the level's name (stream `tick-phase/<name>`); every CPU of the level
     /// ticks on the same grid unless the level skews its ticks ([`LevelOpts::skew_tick`]).
     tick_phase: Nanos,
+    /// The scheduler counts the entities runnable on each CPU ([`Scheduler::nr_running`]): a
+    /// vCPU of a guest below polls in its halt window only while it is alone on its pCPU (KVM's
+    /// `single_task_running()`). Known at build.
+    polls_alone: bool,
+    /// KVM's `kvm->last_boosted_vcpu` of this guest level: the guest CPU whose vCPU the last
+    /// directed yield went to (`kvm_vcpu_on_spin` starts after it).
+    last_boosted: u32,
     /// The level exists: false for the guest of a domain not created yet or already destroyed
     /// (`[[domain]] create_at_ms`/`destroy_at_ms`). Nothing reaches a dead level's CPUs: its
     /// ticks are not armed and its events do not wake the vCPUs behind them.
     alive: bool,
+}
+
+/// The KVM/ARM 3.x arch-timer kworker (ERRATA L9): its task, and the guest CPUs it has to kick.
+struct TimerWorker {
+    task: usize,
+    queue: Vec<GCpu>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -300,6 +313,10 @@ pub struct Simulation {
     log: Vec<String>,
     /// The I/O path: event channels, kernel work, packets (sim/io.rs); None without I/O.
     io: Option<Box<io::IoState>>,
+    /// The KVM/ARM 3.x arch-timer kworker (ERRATA L9), if the host has one: its task and the
+    /// guest CPUs whose timer fired while their vCPU was out of guest mode, to be kicked when
+    /// it runs ([`SimBuilder::add_timer_worker`]).
+    timer_worker: Option<TimerWorker>,
     /// xenmon's fixed windows (sim/xenmon.rs); None when they are off.
     xenmon: Option<Box<xenmon::Windows>>,
     /// Parallel jobs (sim/job.rs): each one's first workload (part 0) and its number of parts.
@@ -640,6 +657,50 @@ impl Simulation {
         }
     }
 
+    /// A guest timer (or the periodic tick) fired for CPU `c` while its vCPU is out of guest
+    /// mode: the vCPU is kicked, directly or, with the KVM/ARM 3.x arch-timer kworker (ERRATA
+    /// L9), by that kworker once the host scheduler runs it (the host hrtimer only queues its
+    /// work).
+    fn timer_kick(&mut self, c: GCpu) {
+        let Some(w) = &mut self.timer_worker else {
+            self.kick_backing(c, WakeCause::Timer);
+            return;
+        };
+        if !self.levels[self.cpus[c.idx()].level.idx()].alive {
+            return;
+        }
+        if !w.queue.contains(&c) {
+            w.queue.push(c);
+        }
+        // queue_work: wake the kworker if it sleeps, else leave it a token (it is pending or
+        // running and will look at the queue again).
+        let t = w.task;
+        let ch = &mut self.wls[self.tasks[t].wl].chans[0];
+        if ch.waiters.pop_front().is_some() {
+            self.tasks[t].phase = Phase::Ready;
+            self.wake_entity(self.tasks[t].ent, WakeInfo::of(WakeCause::Timer));
+        } else {
+            ch.tokens = 1;
+        }
+    }
+
+    /// The timer kworker's work: every queued guest CPU's vCPU is kicked, in queue order.
+    #[cold]
+    fn kick_timer_queue(&mut self) {
+        let mut i = 0;
+        while let Some(c) = self
+            .timer_worker
+            .as_ref()
+            .and_then(|w| w.queue.get(i).copied())
+        {
+            i += 1;
+            self.kick_backing(c, WakeCause::Timer);
+        }
+        if let Some(w) = &mut self.timer_worker {
+            w.queue.clear();
+        }
+    }
+
     /// A delayed kick reaches the vCPU behind `c`: it wakes unless something woke it meanwhile.
     #[cold]
     fn kicked(&mut self, c: GCpu) {
@@ -895,7 +956,8 @@ impl Simulation {
                         // (`start_executing` asks for that check).
                         return;
                     }
-                    if !std::mem::take(&mut cs.halt_due) {
+                    if !std::mem::take(&mut cs.halt_due) && !self.host_busy(b) {
+                        let cs = &mut self.cpus[c.idx()];
                         if !self.q.is_armed(cs.halt_slot) {
                             self.q.arm(cs.halt_slot, self.now + w);
                         }
@@ -973,5 +1035,51 @@ impl Simulation {
         };
         self.set_runstate(g, state);
         self.with_sched(l, |s, ctx| s.wake(ctx, e, info));
+        if self.levels[l.idx()].polls_alone {
+            self.end_polls_not_alone(l);
+        }
+    }
+
+    /// The vCPU `b` (running) would poll in its halt window, but its host scheduler counts
+    /// another runnable entity on its pCPU: KVM's `kvm_vcpu_can_poll` fails
+    /// (`single_task_running()`), so it blocks at once.
+    #[inline]
+    fn host_busy(&self, b: GEnt) -> bool {
+        let (hl, he) = (self.ents[b.idx()].level, self.ents[b.idx()].local);
+        let lv = &self.levels[hl.idx()];
+        if !lv.polls_alone {
+            return false;
+        }
+        let pc = lv.ent_info[he.idx()]
+            .on_cpu
+            .expect("a running vCPU is on a CPU");
+        lv.sched.nr_running(pc).is_some_and(|n| n > 1)
+    }
+
+    /// A wake-up at level `l`, whose scheduler counts runnable entities per CPU: a vCPU polling
+    /// in its halt window on a CPU that now has another runnable entity stops polling and
+    /// blocks (KVM's poll loop checks `single_task_running()` on every iteration). Called on
+    /// every wake-up at a KVM host level only (never under Xen): kept out of the wake path.
+    #[inline(never)]
+    fn end_polls_not_alone(&mut self, l: LevelId) {
+        for i in 0..self.levels[l.idx()].cpu_info.len() {
+            let lv = &self.levels[l.idx()];
+            let Some(e) = lv.cpu_info[i].curr else {
+                continue;
+            };
+            let g = lv.ent_g[e.idx()];
+            let EntKind::Vcpu(vc) = self.ents[g.idx()].kind else {
+                continue;
+            };
+            if !self.q.is_armed(self.cpus[vc.idx()].halt_slot)
+                || lv.sched.nr_running(CpuId(i as u32)).is_none_or(|n| n <= 1)
+            {
+                continue;
+            }
+            self.q.cancel(self.cpus[vc.idx()].halt_slot);
+            if self.ents[g.idx()].state == RunState::Running {
+                self.block_entity(g);
+            }
+        }
     }
 }

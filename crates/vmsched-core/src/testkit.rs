@@ -304,6 +304,20 @@ impl<S: Scheduler> Harness<S> {
         self.schedule(cpu.0)
     }
 
+    /// The current entity `curr` offers its CPU to `target` (`Scheduler::yield_to`, KVM's
+    /// directed yield); if it yielded, its CPU reschedules at once. Returns the answer.
+    pub fn yield_to(&mut self, curr: u32, target: u32) -> Option<bool> {
+        let (e, t) = (EntityId(curr), EntityId(target));
+        let cpu = self.ents[e.idx()]
+            .on_cpu
+            .expect("yield_to of an entity that is not running");
+        let r = self.with_ctx(|s, ctx| s.yield_to(ctx, e, t));
+        if r == Some(true) {
+            self.schedule(cpu.0);
+        }
+        r
+    }
+
     /// Runs `schedule(cpu)` and applies the pick (asserting a present slice is positive).
     pub fn schedule(&mut self, cpu: u32) -> Pick {
         let c = CpuId(cpu);

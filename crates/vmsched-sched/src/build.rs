@@ -27,6 +27,7 @@ use crate::host::arinc653::{Arinc653, Arinc653Params, Slot};
 use crate::host::bvt::{Bvt, BvtParams};
 use crate::host::credit1::{Credit1, Credit1Params};
 use crate::host::credit2::{Credit2, Credit2Params};
+use crate::host::kvm::KvmHostParams;
 use crate::host::null::{Null, NullParams};
 use crate::host::pinned::{Pinned, PinnedParams};
 use crate::host::rtds::{Rtds, RtdsParams};
@@ -51,6 +52,9 @@ pub enum HostSchedConfig {
     Sedf(SedfParams),
     /// Xen's BVT (`sched=bvt`), historic: as in 3.0 (removed in 3.1).
     Bvt(BvtParams),
+    /// A Linux KVM host (`hypervisor = "kvm"` only): the Linux core over vCPU threads and host
+    /// processes (host/kvm.rs, docs/kvm.md).
+    Linux(KvmHostParams),
 }
 
 /// `[domain.sched] scheduler = "..."`
@@ -75,6 +79,7 @@ impl ConfigCheck for HostSchedConfig {
             HostSchedConfig::Arinc653(p) => p.validate().map_err(split_field),
             HostSchedConfig::Sedf(p) => p.validate().map_err(split_field),
             HostSchedConfig::Bvt(p) => p.validate().map_err(split_field),
+            HostSchedConfig::Linux(p) => p.validate(),
         }
     }
 
@@ -170,6 +175,11 @@ impl ConfigCheck for HostSchedConfig {
             (HostSchedConfig::Bvt(_), "pause" | "create_at_ms" | "destroy_at_ms") => Ok(()),
             (HostSchedConfig::Bvt(_), _) => Err(format!(
                 "bvt (historic, Xen 3.0) takes no run-time change of `{field}`"
+            )),
+            (HostSchedConfig::Linux(_), "cpu_offline" | "cpu_online") => Ok(()),
+            (HostSchedConfig::Linux(_), _) => Err(format!(
+                "the linux (KVM) host takes no run-time change of `{field}` (only pCPU \
+                 offline/online)"
             )),
         }
     }
@@ -279,6 +289,7 @@ pub fn load_with(
 /// file or an override sets `host.ratelimit_us` (Credit2 4.2.1 refuses it).
 fn check_layout(s: &Scenario, names_ratelimit: bool) -> Result<(), (String, String)> {
     check_rtds_fields(s)?;
+    check_kvm_fields(s)?;
     match &s.host {
         HostSchedConfig::Credit(p) => {
             // Seed 001's boost credit names domains.
@@ -298,6 +309,26 @@ fn check_layout(s: &Scenario, names_ratelimit: bool) -> Result<(), (String, Stri
         HostSchedConfig::Pinned(_) => crate::host::pinned::check_layout(s),
         HostSchedConfig::Rtds(_) | HostSchedConfig::Null(_) | HostSchedConfig::Sedf(_) => Ok(()),
         HostSchedConfig::Bvt(p) => crate::host::bvt::check_layout(p, &s.domains),
+        HostSchedConfig::Linux(p) => {
+            if s.machine.hypervisor != Hypervisor::Kvm {
+                return Err((
+                    "host.scheduler".into(),
+                    "\"linux\" is a KVM host: set machine.hypervisor = \"kvm\" (Xen hosts \
+                     are credit, credit2, rtds, null, arinc653, sedf, bvt)"
+                        .into(),
+                ));
+            }
+            if p.timer_kworker && s.machine.arch != Arch::Arm64 {
+                return Err((
+                    "host.timer_kworker".into(),
+                    "the timer kworker is KVM/ARM's (3.x arch timer, ERRATA L9): set \
+                     machine.arch = \"arm64\""
+                        .into(),
+                ));
+            }
+            crate::host::kvm::check_processes(p, s.machine.pcpus)
+                .map_err(|(f, m)| (format!("host.{f}"), m))
+        }
         HostSchedConfig::Arinc653(p) => {
             // A slot names a domain of the scenario and one of its vCPUs.
             for (i, slot) in p.schedule.iter().flatten().enumerate() {
@@ -354,6 +385,17 @@ fn check_rtds_fields(s: &Scenario) -> Result<(), (String, String)> {
     Ok(())
 }
 
+/// A domain's vCPU thread fields (`vcpu_nice`, `vcpu_policy`, `vcpu_rt_priority`): checked
+/// under a Linux (KVM) host, refused under any other.
+fn check_kvm_fields(s: &Scenario) -> Result<(), (String, String)> {
+    let linux = matches!(s.host, HostSchedConfig::Linux(_));
+    for (i, d) in s.domains.iter().enumerate() {
+        crate::host::kvm::check_vcpu_fields(d, linux)
+            .map_err(|(f, m)| (format!("domain.{i}.{f}"), m))?;
+    }
+    Ok(())
+}
+
 /// How a host configuration places vCPUs at build time.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum VcpuPlacement {
@@ -372,7 +414,8 @@ impl HostSchedConfig {
             | HostSchedConfig::Null(_)
             | HostSchedConfig::Arinc653(_)
             | HostSchedConfig::Sedf(_)
-            | HostSchedConfig::Bvt(_) => VcpuPlacement::Affinity,
+            | HostSchedConfig::Bvt(_)
+            | HostSchedConfig::Linux(_) => VcpuPlacement::Affinity,
         }
     }
 
@@ -387,6 +430,7 @@ impl HostSchedConfig {
             HostSchedConfig::Arinc653(p) => p,
             HostSchedConfig::Sedf(p) => p,
             HostSchedConfig::Bvt(p) => p,
+            HostSchedConfig::Linux(p) => p,
         }
     }
 
@@ -404,9 +448,31 @@ impl HostSchedConfig {
             | HostSchedConfig::Rtds(_)
             | HostSchedConfig::Null(_)
             | HostSchedConfig::Arinc653(_)
-            | HostSchedConfig::Sedf(_) => false,
+            | HostSchedConfig::Sedf(_)
+            | HostSchedConfig::Linux(_) => false,
             // Xen 3.0: the GSI callback to vCPU 0 only (ERRATA X9).
             HostSchedConfig::Bvt(_) => true,
+        }
+    }
+
+    /// The host task attributes of a domain's vCPU threads: a Linux host's reading of
+    /// `vcpu_nice`, `vcpu_policy`, `vcpu_rt_priority`; the defaults under Xen.
+    fn vcpu_linux_attr(
+        &self,
+        d: &vmsched_core::scenario::DomainConfig<GuestSchedConfig>,
+    ) -> LinuxAttr {
+        match self {
+            HostSchedConfig::Linux(_) => crate::host::kvm::vcpu_thread_attr(d),
+            _ => LinuxAttr::default(),
+        }
+    }
+
+    /// Does the host give its guests a steal clock? Xen always does (the runstate area);
+    /// a KVM host with PV steal time on.
+    fn steal_clock(&self) -> bool {
+        match self {
+            HostSchedConfig::Linux(p) => p.steal_time,
+            _ => true,
         }
     }
 
@@ -480,6 +546,7 @@ fn make_host(
             });
             Box::new(Arinc653::sched(p, topo.len(), table))
         }
+        HostSchedConfig::Linux(p) => p.make(topo),
     }
 }
 
@@ -553,7 +620,7 @@ pub fn build(s: &Scenario) -> Simulation {
             make_guest(&d.sched, &gtopo),
             LevelOpts {
                 clock: LevelClock {
-                    steal_accounting: d.kernel.paravirt_time_accounting,
+                    steal_accounting: d.kernel.paravirt_time_accounting && s.host.steal_clock(),
                     ..Default::default()
                 },
                 preempt_full: d.kernel.preempt == Preempt::Full,
@@ -592,7 +659,7 @@ pub fn build(s: &Scenario) -> Simulation {
                     name: format!("{}.v{v}", d.name),
                     group: di as u32,
                     xen: s.host.vcpu_attr(d),
-                    linux: LinuxAttr::default(),
+                    linux: s.host.vcpu_linux_attr(d),
                     hard_affinity: hard,
                     soft_affinity: soft,
                     initial_cpu: CpuId(initial),
@@ -671,6 +738,23 @@ pub fn build(s: &Scenario) -> Simulation {
             });
         }
     }
+    if let HostSchedConfig::Linux(p) = &s.host {
+        add_host_processes(&mut b, host, p, s.domains.len() as u32, s.machine.pcpus);
+        if p.timer_kworker {
+            // An unbound nice-0 kworker (ERRATA L9), after the host processes.
+            let all = CpuSet::first_n(s.machine.pcpus as usize);
+            let params = EntityParams {
+                name: "kworker/kvm-arch-timer".into(),
+                group: (s.domains.len() + p.processes.len()) as u32,
+                xen: XenAttr::default(),
+                linux: LinuxAttr::default(),
+                hard_affinity: all,
+                soft_affinity: all,
+                initial_cpu: CpuId(0),
+            };
+            b.add_timer_worker(host, params, p.timer_kworker_ns);
+        }
+    }
     // Converted with checked arithmetic; `load` refused a scenario where they overflow.
     let ns = |v: Result<u64, (String, String)>| {
         v.unwrap_or_else(|(f, m)| panic!("invariant: a built scenario validated, but {f}: {m}"))
@@ -684,6 +768,44 @@ pub fn build(s: &Scenario) -> Simulation {
         ns(s.run.warmup_ns()),
         ns(s.run.sample_interval_ns()),
     )
+}
+
+/// A KVM host's `[[host.process]]` workloads, as tasks of the host level: process `i` is group
+/// `nr_domains + i` there (after the domains' vCPUs), its affinity names pCPUs.
+fn add_host_processes(
+    b: &mut SimBuilder,
+    host: LevelId,
+    p: &KvmHostParams,
+    nr_domains: u32,
+    pcpus: u32,
+) {
+    let all_p = CpuSet::first_n(pcpus as usize);
+    for (wi, w) in p.processes.iter().enumerate() {
+        let spec = w.build(pcpus);
+        let tasks = spec.tasks.clone();
+        b.add_workload(host, spec, |i| {
+            let t = &tasks[i];
+            let aff = t
+                .affinity
+                .as_ref()
+                .map(|a| CpuSet::from_ids(a.iter().copied()))
+                .unwrap_or(all_p);
+            EntityParams {
+                name: t.name.clone(),
+                group: nr_domains + wi as u32,
+                xen: XenAttr::default(),
+                linux: LinuxAttr {
+                    policy: t.policy,
+                    nice: t.nice,
+                    rt_priority: t.rt_prio,
+                    ..Default::default()
+                },
+                hard_affinity: aff,
+                soft_affinity: aff,
+                initial_cpu: aff.first().unwrap_or(CpuId(0)),
+            }
+        });
+    }
 }
 
 /// The I/O path (docs/io.md), if a domain runs an I/O workload: the driver domain (the first

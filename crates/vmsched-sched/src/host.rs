@@ -1,9 +1,10 @@
-//! Host schedulers (place vCPUs on physical CPUs), and what a host policy's configuration makes
+//! Host schedulers (place vCPUs on physical CPUs: Xen's, and the Linux KVM host of `kvm.rs`), and what a host policy's configuration makes
 //! of a domain's scheduling parameters ([`HostConfig`]).
 pub mod arinc653;
 pub mod bvt;
 pub mod credit1;
 pub mod credit2;
+pub mod kvm;
 pub mod null;
 pub mod pinned;
 pub mod rtds;

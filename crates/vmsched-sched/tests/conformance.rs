@@ -10,7 +10,8 @@
 //! and online (and their determinism). Per level:
 //! parameter change (weight at a host level, nice at a guest level), removal, timers and
 //! determinism over a scripted run of every hook (with the level's own parameter change), and at
-//! a host level pause.
+//! a host level pause. The Linux KVM host (`linux_host_conformance!`) takes the guest cases plus
+//! its run-queue length and directed yield.
 
 use std::cell::Cell;
 
@@ -675,6 +676,90 @@ macro_rules! guest_conformance {
     };
 }
 
+/// A Linux KVM host (host/kvm.rs): the Linux core at the host level over vCPU threads. The
+/// guest cases hold (its parameter change is nice: a vCPU thread's `renice`; it takes no pause,
+/// so removal follows a block), plus the two hooks only a KVM host answers.
+macro_rules! linux_host_conformance {
+    ($name:ident, $ctor:expr) => {
+        common_conformance!($name, $ctor, {
+            #[test]
+            fn nice_change_moves_shares() {
+                super::nice_change_moves_shares($ctor(1));
+            }
+            #[test]
+            fn removed_entity_never_runs() {
+                super::removed_entity_never_runs($ctor(1), false);
+            }
+            #[test]
+            fn timers_well_formed() {
+                super::timers_well_formed($ctor(2), false);
+            }
+            #[test]
+            fn deterministic() {
+                super::deterministic($ctor(2), $ctor(2), false);
+            }
+            #[test]
+            fn nr_running_counts_runnable_entities() {
+                super::nr_running_counts_runnable_entities($ctor(2));
+            }
+            #[test]
+            fn directed_yield_reaches_the_target() {
+                super::directed_yield_reaches_the_target($ctor(1));
+            }
+        });
+    };
+}
+
+/// KVM host: `nr_running(cpu)` counts the entities runnable there, the running one included
+/// (`rq->nr_running`, read by KVM's halt polling as `single_task_running()`).
+fn nr_running_counts_runnable_entities<S: Scheduler>(s: S) {
+    let ents = vec![
+        pinned(0, 2, 0),
+        pinned(1, 2, 0),
+        pinned(2, 2, 0),
+        pinned(3, 2, 1),
+    ];
+    let mut h = Harness::new(s, 2, ents);
+    assert_eq!(h.sched.nr_running(CpuId(0)), Some(0));
+    for e in 0..4 {
+        h.wake(e, WakeInfo::of(WakeCause::Fork));
+        h.pump();
+    }
+    h.run_for(5 * NS_PER_MS, 100_000);
+    assert_eq!(h.sched.nr_running(CpuId(0)), Some(3));
+    assert_eq!(h.sched.nr_running(CpuId(1)), Some(1));
+    let x = h.curr(0).expect("CPU 0 runs");
+    h.block(x);
+    h.pump();
+    assert_eq!(h.sched.nr_running(CpuId(0)), Some(2));
+}
+
+/// KVM host: a directed yield (`yield_to`, from `kvm_vcpu_on_spin`) is refused for a running
+/// target (the yielder itself) and accepted for a queued one; the CPU it yields never idles,
+/// and the target does get the CPU after some of the yields. (Whether the yielder may be picked
+/// again at once is each class's rule: CFS's next buddy within the wakeup granularity, EEVDF's
+/// PICK_BUDDY from 6.12 and its yield, L3.)
+fn directed_yield_reaches_the_target<S: Scheduler>(s: S) {
+    let ents = (0..3).map(|i| pinned(i, 1, 0)).collect();
+    let mut h = Harness::new(s, 1, ents);
+    for e in 0..3 {
+        h.wake(e, WakeInfo::of(WakeCause::Fork));
+        h.pump();
+    }
+    let mut target_ran = 0;
+    for _ in 0..20 {
+        h.run_for(3 * NS_PER_MS, 100_000);
+        let x = h.curr(0).expect("the CPU runs");
+        assert_eq!(h.yield_to(x, x), Some(false), "a running target is refused");
+        let target = (x + 1) % 3;
+        assert_eq!(h.yield_to(x, target), Some(true));
+        h.pump();
+        let now = h.curr(0).expect("a directed yield idled the CPU");
+        target_ran += u32::from(now == target);
+    }
+    assert!(target_ran > 0, "the target never got the CPU");
+}
+
 fn credit2(n: usize) -> vmsched_sched::host::credit2::Credit2Sched {
     let topo = vec![Default::default(); n];
     vmsched_sched::host::credit2::Credit2::sched(Default::default(), &topo, 4)
@@ -825,6 +910,36 @@ fn rtds(n: usize) -> vmsched_sched::host::rtds::RtdsSched {
 
 host_conformance!(rtds_host, rtds, budget_change_moves_shares);
 guest_conformance!(cfs_guest, cfs);
+
+/// The Linux kernels as KVM hosts, as `[host] scheduler = "linux"` builds them
+/// (`KvmHostParams::make`).
+fn kvm_cfs(n: usize) -> vmsched_sched::guest::cfs::CfsSched {
+    cfs(n).into_kvm_host("linux-cfs")
+}
+
+fn kvm_eevdf(
+    kernel: vmsched_sched::guest::eevdf::EevdfKernel,
+    n: usize,
+) -> vmsched_sched::guest::eevdf::EevdfSched {
+    eevdf(kernel, n).into_kvm_host("linux-eevdf")
+}
+
+fn kvm_eevdf_6_6(n: usize) -> vmsched_sched::guest::eevdf::EevdfSched {
+    kvm_eevdf(vmsched_sched::guest::eevdf::EevdfKernel::V6_6, n)
+}
+
+fn kvm_eevdf_6_12(n: usize) -> vmsched_sched::guest::eevdf::EevdfSched {
+    kvm_eevdf(vmsched_sched::guest::eevdf::EevdfKernel::V6_12, n)
+}
+
+fn kvm_eevdf_6_18(n: usize) -> vmsched_sched::guest::eevdf::EevdfSched {
+    kvm_eevdf(vmsched_sched::guest::eevdf::EevdfKernel::V6_18, n)
+}
+
+linux_host_conformance!(kvm_cfs_host, kvm_cfs);
+linux_host_conformance!(kvm_eevdf_6_6_host, kvm_eevdf_6_6);
+linux_host_conformance!(kvm_eevdf_6_12_host, kvm_eevdf_6_12);
+linux_host_conformance!(kvm_eevdf_6_18_host, kvm_eevdf_6_18);
 guest_conformance!(eevdf_6_6_guest, eevdf_6_6);
 guest_conformance!(eevdf_6_12_guest, eevdf_6_12);
 guest_conformance!(eevdf_6_18_guest, eevdf_6_18);
@@ -850,6 +965,25 @@ mod bfs_guest {
     #[test]
     fn deterministic() {
         super::deterministic(bfs(2), bfs(2), false);
+    }
+}
+
+/// BFS 0.458 as a KVM host (host/kvm.rs): the BFS guest's cases. BFS has no `yield_to` and no
+/// per-CPU run-queue length in the model (docs/kvm.md), so the directed-yield and `nr_running`
+/// cases do not apply.
+mod kvm_bfs_host {
+    use super::*;
+    fn kvm_bfs(n: usize) -> vmsched_sched::guest::bfs::BfsSched {
+        bfs(n).into_kvm_host("linux-bfs")
+    }
+    common_conformance!(common, kvm_bfs, {});
+    #[test]
+    fn nice_change_moves_shares() {
+        super::bfs_nice_change_moves_shares(kvm_bfs(1));
+    }
+    #[test]
+    fn deterministic() {
+        super::deterministic(kvm_bfs(2), kvm_bfs(2), false);
     }
 }
 

@@ -39,6 +39,15 @@ pub(super) fn locate_error(src: &str, span: Option<Range<usize>>, msg: &str) -> 
         while !path.is_empty() && !matches!(get(&root, &path), Some(DeValue::Table(_))) {
             path.pop();
         }
+        // A tagged table nested in a tagged one (`[host.sched]` of the KVM host) is buffered
+        // with it: the field is the inner table's if that is the only tagged one without it.
+        // (Never from the top level: a missing top-level table is the top level's.)
+        while let Some(inner) = (!path.is_empty())
+            .then(|| nested_tagged_without(&root, &path, &f))
+            .flatten()
+        {
+            path.push(inner);
+        }
         path.push(f);
         return Located {
             path: path.join("."),
@@ -101,6 +110,22 @@ fn get<'a, 'i>(root: Node<'a, 'i>, path: &[String]) -> Option<Node<'a, 'i>> {
             .get_ref();
     }
     Some(cur)
+}
+
+/// The one sub-table of the table at `path` that is itself tagged (has a `scheduler` or `kind`
+/// key) and lacks `field`, if there is exactly one and the table at `path` has `field` neither.
+fn nested_tagged_without(root: Node, path: &[String], field: &str) -> Option<String> {
+    let table = get(root, path)?;
+    let has = |v: Node, k: &str| children(v).iter().any(|(s, _, _)| s == k);
+    if has(table, field) {
+        return None;
+    }
+    let mut tagged = children(table).into_iter().filter(|(_, _, v)| {
+        let v = v.get_ref();
+        matches!(v, DeValue::Table(_)) && (has(v, "scheduler") || has(v, "kind")) && !has(v, field)
+    });
+    let (seg, _, _) = tagged.next()?;
+    tagged.next().is_none().then_some(seg)
 }
 
 /// The text between `prefix` and the next backquote in `msg`.

@@ -91,6 +91,7 @@ impl SimBuilder {
                 io: None,
                 xenmon: None,
                 jobs: Vec::new(),
+                timer_worker: None,
             },
             seed,
         }
@@ -114,6 +115,7 @@ impl SimBuilder {
         let l = LevelId(self.sim.levels.len() as u32);
         let n = sched.nr_timers();
         let tick_period = sched.tick_period();
+        let polls_alone = sched.nr_running(CpuId(0)).is_some();
         let timer_slots = (0..n)
             .map(|k| self.slot(SlotKind::LevelTimer(l, k)))
             .collect();
@@ -129,6 +131,8 @@ impl SimBuilder {
             timer_slots,
             tick_period,
             tick_phase: 0,
+            polls_alone,
+            last_boosted: 0,
             alive: true,
         });
         l
@@ -304,6 +308,52 @@ impl SimBuilder {
         });
     }
 
+    /// The KVM/ARM 3.x arch-timer kworker (ERRATA L9) at the host level `level`: a task with
+    /// `params` that sleeps until a guest timer (or periodic tick) fires for a vCPU that is not
+    /// in guest mode, then runs `cost` and kicks every such vCPU (wakes its thread if it is
+    /// halted). Without it such a timer kicks the vCPU directly. Call once, after the domains.
+    pub fn add_timer_worker(&mut self, level: LevelId, params: EntityParams, cost: Nanos) {
+        assert!(self.sim.timer_worker.is_none(), "one timer worker");
+        let name = params.name.clone();
+        let spec = WorkloadSpec {
+            name: name.clone(),
+            kind: crate::workload::WorkloadKind::Program,
+            tasks: vec![crate::workload::TaskSpec {
+                name,
+                program: vec![
+                    Step::Wait {
+                        chan: 0,
+                        block_cost: 0,
+                        slept: None,
+                    },
+                    Step::Compute {
+                        dur: Dist::Fixed(cost),
+                        kernel: true,
+                    },
+                    Step::KickTimers,
+                    Step::Goto { to: 0, times: None },
+                ],
+                nice: params.linux.nice,
+                policy: params.linux.policy,
+                rt_prio: params.linux.rt_priority,
+                affinity: None,
+                start: 0,
+            }],
+            channels: 1,
+            counters: vec![],
+            hists: vec![],
+            gap_pairs: vec![],
+            tokens: vec![],
+            hist_buckets: 0,
+        };
+        let task = self.sim.tasks.len();
+        self.add_workload(level, spec, |_| params.clone());
+        self.sim.timer_worker = Some(TimerWorker {
+            task,
+            queue: Vec::new(),
+        });
+    }
+
     /// Finishes the build: calls every scheduler's `insert` and arms the run's end.
     pub fn build(mut self, duration: Nanos, warmup: Nanos, sample_every: Nanos) -> Simulation {
         let end = self.slot(SlotKind::End);
@@ -313,6 +363,11 @@ impl SimBuilder {
             self.sim.q.arm(w, warmup);
         }
         let mut sim = self.sim;
+        let nr_cpus = sim.cpus.len();
+        if let Some(w) = &mut sim.timer_worker {
+            // Each guest CPU is queued at most once: no allocation during the run.
+            w.queue.reserve(nr_cpus);
+        }
         sim.end = duration;
         sim.warmup = warmup;
         sim.sample_every = sample_every;

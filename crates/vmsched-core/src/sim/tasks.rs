@@ -91,7 +91,9 @@ impl Simulation {
     }
 
     /// A trappable spin-wait (WFE, a PAUSE loop) traps to the host: its vCPU yields, then spins
-    /// on. A directed yield (KVM) is a plain yield for now (crate::hv::Spin::DirectedYield).
+    /// on. KVM's directed yield ([`Spin::DirectedYield`](crate::hv::Spin)) goes to another vCPU
+    /// of the guest through the host's `yield_to` ([`Self::vcpu_on_spin`]); a host without one
+    /// makes it a plain yield.
     pub(super) fn spin_trap(&mut self, t: usize) {
         let c = self
             .task_cpu(t)
@@ -111,8 +113,18 @@ impl Simulation {
             let pc = self
                 .cpu_of_ent(b)
                 .expect("invariant: an executing vCPU runs");
-            self.with_sched(l, |s, ctx| s.yield_(ctx, e));
-            self.do_schedule(pc);
+            let directed = matches!(
+                self.levels[self.cpus[c.idx()].level.idx()].opts.exit.spin,
+                crate::hv::Spin::DirectedYield { .. }
+            );
+            match directed.then(|| self.vcpu_on_spin(c, b)).flatten() {
+                Some(false) => {}
+                Some(true) => self.do_schedule(pc),
+                None => {
+                    self.with_sched(l, |s, ctx| s.yield_(ctx, e));
+                    self.do_schedule(pc);
+                }
+            }
         }
         if self.tasks[t].run_since.is_some() {
             let at = self.now + self.tasks[t].overhead + chunk;
@@ -143,6 +155,46 @@ impl Simulation {
         ch.spinners.remove(i);
         ch.waiters.push_back(t);
         self.block_entity(g);
+    }
+
+    /// KVM's `kvm_vcpu_on_spin` for the spinning guest CPU `c`, whose vCPU is `me` (running
+    /// at the host): the other vCPUs of the guest, in order from the one after the guest's
+    /// `last_boosted_vcpu` and wrapping, are candidates if they are preempted at the host
+    /// (runnable and not running: KVM's `vcpu->ready`; a halted vCPU is not runnable). Each gets
+    /// the host's `yield_to(candidate, preempt = true)` until one succeeds (recorded as the new
+    /// `last_boosted_vcpu`) or three have failed. Returns None if the host has no directed yield,
+    /// else whether `me` yielded. Not modelled: the "in spin loop" eligibility toggle and the
+    /// yield-to-kernel-mode rule (docs/kvm.md).
+    #[cold]
+    fn vcpu_on_spin(&mut self, c: GCpu, me: GEnt) -> Option<bool> {
+        let gl = self.cpus[c.idx()].level;
+        let n = self.levels[gl.idx()].cpu_g.len() as u32;
+        let start = self.levels[gl.idx()].last_boosted;
+        let (hl, he) = (self.ents[me.idx()].level, self.ents[me.idx()].local);
+        // Does the host have a directed yield at all? (A running target is always refused.)
+        self.with_sched(hl, |s, ctx| s.yield_to(ctx, he, he))?;
+        let mut tries = 3;
+        for k in 1..=n {
+            let i = (start + k) % n;
+            let gc = self.levels[gl.idx()].cpu_g[i as usize];
+            let Some(b) = self.cpus[gc.idx()].backing else {
+                continue;
+            };
+            if b == me || self.ents[b.idx()].state != RunState::Runnable {
+                continue;
+            }
+            let target = self.ents[b.idx()].local;
+            let r = self.with_sched(hl, |s, ctx| s.yield_to(ctx, he, target))?;
+            if r {
+                self.levels[gl.idx()].last_boosted = i;
+                return Some(true);
+            }
+            tries -= 1;
+            if tries == 0 {
+                break;
+            }
+        }
+        Some(false)
     }
 
     pub(super) fn draw(&mut self, t: usize, d: Dist) -> Nanos {
@@ -345,6 +397,13 @@ impl Simulation {
                     self.ioreq_send(c);
                     return;
                 }
+                Step::KickTimers => {
+                    self.tasks[t].pc += 1;
+                    self.kick_timer_queue();
+                    if self.task_cpu(t) != Some(c) {
+                        return;
+                    }
+                }
                 Step::Count { counter } => {
                     self.tasks[t].pc += 1;
                     if measuring {
@@ -456,7 +515,7 @@ impl Simulation {
         emit!(self.trace_timer(t));
         if !self.cpus[c.idx()].executing {
             self.cpus[c.idx()].pending.raise_timer(t);
-            self.kick_backing(c, WakeCause::Timer);
+            self.timer_kick(c);
             return;
         }
         self.on_cpu(c, |sim| sim.timer_interrupt(c));

@@ -46,7 +46,7 @@ impl Simulation {
                 .opts
                 .tick_periodic
             {
-                self.kick_backing(c, WakeCause::Timer);
+                self.timer_kick(c);
             }
         }
     }

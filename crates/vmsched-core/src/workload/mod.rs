@@ -116,6 +116,11 @@ pub enum Step {
     /// An HVM guest's emulated I/O access (ERRATA X9): the vCPU blocks in Xen (runstate
     /// offline) until the driver domain's device model completes it (sim/io.rs).
     Ioreq,
+    /// The KVM/ARM 3.x arch-timer kworker's work (ERRATA L9): kick every vCPU whose guest timer
+    /// fired while it was out of guest mode, in the order they were queued (`kvm_vcpu_kick`: a
+    /// halted vCPU thread is woken). Only the engine's timer worker runs it
+    /// (`SimBuilder::add_timer_worker`).
+    KickTimers,
     /// Bump a counter.
     Count { counter: Counter },
     /// Jump to step `to`; `times` = None loops forever, Some(n) jumps n times then falls through.

@@ -923,7 +923,8 @@ impl SchedClass for Cfs {
             return false;
         }
         if self.buddy_ok(t) {
-            self.rqs[cpu.idx()].next = Some(t);
+            let tcpu = self.ses[t].cpu;
+            self.rqs[tcpu].next = Some(t);
         }
         if let Some(curr) = ctx.cpu(cpu).curr {
             if self.ses[curr.idx()].cpu == cpu.idx() {

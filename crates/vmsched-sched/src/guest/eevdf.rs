@@ -723,7 +723,7 @@ impl SchedClass for Eevdf {
         if !self.ses[t].on_rq || self.ses[t].sched_delayed {
             return false;
         }
-        self.set_next_buddy(cpu.idx(), t);
+        self.set_next_buddy(self.ses[t].cpu, t);
         if let Some(curr) = ctx.cpu(cpu).curr {
             if self.ses[curr.idx()].cpu == cpu.idx() {
                 self.yield_task(ctx, cpu, curr);

@@ -238,8 +238,9 @@ pub trait SchedClass: Send {
     /// The current task `e` of `cpu` yields (`sched_yield`); `__schedule` follows at once.
     fn yield_task(&mut self, ctx: &mut LinuxCtx, cpu: CpuId, e: EntityId);
 
-    /// The current task of `cpu` yields to `target` of the same class (`yield_to`); returns
-    /// whether the class arranged for `target` to run next.
+    /// The current task of `cpu` (the yielder's CPU, Linux's `rq`) yields to `target` of the
+    /// same class, queued on its own CPU (`p_rq`, maybe another) (`yield_to`); returns whether
+    /// the class arranged for `target` to run next.
     fn yield_to_task(&mut self, _ctx: &mut LinuxCtx, _cpu: CpuId, _target: EntityId) -> bool {
         false
     }
@@ -413,6 +414,10 @@ pub struct LinuxCore<Fair: SchedClass, Rt: SchedClass = EmptyClass, Dl: SchedCla
     /// The first timer key of the RT and of the fair class (the deadline class's start at 0),
     /// and the total.
     timer_base: [u32; 3],
+    /// The kernel is a KVM host (host/kvm.rs): it tells the engine its run queues' lengths
+    /// (for halt polling) and offers directed yield ([`Scheduler::nr_running`],
+    /// [`Scheduler::yield_to`]). A guest kernel answers neither, so the engine asks nothing.
+    kvm_host: bool,
     pub rq: Vec<Rq>,
     pub cls: Classes<Fair, Rt, Dl>,
 }
@@ -504,6 +509,7 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> LinuxCore<Fair, Rt, Dl> {
             name,
             tick_ns,
             timer_base,
+            kvm_host: false,
             rq,
             cls: Classes {
                 name,
@@ -516,6 +522,20 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> LinuxCore<Fair, Rt, Dl> {
                 idle: EmptyClass,
             },
         }
+    }
+
+    /// This kernel as a KVM host named `name` (host/kvm.rs): its entities are vCPU threads and
+    /// host processes.
+    pub fn into_kvm_host(mut self, name: &'static str) -> Self {
+        self.name = name;
+        self.cls.name = name;
+        self.kvm_host = true;
+        self
+    }
+
+    /// `rq->nr_running` of `cpu`: the RT and the fair class's runnable tasks, running included.
+    pub fn nr_running(&self, cpu: CpuId) -> u32 {
+        self.rq[cpu.idx()].rt_nr_running + self.cls.fair.nr_running(cpu)
     }
 
     /// The class of task `e`.
@@ -660,8 +680,8 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> LinuxCore<Fair, Rt, Dl> {
     /// Linux v5.10: yield_to. The current task `curr` gives its CPU to `target` (same class,
     /// runnable, not running): the class marks `target` to run next, and with `preempt` the
     /// target's CPU reschedules if it runs another task. Returns whether the class obliged; the
-    /// caller then reschedules `curr`'s CPU (the yield itself). Nothing in the engine calls it
-    /// yet (directed yield is future work); it is here so a class can be tested against it.
+    /// caller then reschedules `curr`'s CPU (the yield itself). The KVM host calls it for
+    /// `kvm_vcpu_on_spin` (the engine's [`Scheduler::yield_to`], host/kvm.rs).
     pub fn yield_to(
         &mut self,
         ctx: &mut SchedCtx,
@@ -676,8 +696,10 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> LinuxCore<Fair, Rt, Dl> {
         let (s, mut lx) = self.split(ctx);
         let lx = &mut lx;
         let tcpu = s.task_cpu(target);
+        let cpu = lx.ent(curr).on_cpu.unwrap_or_else(|| s.task_cpu(curr));
+        lx.update_rq_clock(cpu.idx());
         lx.update_rq_clock(tcpu.idx());
-        let yielded = with_class!(s, target, |c| c.yield_to_task(lx, tcpu, target));
+        let yielded = with_class!(s, target, |c| c.yield_to_task(lx, cpu, target));
         if yielded && preempt && lx.cpu(tcpu).curr.is_some_and(|c| c != curr) {
             lx.resched_curr(tcpu.idx());
         }
@@ -688,6 +710,20 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> LinuxCore<Fair, Rt, Dl> {
 impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> Scheduler for LinuxCore<Fair, Rt, Dl> {
     fn name(&self) -> &'static str {
         self.name
+    }
+
+    /// A KVM host's `rq->nr_running` (KVM's `single_task_running()`); a guest's: None.
+    fn nr_running(&self, cpu: CpuId) -> Option<u32> {
+        self.kvm_host.then(|| LinuxCore::nr_running(self, cpu))
+    }
+
+    /// A KVM host's `yield_to(target, preempt = true)` (from `kvm_vcpu_on_spin`); a guest
+    /// kernel has no caller of it: None.
+    fn yield_to(&mut self, ctx: &mut SchedCtx, curr: EntityId, target: EntityId) -> Option<bool> {
+        if !self.kvm_host {
+            return None;
+        }
+        Some(LinuxCore::yield_to(self, ctx, curr, target, true))
     }
 
     /// One tick every 1/HZ.
