@@ -1,5 +1,6 @@
 //! Guest schedulers (place tasks on vCPUs).
 pub mod cfs;
+pub mod deadline;
 pub mod eevdf;
 pub mod linux_core;
 pub mod rt;
