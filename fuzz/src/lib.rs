@@ -457,6 +457,7 @@ pub fn generate(u: &mut Unstructured) -> String {
     seed001_workload(&mut p, &mut s);
     linux_classes(&mut p, &mut s, doms.len());
     xen_family(&mut p, &mut s, pinned, &doms);
+    deadline_tasks(&mut p, &mut s, doms.len());
     s
 }
 

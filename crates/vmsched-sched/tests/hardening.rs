@@ -825,6 +825,7 @@ fn random_scenario(seed: u64) -> String {
     let mut p = Pick(&mut pick);
     linux_classes(&mut p, &mut s, doms.len());
     xen_family(&mut p, &mut s, pinned, &doms);
+    deadline_tasks(&mut p, &mut s, doms.len());
     s
 }
 
