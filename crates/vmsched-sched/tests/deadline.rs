@@ -59,8 +59,11 @@ const FIFO_HOG: &str = "\n[[domain.workload]]\nkind = \"program\"\nname = \"rt\"
 const FAIR_LOOP: &str = "\n[[domain.workload]]\nkind = \"cpu_loop\"\nname = \"loop\"\n";
 
 /// §3.1 and §3.4.2: a CPU-bound deadline task of 3 ms every 10 ms gets its 30 % above a
-/// FIFO-99 hog, which gets the rest, and no more (tick enforcement costs at most a tick over
-/// the whole run); with HRTICK, exactly.
+/// FIFO-99 hog, and no more (tick enforcement costs at most a tick over the whole run; with
+/// HRTICK, exactly); its run time counts against RT throttling's 95 % (Linux v5.10
+/// `update_curr_dl`), so the hog gets about 65 % and the fair loop about 5 % (less by the
+/// deadline run time of the last throttled window, which is charged to a period the 2 s run
+/// does not reach).
 #[test]
 fn a_reservation_gets_its_bandwidth_above_rt_and_fair() {
     let src = format!(
@@ -75,12 +78,13 @@ fn a_reservation_gets_its_bandwidth_above_rt_and_fair() {
             "hrtick {hrtick}: deadline share {d}"
         );
         assert!(
-            (0.69..=0.705).contains(&rt),
+            (0.645..=0.665).contains(&rt),
             "hrtick {hrtick}: RT share {rt}"
         );
-        // Deadline run time is not charged to RT throttling here (docs/simplifications.md):
-        // RT's 95 % is RT's own, so the fair loop gets nothing.
-        assert!(fair < 0.001, "hrtick {hrtick}: fair share {fair}");
+        assert!(
+            (0.035..=0.055).contains(&fair),
+            "hrtick {hrtick}: fair share {fair}"
+        );
     }
 }
 

@@ -432,6 +432,8 @@ impl Dl {
         let delta = clock_task.saturating_sub(t.exec_start);
         t.exec_start = clock_task;
         t.runtime -= delta as i64;
+        // The RT bandwidth is shared: the RT class adds this to its `rt_time`.
+        ctx.rq_mut(cpu).dl_rt_time += delta;
         if t.throttled || (t.runtime > 0 && !t.yielded) {
             return;
         }

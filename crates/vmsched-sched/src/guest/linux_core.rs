@@ -80,6 +80,10 @@ pub struct Rq {
     /// the start of the last `__schedule` or tick of this CPU (the core reads it from the fair
     /// class's [`SchedClass::nr_running`]), for the fair server (6.12's `dl_server`).
     pub cfs_nr_running: u32,
+    /// Deadline run time (task clock, ns) not yet added to the RT class's `rt_time`: Linux
+    /// v5.10's `update_curr_dl` charges it to the RT bandwidth too; the deadline class adds
+    /// here and the RT class takes it at its accounting points.
+    pub dl_rt_time: u64,
 }
 
 /// What a class hook sees: the engine's context of the level plus the core's run queues.

@@ -408,6 +408,7 @@ impl Rt {
     /// and, with bandwidth control, add the run time to `rt_time` and throttle the queue once
     /// it exceeds the runtime (`sched_rt_runtime_exceeded`), rescheduling the CPU.
     fn update_curr_rt(&mut self, ctx: &mut LinuxCtx, cpu: usize) {
+        self.take_dl_time(ctx, cpu);
         let Some(curr) = self.rqs[cpu].curr else {
             return;
         };
@@ -451,6 +452,25 @@ impl Rt {
     /// `rt_time` loses one runtime per elapsed period; a throttled queue below the runtime
     /// again is unthrottled and its CPU rescheduled. The timer stops when no CPU has RT run
     /// time, RT tasks or a throttled queue.
+    /// Linux v5.10: the RT bandwidth's share of `update_curr_dl`: deadline run time counts in
+    /// `rt_time` while the period timer runs, or up to the runtime
+    /// (`sched_rt_bandwidth_account`), taken here at RT's own accounting points (the deadline
+    /// class leaves it in `Rq::dl_rt_time`). The throttle itself is RT's next
+    /// `update_curr_rt`, as upstream.
+    #[inline]
+    fn take_dl_time(&mut self, ctx: &mut LinuxCtx, cpu: usize) {
+        let d = std::mem::take(&mut ctx.rq_mut(cpu).dl_rt_time);
+        let Some(runtime) = self.runtime_ns else {
+            return;
+        };
+        let rq = &mut self.rqs[cpu];
+        rq.rt_time += if self.period_active {
+            d
+        } else {
+            d.min(runtime.saturating_sub(rq.rt_time))
+        };
+    }
+
     fn sched_rt_period_timer(&mut self, ctx: &mut LinuxCtx) {
         let Some(runtime) = self.runtime_ns else {
             self.period_active = false;
@@ -467,6 +487,7 @@ impl Rt {
         let mut idle = true;
         if overrun > 0 {
             for c in 0..self.rqs.len() {
+                self.take_dl_time(ctx, c);
                 if !ctx.cpu(CpuId(c as u32)).online {
                     continue;
                 }
