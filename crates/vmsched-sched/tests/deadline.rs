@@ -158,3 +158,23 @@ fn bad_parameters_name_the_field() {
     let e = load(&ev, &[]).unwrap_err();
     assert!(e.contains("policy"), "{e}");
 }
+
+/// The deadline class sits above RT under EEVDF too: on a 6.12 guest (the fair server instead
+/// of RT throttling) the reservation still gets its 30 %, and the fair server, which does not
+/// count deadline run time as fair work, gives the fair loop its 5 % from what RT leaves.
+#[test]
+fn under_eevdf_6_12_with_the_fair_server() {
+    let src = format!(
+        "{ONE_VCPU}{}{FIFO_HOG}{FAIR_LOOP}",
+        dl_hog("res", 3_000_000, 10_000_000, 10_000_000)
+    )
+    .replace(
+        "scheduler = \"cfs\"",
+        "scheduler = \"eevdf\"\nkernel = \"6.12\"",
+    );
+    let r = run_src(&src, &[("domain.0.sched.deadline.hrtick", "true")]);
+    let (d, rt, fair) = (share(&r, "res.0"), share(&r, "rt.0"), share(&r, "loop.0"));
+    assert!((0.297..=0.302).contains(&d), "deadline share {d}");
+    assert!((0.04..=0.06).contains(&fair), "fair share {fair}");
+    assert!((0.64..=0.665).contains(&rt), "RT share {rt}");
+}
