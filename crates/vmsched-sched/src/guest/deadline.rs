@@ -35,6 +35,8 @@
 //!   (the revised wake-up rule, `update_dl_revised_wakeup`). A throttled task that wakes stays
 //!   throttled until its timer.
 //! * `sched_yield`: the task gives up the rest of its runtime and sleeps until its next period.
+//! * The RT bandwidth is shared: deadline run time also counts in RT throttling's `rt_time`
+//!   (5.10's `update_curr_dl`), handed to the RT class through `Rq::dl_rt_time`.
 //! * Above RT and fair: the core preempts a lower class at once; a wakee of an earlier deadline
 //!   preempts a deadline task (`check_preempt_curr_dl`).
 //!

@@ -54,7 +54,9 @@
 //!   may pull several in a row, leaving the lesser ones to be pushed back); with RT_PUSH_IPI the
 //!   upstream pull is an IPI asking those CPUs to push, which comes to the same move here. A
 //!   move costs no time; pushing and pulling read `cpupri` exactly (no races).
-//! * Deadline tasks do not exist yet, so `cpupri` and the push conditions see only RT tasks.
+//! * `cpupri` and the push conditions see only RT tasks, not the deadline class's
+//!   (`guest/deadline.rs`); deadline run time counts in `rt_time` (5.10's `update_curr_dl`),
+//!   taken from `Rq::dl_rt_time` at this class's accounting points (`take_dl_time`).
 //! * A change of class at run time (FIFO to NORMAL and back) is refused by validation.
 //! * Throttling is accounted at the tick and at context switches (as upstream without HRTICK);
 //!   the period timer's phase is the first RT enqueue of the run.
