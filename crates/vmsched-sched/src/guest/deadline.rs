@@ -706,8 +706,10 @@ impl SchedClass for Dl {
             t.dl_density = to_ratio(t.dl_deadline, t.dl_runtime);
             t.new = true;
             self.owned.push(e);
+            // Room for every deadline task on every queue: no allocation while running.
+            let n = self.owned.len();
             for rq in &mut self.rqs {
-                rq.queue.reserve(1);
+                rq.queue.reserve(n);
             }
         }
         self.tasks.push(t);
