@@ -59,6 +59,10 @@ pub const SHIPPED: [(&str, &str); 22] = [
         include_str!("../../python/vmsched/scenarios/null_static.toml"),
     ),
     (
+        "deadline_guest.toml",
+        include_str!("../../python/vmsched/scenarios/deadline_guest.toml"),
+    ),
+    (
         "rt_cyclictest.toml",
         include_str!("../../python/vmsched/scenarios/rt_cyclictest.toml"),
     ),
@@ -506,6 +510,7 @@ pub fn generate(u: &mut Unstructured) -> String {
     credit2_4_2(&mut p, &mut s);
     historic_host(&mut p, &mut s, &doms);
     bfs_guests(&mut p, &mut s, doms.len());
+    deadline_tasks(&mut p, &mut s, doms.len());
     s
 }
 

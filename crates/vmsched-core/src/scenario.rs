@@ -50,6 +50,18 @@ pub trait ConfigCheck {
     fn check_policy_change(&self, _from: Policy, _to: Policy) -> Result<(), String> {
         Ok(())
     }
+
+    /// A guest kernel's admission of its SCHED_DEADLINE tasks (`sched_setattr`'s period
+    /// bounds and `sched_dl_overflow`), given by name and times in declaration order, for a
+    /// guest of `vcpus` CPUs. Err((index of the refused task, field, message)). The default
+    /// takes every task.
+    fn check_dl_tasks(
+        &self,
+        _vcpus: u32,
+        _tasks: &[(String, crate::sched::SchedTimes)],
+    ) -> Result<(), (usize, String, String)> {
+        Ok(())
+    }
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -764,6 +776,24 @@ where
                 }
                 w.validate(d.vcpus)
                     .map_err(|(f, m)| (format!("domain.{i}.workload.{j}.{f}"), m))?;
+            }
+            // SCHED_DEADLINE admission over the guest's deadline tasks.
+            let mut dl = Vec::new();
+            let mut owner = Vec::new();
+            for (j, w) in d.workloads.iter().enumerate() {
+                if let WorkloadConfig::Program(p) = w {
+                    if p.policy == Policy::Deadline {
+                        for k in 0..p.copies {
+                            dl.push((format!("{}.{k}", p.name), p.times()));
+                            owner.push(j);
+                        }
+                    }
+                }
+            }
+            if !dl.is_empty() {
+                d.sched
+                    .check_dl_tasks(d.vcpus, &dl)
+                    .map_err(|(k, f, m)| (format!("domain.{i}.workload.{}.{f}", owner[k]), m))?;
             }
         }
         io::validate(&self.machine, &self.domains)?;

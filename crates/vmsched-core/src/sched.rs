@@ -62,6 +62,8 @@ pub enum Policy {
     Idle,
     Fifo,
     Rr,
+    /// SCHED_DEADLINE (`sched_runtime_ns`, `sched_deadline_ns`, `sched_period_ns`).
+    Deadline,
 }
 
 /// The scheduling attributes a Xen policy reads for a vCPU (from its domain: `xl
@@ -102,12 +104,19 @@ pub struct LinuxAttr {
     pub nice: i32,
     /// `sched_priority` of SCHED_FIFO/SCHED_RR (1..=99).
     pub rt_priority: u32,
-    /// SCHED_DEADLINE `sched_runtime` (ns).
-    pub dl_runtime_ns: u64,
-    /// SCHED_DEADLINE `sched_deadline` (ns).
-    pub dl_deadline_ns: u64,
-    /// SCHED_DEADLINE `sched_period` (ns).
-    pub dl_period_ns: u64,
+    /// `sched_runtime`, `sched_deadline`, `sched_period`.
+    pub times: SchedTimes,
+}
+
+/// The times of `struct sched_attr` (ns): SCHED_DEADLINE's runtime, relative deadline and
+/// period; `sched_runtime_ns` is also a SCHED_NORMAL/BATCH/IDLE task's requested slice under
+/// EEVDF from Linux 6.12 (`sched_setattr` uses the one field for both). 0: not given.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SchedTimes {
+    pub sched_runtime_ns: u64,
+    pub sched_deadline_ns: u64,
+    /// 0: the deadline (`__checkparam_dl`).
+    pub sched_period_ns: u64,
 }
 
 /// Static parameters of an entity, given at build time: the engine's part (name, group,

@@ -223,20 +223,68 @@ impl ConfigCheck for GuestSchedConfig {
     }
 
     /// A task stays in its class: normal, batch and idle move among themselves (the fair
-    /// class), fifo and rr among themselves (the RT class); a move between the two classes
-    /// (`switched_from`/`switched_to`) is not modelled.
+    /// class), fifo and rr among themselves (the RT class); a move between classes (the
+    /// deadline class included; `switched_from`/`switched_to`) is not modelled.
+    /// Linux v5.10: the period bounds of `__checkparam_dl` and `sched_dl_overflow`
+    /// (`guest/deadline.rs`).
+    fn check_dl_tasks(
+        &self,
+        vcpus: u32,
+        tasks: &[(String, vmsched_core::sched::SchedTimes)],
+    ) -> Result<(), (usize, String, String)> {
+        if let GuestSchedConfig::Bfs(_) = self {
+            return match tasks.first() {
+                Some(_) => Err((
+                    0,
+                    "policy".into(),
+                    "BFS has no SCHED_DEADLINE (it replaces the whole Linux scheduler and \
+                     queues only normal, RT, ISO and idle tasks)"
+                        .into(),
+                )),
+                None => Ok(()),
+            };
+        }
+        let (rt, dl) = self.rt_dl();
+        crate::guest::deadline::admit(rt, dl, vcpus, tasks)
+    }
+
     fn check_policy_change(&self, from: Policy, to: Policy) -> Result<(), String> {
-        let rt = |p: Policy| matches!(p, Policy::Fifo | Policy::Rr);
+        let class = |p: Policy| match p {
+            Policy::Deadline => "deadline",
+            Policy::Fifo | Policy::Rr => "RT",
+            Policy::Normal | Policy::Batch | Policy::Idle => "fair",
+        };
         match self {
-            GuestSchedConfig::Cfs(_) | GuestSchedConfig::Eevdf(_) if rt(from) != rt(to) => {
+            GuestSchedConfig::Cfs(_) | GuestSchedConfig::Eevdf(_) if class(from) != class(to) => {
                 Err(format!(
-                    "moving a task from {from:?} to {to:?} changes its scheduling class (RT ↔ \
-                     fair), which is not modelled at run time"
+                    "moving a task from {from:?} to {to:?} changes its scheduling class ({} → \
+                     {}), which is not modelled at run time",
+                    class(from),
+                    class(to)
                 ))
             }
             GuestSchedConfig::Cfs(_) | GuestSchedConfig::Eevdf(_) => Ok(()),
+            GuestSchedConfig::Bfs(_) if to == Policy::Deadline => {
+                Err("BFS has no SCHED_DEADLINE".into())
+            }
             // BFS queues every policy in one array: a task changes level, not class.
             GuestSchedConfig::Bfs(_) => Ok(()),
+        }
+    }
+}
+
+impl GuestSchedConfig {
+    /// The RT and deadline sysctls of the guest kernel.
+    fn rt_dl(
+        &self,
+    ) -> (
+        &crate::guest::rt::RtParams,
+        &crate::guest::deadline::DlParams,
+    ) {
+        match self {
+            GuestSchedConfig::Cfs(p) => (&p.rt, &p.deadline),
+            GuestSchedConfig::Eevdf(p) => (&p.rt, &p.deadline),
+            GuestSchedConfig::Bfs(_) => unreachable!("BFS refuses deadline tasks first"),
         }
     }
 }
@@ -729,7 +777,7 @@ pub fn build(s: &Scenario) -> Simulation {
                         policy: t.policy,
                         nice: t.nice,
                         rt_priority: t.rt_prio,
-                        ..Default::default()
+                        times: t.times,
                     },
                     hard_affinity: aff,
                     soft_affinity: aff,

@@ -24,7 +24,7 @@ use vmsched_core::{
 thread_local! {
     /// The policy and `rt_priority` of every entity the suite builds on this thread (a Linux
     /// level's tasks), set by the constructor of the instance under test: normal tasks unless
-    /// an instance asks for RT ones (`rr_guest`).
+    /// an instance asks for RT or deadline ones (`rr_guest`, `dl_guest`).
     static TASK_POLICY: Cell<(Policy, u32)> = const { Cell::new((Policy::Normal, 0)) };
 }
 
@@ -32,6 +32,16 @@ thread_local! {
 fn params(i: usize, ncpus: usize) -> EntityParams {
     let mut p = vmsched_core::testkit::params(i, ncpus);
     (p.linux.policy, p.linux.rt_priority) = TASK_POLICY.get();
+    if p.linux.policy == Policy::Deadline {
+        // A full-bandwidth reservation (Q = D = P = 10 ms): never throttled while it could run,
+        // so a CPU with deadline work never idles.
+        let t = 10 * NS_PER_MS;
+        p.linux.times = vmsched_core::sched::SchedTimes {
+            sched_runtime_ns: t,
+            sched_deadline_ns: t,
+            sched_period_ns: t,
+        };
+    }
     p
 }
 
@@ -1027,6 +1037,82 @@ mod rr_guest {
     #[test]
     fn deterministic() {
         super::deterministic(rr_tasks(2), rr_tasks(2), false);
+    }
+}
+
+fn dl_tasks(n: usize) -> vmsched_sched::guest::cfs::CfsSched {
+    TASK_POLICY.set((Policy::Deadline, 0));
+    let mut p = vmsched_sched::guest::cfs::CfsParams::default();
+    p.rt.sched_rt_runtime_us = -1;
+    vmsched_sched::guest::cfs::Cfs::sched(p, &flat(n))
+}
+
+/// The deadline class (SCHED_DEADLINE tasks of full bandwidth, docs/deadline.md) at a guest
+/// level: the common cases, removal, timers and determinism.
+/// `yield_keeps_cpu_busy` does not apply: a deadline task's `sched_yield` gives up the rest of
+/// its runtime until its next period (`yield_task_dl`), so a lone yielder leaves its CPU idle
+/// until then (`lone_yielder_runs_at_its_next_period`).
+mod dl_guest {
+    use super::*;
+    #[test]
+    fn lone_entity_runs() {
+        super::lone_entity_runs(dl_tasks(1));
+    }
+    #[test]
+    fn n_entities_one_cpu_all_progress() {
+        super::n_entities_one_cpu_all_progress(dl_tasks(2), 2);
+    }
+    #[test]
+    fn idle_cpu_takes_waking_entity() {
+        super::idle_cpu_takes_waking_entity(dl_tasks(2));
+    }
+    #[test]
+    fn affinity_holds() {
+        super::affinity_holds(dl_tasks(4));
+    }
+    #[test]
+    fn work_conserving() {
+        super::work_conserving(dl_tasks(4));
+    }
+    #[test]
+    fn block_and_wake() {
+        super::block_and_wake(dl_tasks(1));
+    }
+    #[test]
+    fn wake_reschedules_cpu_in_affinity() {
+        super::wake_reschedules_cpu_in_affinity(dl_tasks(3));
+    }
+    #[test]
+    fn cpu_offline_and_online() {
+        super::cpu_offline_and_online(dl_tasks(3));
+    }
+    #[test]
+    fn cpu_hotplug_deterministic() {
+        super::cpu_hotplug_deterministic(dl_tasks(3), dl_tasks(3));
+    }
+    #[test]
+    fn lone_yielder_runs_at_its_next_period() {
+        let mut h = Harness::new(dl_tasks(1), 1, vec![params(0, 1)]);
+        h.wake(0, WakeInfo::of(WakeCause::Fork));
+        h.pump();
+        h.run_for(NS_PER_MS, 100_000);
+        h.yield_(0);
+        h.pump();
+        assert_eq!(h.curr(0), None, "the yielder waits for its next period");
+        h.run_for(9 * NS_PER_MS, 100_000);
+        assert_eq!(h.curr(0), Some(0), "and runs again at it");
+    }
+    #[test]
+    fn removed_entity_never_runs() {
+        super::removed_entity_never_runs(dl_tasks(1), false);
+    }
+    #[test]
+    fn timers_well_formed() {
+        super::timers_well_formed(dl_tasks(2), false);
+    }
+    #[test]
+    fn deterministic() {
+        super::deterministic(dl_tasks(2), dl_tasks(2), false);
     }
 }
 

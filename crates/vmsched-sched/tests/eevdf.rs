@@ -138,7 +138,7 @@ fn periodic_latency_samples(p: EevdfParams, run_ns: u64) -> [Vec<u64>; 2] {
     let mut ents = vec![pinned(0, 1, 0), pinned(1, 1, 0)];
     for (i, slice) in [(2, 100_000u64), (3, 3 * NS_PER_MS)] {
         let mut e = pinned(i, 1, 0);
-        e.linux.dl_runtime_ns = slice;
+        e.linux.times.sched_runtime_ns = slice;
         ents.push(e);
     }
     let topo = vmsched_core::testkit::flat(1);

@@ -829,6 +829,7 @@ fn random_scenario(seed: u64) -> String {
     credit2_4_2(&mut p, &mut s);
     historic_host(&mut p, &mut s, &doms);
     bfs_guests(&mut p, &mut s, doms.len());
+    deadline_tasks(&mut p, &mut s, doms.len());
     s
 }
 

@@ -113,13 +113,11 @@ fn policy_of(ctx: &Ctx, node: &Node, key: &str) -> Result<Policy, ScenarioError>
         "SCHED_IDLE" => Policy::Idle,
         "SCHED_FIFO" => Policy::Fifo,
         "SCHED_RR" => Policy::Rr,
-        "SCHED_DEADLINE" => {
-            return Err(ctx.err(
-                node,
-                key,
-                "SCHED_DEADLINE is not modelled (the guest has no deadline class)",
-            ))
-        }
+        "SCHED_DEADLINE" => return Err(ctx.err(
+            node,
+            key,
+            "SCHED_DEADLINE is not imported (write a program workload with policy = \"deadline\")",
+        )),
         other => {
             return Err(ctx.err(
                 node,
@@ -476,6 +474,9 @@ fn task(
         nice: if rt { 0 } else { sched.prio as i32 },
         policy: sched.policy,
         rt_priority: if rt { sched.prio as u32 } else { 0 },
+        sched_runtime_ns: 0,
+        sched_deadline_ns: 0,
+        sched_period_ns: 0,
         affinity,
         channels: vec![],
         tokens: vec![],

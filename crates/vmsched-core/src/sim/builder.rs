@@ -336,6 +336,7 @@ impl SimBuilder {
                 nice: params.linux.nice,
                 policy: params.linux.policy,
                 rt_prio: params.linux.rt_priority,
+                times: Default::default(),
                 affinity: None,
                 start: 0,
             }],

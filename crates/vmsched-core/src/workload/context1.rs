@@ -165,6 +165,7 @@ impl Context1Config {
             nice: self.nice,
             policy: Policy::Normal,
             rt_prio: 0,
+            times: Default::default(),
             affinity: self.affinity.clone(),
             start: 0,
         };

@@ -40,6 +40,7 @@ impl CpuLoopConfig {
             nice: self.nice,
             policy: Policy::Normal,
             rt_prio: 0,
+            times: Default::default(),
             affinity: if self.pin_each {
                 Some(vec![match &self.affinity {
                     Some(a) => a[k as usize % a.len()],

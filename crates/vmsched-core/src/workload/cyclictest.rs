@@ -100,6 +100,7 @@ impl CyclictestConfig {
                 nice: 0,
                 policy: if rt { Policy::Fifo } else { Policy::Normal },
                 rt_prio: self.priority,
+                times: Default::default(),
                 affinity: self.affinity.clone(),
                 start: 0,
             })
@@ -121,6 +122,7 @@ impl CyclictestConfig {
                 nice: 0,
                 policy: Policy::Normal,
                 rt_prio: 0,
+                times: Default::default(),
                 affinity: self.affinity.clone(),
                 start: 0,
             });

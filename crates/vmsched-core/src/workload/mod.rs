@@ -178,6 +178,8 @@ pub struct TaskSpec {
     pub nice: i32,
     pub policy: Policy,
     pub rt_prio: u32,
+    /// `sched_runtime`, `sched_deadline`, `sched_period` (SCHED_DEADLINE, or the EEVDF slice).
+    pub times: crate::sched::SchedTimes,
     /// vCPUs the task may run on (None: all).
     pub affinity: Option<Vec<u32>>,
     /// When the task is created (ns after the start of the run); [`crate::time::NEVER`] for a

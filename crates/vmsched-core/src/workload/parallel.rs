@@ -347,6 +347,7 @@ impl ParallelConfig {
                     nice: self.nice,
                     policy: Policy::Normal,
                     rt_prio: 0,
+                    times: Default::default(),
                     affinity: self
                         .pin
                         .then(|| vec![k % vcpus.get(p).copied().unwrap_or(1).max(1)]),

@@ -25,7 +25,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Dist, Step, TaskSpec, WorkloadKind, WorkloadSpec};
-use crate::sched::Policy;
+use crate::sched::{Policy, SchedTimes};
 use crate::time::{config_ns, time_ns, Nanos, MAX_EXP_MEAN_NS, NEVER, NS_PER_MS, NS_PER_US};
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -40,6 +40,16 @@ pub struct ProgramConfig {
     pub policy: Policy,
     #[serde(default)]
     pub rt_priority: u32,
+    /// `sched_attr.sched_runtime` (ns): a `deadline` task's runtime per period, or a normal,
+    /// batch or idle task's requested slice (EEVDF from Linux 6.12; 0: the default slice).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub sched_runtime_ns: u64,
+    /// `sched_attr.sched_deadline` (ns): a `deadline` task's relative deadline.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub sched_deadline_ns: u64,
+    /// `sched_attr.sched_period` (ns): a `deadline` task's period (0: the deadline).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub sched_period_ns: u64,
     #[serde(default)]
     pub affinity: Option<Vec<u32>>,
     #[serde(default)]
@@ -59,6 +69,13 @@ pub struct ProgramConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tasks: Option<u32>,
     pub steps: Vec<StepConfig>,
+}
+
+/// `1 << DL_SCALE`: the least runtime of a SCHED_DEADLINE task (Linux `__checkparam_dl`).
+pub const DL_MIN_RUNTIME_NS: u64 = 1 << 10;
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// The most tasks one program workload may have over a run (`max_tasks`).
@@ -414,6 +431,7 @@ impl ProgramConfig {
             }
             _ => {}
         }
+        self.check_sched_times()?;
         for (field, list) in [("channels", &self.channels), ("counters", &self.counters)] {
             if list.len() > MAX_STEPS {
                 return Err((field.into(), format!("at most {MAX_STEPS} names")));
@@ -453,6 +471,97 @@ impl ProgramConfig {
         }
     }
 
+    /// `struct sched_attr`'s times as given.
+    pub fn times(&self) -> SchedTimes {
+        SchedTimes {
+            sched_runtime_ns: self.sched_runtime_ns,
+            sched_deadline_ns: self.sched_deadline_ns,
+            sched_period_ns: self.sched_period_ns,
+        }
+    }
+
+    /// The times as `sched_setattr` takes them for the policy: a `deadline` task's as
+    /// `__checkparam_dl` (Linux v5.10) checks them, but for the period bounds, which are the
+    /// guest's sysctls and checked with its admission control (`vmsched_sched`'s deadline
+    /// class); a deadline task may not fork (`sched_fork` refuses a SCHED_DEADLINE parent
+    /// with EAGAIN). Other policies: only a normal, batch or idle task's `sched_runtime_ns`
+    /// (its slice request) is meaningful; the rest is refused rather than ignored.
+    fn check_sched_times(&self) -> Result<(), (String, String)> {
+        let err = |f: &str, m: String| Err((f.to_string(), m));
+        if self.policy != Policy::Deadline {
+            if matches!(self.policy, Policy::Fifo | Policy::Rr) && self.sched_runtime_ns != 0 {
+                return err(
+                    "sched_runtime_ns",
+                    "only a deadline task's runtime or a normal, batch or idle task's slice \
+                     request"
+                        .into(),
+                );
+            }
+            for (f, v) in [
+                ("sched_deadline_ns", self.sched_deadline_ns),
+                ("sched_period_ns", self.sched_period_ns),
+            ] {
+                if v != 0 {
+                    return err(f, format!("only for policy = \"deadline\" (got {v})"));
+                }
+            }
+            return Ok(());
+        }
+        let t = self.times();
+        if t.sched_deadline_ns == 0 {
+            return err(
+                "sched_deadline_ns",
+                "a deadline task needs a relative deadline above 0".into(),
+            );
+        }
+        if t.sched_runtime_ns < DL_MIN_RUNTIME_NS {
+            return err(
+                "sched_runtime_ns",
+                format!(
+                    "a deadline task needs at least {DL_MIN_RUNTIME_NS} ns (1 << DL_SCALE), got {}",
+                    t.sched_runtime_ns
+                ),
+            );
+        }
+        for (f, v) in [
+            ("sched_deadline_ns", t.sched_deadline_ns),
+            ("sched_period_ns", t.sched_period_ns),
+        ] {
+            if v >= 1 << 63 {
+                return err(f, format!("must be below 2^63, got {v}"));
+            }
+        }
+        if t.sched_runtime_ns > t.sched_deadline_ns {
+            return err(
+                "sched_runtime_ns",
+                format!(
+                    "must be at most sched_deadline_ns ({}), got {}",
+                    t.sched_deadline_ns, t.sched_runtime_ns
+                ),
+            );
+        }
+        if t.sched_period_ns != 0 && t.sched_period_ns < t.sched_deadline_ns {
+            return err(
+                "sched_period_ns",
+                format!(
+                    "must be at least sched_deadline_ns ({}) or 0 (the deadline), got {}",
+                    t.sched_deadline_ns, t.sched_period_ns
+                ),
+            );
+        }
+        if self
+            .steps
+            .iter()
+            .any(|s| matches!(s, StepConfig::Fork { .. }))
+        {
+            return err(
+                "policy",
+                "a deadline task cannot fork (Linux refuses it with EAGAIN)".into(),
+            );
+        }
+        Ok(())
+    }
+
     /// `start_us` in ns, checked.
     pub fn start_ns(&self) -> Result<Nanos, (String, String)> {
         time_ns("start_us", self.start_us, NS_PER_US)
@@ -470,6 +579,7 @@ impl ProgramConfig {
                     nice: self.nice,
                     policy: self.policy,
                     rt_prio: self.rt_priority,
+                    times: self.times(),
                     affinity: self.affinity.clone(),
                     start: self.start_ns().expect("validated before build"),
                 })
@@ -480,6 +590,7 @@ impl ProgramConfig {
                         nice: self.nice,
                         policy: self.policy,
                         rt_prio: self.rt_priority,
+                        times: self.times(),
                         affinity: self.affinity.clone(),
                         start: NEVER,
                     }),

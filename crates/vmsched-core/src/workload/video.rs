@@ -219,6 +219,7 @@ impl VideoConfig {
             nice: self.nice,
             policy: Policy::Normal,
             rt_prio: 0,
+            times: Default::default(),
             affinity: self.affinity.clone(),
             start: t.start,
         }];
@@ -245,6 +246,7 @@ impl VideoConfig {
                 nice: self.nice,
                 policy: Policy::Normal,
                 rt_prio: 0,
+                times: Default::default(),
                 affinity: None,
                 start: t.start,
             });

@@ -220,6 +220,7 @@ impl VmBootConfig {
                     nice: 0,
                     policy: Policy::Normal,
                     rt_prio: 0,
+                    times: Default::default(),
                     affinity: Some(vec![v]),
                     start: t.start + start,
                 }

@@ -296,7 +296,8 @@ impl Bfs {
         match policy {
             Policy::Fifo | Policy::Rr => MAX_RT_PRIO - 1 - rt_priority.clamp(1, 99) as u8,
             Policy::Idle => IDLE_PRIO,
-            Policy::Normal | Policy::Batch => NORMAL_PRIO,
+            // Refused at validation (BFS has no SCHED_DEADLINE); queued as normal if it came.
+            Policy::Normal | Policy::Batch | Policy::Deadline => NORMAL_PRIO,
         }
     }
 

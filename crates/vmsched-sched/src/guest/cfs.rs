@@ -104,6 +104,7 @@ use balance::{BalanceFair, LbState};
 use select::SelectFair;
 use weights::{calc_delta, calc_delta_fair, LoadWeight};
 
+use crate::guest::deadline::{Dl, DlParams};
 use crate::guest::linux_core::{
     DequeueFlags, EnqueueFlags, LinuxCore, LinuxCtx, Rq, SchedClass, WakeFlags,
 };
@@ -155,6 +156,10 @@ pub struct CfsParams {
     /// The RT class's sysctls (`[domain.sched.rt]`: `sched_rr_timeslice_ms`,
     /// `sched_rt_period_us`, `sched_rt_runtime_us`); the RT class sits above CFS in the chain.
     pub rt: RtParams,
+    /// The deadline class's sysctls (`[domain.sched.deadline]`, docs/deadline.md); it sits
+    /// above the RT class.
+    #[serde(skip_serializing_if = "DlParams::is_default")]
+    pub deadline: DlParams,
 }
 
 impl Default for CfsParams {
@@ -175,6 +180,7 @@ impl Default for CfsParams {
             wakeup_preemption: true,
             vcpu_is_preempted: false,
             rt: RtParams::default(),
+            deadline: DlParams::default(),
         }
     }
 }
@@ -256,7 +262,10 @@ impl CfsParams {
                 );
             }
         }
-        self.rt.validate().map_err(|m| format!("rt.{m}"))
+        self.rt.validate().map_err(|m| format!("rt.{m}"))?;
+        self.deadline
+            .validate()
+            .map_err(|m| format!("deadline.{m}"))
     }
 }
 
@@ -780,20 +789,14 @@ impl Cfs {
     /// with the sysctls of `params.rt`), with a tick every 1/HZ (TICK_NSEC, rounded).
     pub fn sched(params: CfsParams, cpus: &[CpuTopo]) -> CfsSched {
         let rt = Rt::new(params.rt.clone(), params.hz, cpus.len());
+        let dl = Dl::new(params.deadline.clone(), cpus.len());
         let cfs = Cfs::new(params, cpus);
-        LinuxCore::with_classes(
-            "cfs",
-            cpus.len(),
-            cfs.tun.tick_ns,
-            cfs,
-            rt,
-            crate::guest::linux_core::EmptyClass,
-        )
+        LinuxCore::with_classes("cfs", cpus.len(), cfs.tun.tick_ns, cfs, rt, dl)
     }
 }
 
-/// A Linux 5.10 kernel: CFS as the fair class under the RT class (no deadline class yet).
-pub type CfsSched = LinuxCore<Cfs, Rt>;
+/// A Linux 5.10 kernel: CFS as the fair class under the RT and the deadline class.
+pub type CfsSched = LinuxCore<Cfs, Rt, Dl>;
 
 impl SchedClass for Cfs {
     /// SCHED_NORMAL, SCHED_BATCH and SCHED_IDLE. It takes every policy, so that a core with no

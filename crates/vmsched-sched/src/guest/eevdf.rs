@@ -98,8 +98,9 @@ use crate::guest::cfs::balance::{BalanceFair, LbState};
 use crate::guest::cfs::select::SelectFair;
 use crate::guest::cfs::tunable_factor;
 use crate::guest::cfs::weights::{calc_delta_fair, LoadWeight};
+use crate::guest::deadline::Dl;
 use crate::guest::linux_core::{
-    DequeueFlags, EmptyClass, EnqueueFlags, LinuxCore, LinuxCtx, Rq, SchedClass, WakeFlags,
+    DequeueFlags, EnqueueFlags, LinuxCore, LinuxCtx, Rq, SchedClass, WakeFlags,
 };
 use crate::guest::rt::Rt;
 
@@ -204,7 +205,7 @@ pub struct Eevdf {
 
 /// A Linux 6.x kernel whose fair class is EEVDF.
 /// A Linux 6.x kernel: EEVDF as the fair class under the RT class (no deadline class yet).
-pub type EevdfSched = LinuxCore<Eevdf, Rt>;
+pub type EevdfSched = LinuxCore<Eevdf, Rt, Dl>;
 
 impl Eevdf {
     /// `cpus`: the topology of the guest's vCPUs; their number scales the base slice. Panics
@@ -258,8 +259,9 @@ impl Eevdf {
             .clone()
             .with_fair_server_default(params.kernel >= EevdfKernel::V6_12);
         let rt = Rt::new(rt_params, params.hz, cpus.len());
+        let dl = Dl::new(params.deadline.clone(), cpus.len());
         let e = Eevdf::new(params, cpus);
-        LinuxCore::with_classes("eevdf", cpus.len(), e.tick_ns, e, rt, EmptyClass)
+        LinuxCore::with_classes("eevdf", cpus.len(), e.tick_ns, e, rt, dl)
     }
 
     fn v6_12(&self) -> bool {
@@ -595,8 +597,8 @@ impl SchedClass for Eevdf {
     }
 
     /// Build time: a blocked task on its initial vCPU (or the first allowed one), with the base
-    /// slice, or from 6.12 its own (`sched_runtime`, read from `dl_runtime_ns` of a non-RT
-    /// policy: `sched_setattr` uses the one field for both).
+    /// slice, or from 6.12 its own (`sched_runtime`, read from `sched_runtime_ns` of a
+    /// fair policy: `sched_setattr` uses the one field for both).
     fn init_task(&mut self, ctx: &mut LinuxCtx, e: EntityId, _owned: bool) {
         assert_eq!(e.idx(), self.ses.len(), "insert: entities come in id order");
         let p = &ctx.ent(e).params;
@@ -609,9 +611,12 @@ impl SchedClass for Eevdf {
             p.linux.policy,
             Policy::Normal | Policy::Batch | Policy::Idle
         );
-        let custom = self.v6_12() && fair && p.linux.dl_runtime_ns > 0;
+        let custom = self.v6_12() && fair && p.linux.times.sched_runtime_ns > 0;
         let slice = if custom {
-            p.linux.dl_runtime_ns.clamp(SLICE_MIN_NS, SLICE_MAX_NS)
+            p.linux
+                .times
+                .sched_runtime_ns
+                .clamp(SLICE_MIN_NS, SLICE_MAX_NS)
         } else {
             self.base_slice
         };

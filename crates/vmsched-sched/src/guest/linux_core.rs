@@ -75,13 +75,18 @@ pub struct Rq {
     /// Steal is subtracted only in whole ticks of this length (Linux 3.x's `steal_ticks`), the
     /// rest staying pending; set by the fair class's `init_rq` (CFS 3.17). 0: exact (4.x on).
     pub steal_tick_ns: u64,
-    /// `rq->rt.rt_nr_running`: RT tasks queued or running here, kept by the RT class, so that
-    /// another class's idle test (`idle_cpu` reads the whole `rq->nr_running`) sees them.
+    /// `rq->rt.rt_nr_running` + `rq->dl.dl_nr_running`: RT and deadline tasks queued or
+    /// running here, kept by those classes, so that another class's idle test (`idle_cpu`
+    /// reads the whole `rq->nr_running`) sees them.
     pub rt_nr_running: u32,
     /// `rq->cfs.h_nr_running`: the fair class's runnable tasks here (running included), as of
     /// the start of the last `__schedule` or tick of this CPU (the core reads it from the fair
     /// class's [`SchedClass::nr_running`]), for the fair server (6.12's `dl_server`).
     pub cfs_nr_running: u32,
+    /// Deadline run time (task clock, ns) not yet added to the RT class's `rt_time`: Linux
+    /// v5.10's `update_curr_dl` charges it to the RT bandwidth too; the deadline class adds
+    /// here and the RT class takes it at its accounting points.
+    pub dl_rt_time: u64,
 }
 
 /// What a class hook sees: the engine's context of the level plus the core's run queues.
@@ -411,7 +416,7 @@ pub enum ClassId {
 pub struct LinuxCore<Fair: SchedClass, Rt: SchedClass = EmptyClass, Dl: SchedClass = EmptyClass> {
     name: &'static str,
     tick_ns: Nanos,
-    /// The first timer key of the RT and of the fair class (the deadline class's start at 0),
+    /// The first timer key of the fair and of the deadline class (the RT class's start at 0),
     /// and the total.
     timer_base: [u32; 3],
     /// The kernel is a KVM host (host/kvm.rs): it tells the engine its run queues' lengths
@@ -499,12 +504,14 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> LinuxCore<Fair, Rt, Dl> {
             rt.init_rq(r);
             fair.init_rq(r);
         }
-        let rt_base = dl.nr_timers();
-        let fair_base = rt_base + rt.nr_timers();
-        let timer_base = [rt_base, fair_base, fair_base + fair.nr_timers()];
-        dl.set_timer_base(0);
-        rt.set_timer_base(rt_base);
+        // RT's keys first, then fair's, then the deadline class's (added last, so that the
+        // other classes' keys are those of a core without it).
+        let fair_base = rt.nr_timers();
+        let dl_base = fair_base + fair.nr_timers();
+        let timer_base = [fair_base, dl_base, dl_base + dl.nr_timers()];
+        rt.set_timer_base(0);
         fair.set_timer_base(fair_base);
+        dl.set_timer_base(dl_base);
         LinuxCore {
             name,
             tick_ns,
@@ -731,7 +738,7 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> Scheduler for LinuxCore<F
         Some(self.tick_ns)
     }
 
-    /// The classes' own timers, the deadline class's keys first, then the RT and the fair
+    /// The classes' own timers, the RT class's keys first, then the fair and the deadline
     /// class's.
     fn nr_timers(&self) -> u32 {
         self.timer_base[2]
@@ -739,14 +746,14 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> Scheduler for LinuxCore<F
 
     /// A class's timer: handed to the class that owns the key, relative to its base.
     fn on_timer(&mut self, ctx: &mut SchedCtx, key: u32) {
-        let [rt, fair, _] = self.timer_base;
+        let [fair, dl, _] = self.timer_base;
         let (s, mut lx) = self.split(ctx);
-        if key < rt {
-            s.dl.on_timer(&mut lx, key);
-        } else if key < fair {
-            s.rt.on_timer(&mut lx, key - rt);
-        } else {
+        if key < fair {
+            s.rt.on_timer(&mut lx, key);
+        } else if key < dl {
             s.fair.on_timer(&mut lx, key - fair);
+        } else {
+            s.dl.on_timer(&mut lx, key - dl);
         }
     }
 

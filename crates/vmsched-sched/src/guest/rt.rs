@@ -54,7 +54,9 @@
 //!   may pull several in a row, leaving the lesser ones to be pushed back); with RT_PUSH_IPI the
 //!   upstream pull is an IPI asking those CPUs to push, which comes to the same move here. A
 //!   move costs no time; pushing and pulling read `cpupri` exactly (no races).
-//! * Deadline tasks do not exist yet, so `cpupri` and the push conditions see only RT tasks.
+//! * `cpupri` and the push conditions see only RT tasks, not the deadline class's
+//!   (`guest/deadline.rs`); deadline run time counts in `rt_time` (5.10's `update_curr_dl`),
+//!   taken from `Rq::dl_rt_time` at this class's accounting points (`take_dl_time`).
 //! * A change of class at run time (FIFO to NORMAL and back) is refused by validation.
 //! * Throttling is accounted at the tick and at context switches (as upstream without HRTICK);
 //!   the period timer's phase is the first RT enqueue of the run.
@@ -408,6 +410,7 @@ impl Rt {
     /// and, with bandwidth control, add the run time to `rt_time` and throttle the queue once
     /// it exceeds the runtime (`sched_rt_runtime_exceeded`), rescheduling the CPU.
     fn update_curr_rt(&mut self, ctx: &mut LinuxCtx, cpu: usize) {
+        self.take_dl_time(ctx, cpu);
         let Some(curr) = self.rqs[cpu].curr else {
             return;
         };
@@ -455,6 +458,25 @@ impl Rt {
     /// `rt_time` loses one runtime per elapsed period; a throttled queue below the runtime
     /// again is unthrottled and its CPU rescheduled. The timer stops when no CPU has RT run
     /// time, RT tasks or a throttled queue.
+    /// Linux v5.10: the RT bandwidth's share of `update_curr_dl`: deadline run time counts in
+    /// `rt_time` while the period timer runs, or up to the runtime
+    /// (`sched_rt_bandwidth_account`), taken here at RT's own accounting points (the deadline
+    /// class leaves it in `Rq::dl_rt_time`). The throttle itself is RT's next
+    /// `update_curr_rt`, as upstream.
+    #[inline]
+    fn take_dl_time(&mut self, ctx: &mut LinuxCtx, cpu: usize) {
+        let d = std::mem::take(&mut ctx.rq_mut(cpu).dl_rt_time);
+        let Some(runtime) = self.runtime_ns else {
+            return;
+        };
+        let rq = &mut self.rqs[cpu];
+        rq.rt_time += if self.period_active {
+            d
+        } else {
+            d.min(runtime.saturating_sub(rq.rt_time))
+        };
+    }
+
     fn sched_rt_period_timer(&mut self, ctx: &mut LinuxCtx) {
         let Some(runtime) = self.runtime_ns else {
             self.period_active = false;
@@ -471,6 +493,7 @@ impl Rt {
         let mut idle = true;
         if overrun > 0 {
             for c in 0..self.rqs.len() {
+                self.take_dl_time(ctx, c);
                 if !ctx.cpu(CpuId(c as u32)).online {
                     continue;
                 }

@@ -2,8 +2,9 @@
 // crates/vmsched-sched/tests/hardening.rs and `generate` in fuzz/src/lib.rs. Both `include!`
 // this one file, so the choices are the same code (each defines a `Pick` with `pick` and
 // `rare`). They add the Linux classes of issue 12 (EEVDF guests, the RT class's sysctls with a
-// FIFO/RR program) and the Xen hosts of issue 17 (RTDS, null, ARINC653) to a drawn scenario,
-// after every earlier choice, so that older inputs keep their scenario (docs/fuzzing.md).
+// FIFO/RR program), the Xen hosts of issue 17 (RTDS, null, ARINC653) and SCHED_DEADLINE tasks
+// to a drawn scenario, after every earlier choice, so that older inputs keep their scenario
+// (docs/fuzzing.md).
 // A plain comment, not a module doc: `include!` takes items only.
 
 /// The byte ranges of the tables of `s`, each from its header line (`[..]` or `[[..]]`) to the
@@ -463,5 +464,52 @@ fn bfs_guests(p: &mut Pick, s: &mut String, ndoms: usize) {
             p.rare(&[1, 6, 100], &[0, 1001]),
         );
         s.replace_range(a..b, &t);
+    }
+}
+
+/// Appended choice, drawn after every other one: per domain (one time in 8; first option:
+/// nothing), the
+/// deadline class (docs/deadline.md) — now and then `[domain.sched.deadline]` with its period
+/// bounds and HRTICK, and a SCHED_DEADLINE program (a hog or a periodic task) of one or two
+/// copies whose parameters usually pass `__checkparam_dl` and admission control; one time in
+/// 256 a field takes an edge value (runtime above the deadline, below 1024 ns, a deadline of 0,
+/// a period below the deadline or beyond the bounds, a bandwidth of 1), to be refused.
+fn deadline_tasks(p: &mut Pick, s: &mut String, ndoms: usize) {
+    for d in 0..ndoms {
+        if p.pick(8) != 1 {
+            continue;
+        }
+        let Some((_, b)) = nth_table(s, "[domain.sched]\n", d) else {
+            continue;
+        };
+        let mut t = String::new();
+        if p.pick(3) == 0 {
+            t += &format!(
+                "[domain.sched.deadline]\nhrtick = {}\nsched_deadline_period_min_us = {}\n\
+                 sched_deadline_period_max_us = {}\n",
+                p.pick(2) == 1,
+                p.rare(&[100u64, 1000], &[5_000_000]),
+                p.rare(&[4_194_304u64, 1_000_000], &[0, 1 << 31]),
+            );
+        }
+        let period = p.rare(&[1_000_000u64, 2_000_000, 10_000_000], &[50_000, 5_000_000_000]);
+        let deadline = p.rare(&[period, period / 2], &[0, period + 1]);
+        let runtime = p.rare(&[deadline / 10, deadline / 4, 1024], &[deadline + 1, 1000, period]);
+        let steps = match p.pick(2) {
+            0 => "{ op = \"compute\", us = 500 }, { op = \"loop\", to = 0 }".to_string(),
+            _ => format!(
+                "{{ op = \"compute\", us = {} }}, {{ op = \"sleep\", us = {} }}, \
+                 {{ op = \"loop\", to = 0 }}",
+                1 + p.pick(200),
+                [10, 100, 500][p.pick(3) as usize],
+            ),
+        };
+        t += &format!(
+            "[[domain.workload]]\nkind = \"program\"\nname = \"dl{d}\"\ncopies = {}\n\
+             policy = \"deadline\"\nsched_runtime_ns = {runtime}\nsched_deadline_ns = {deadline}\n\
+             sched_period_ns = {period}\nsteps = [{steps}]\n",
+            1 + p.pick(2),
+        );
+        s.insert_str(b, &t);
     }
 }

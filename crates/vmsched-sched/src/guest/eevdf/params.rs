@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::guest::cfs::LINUX_HZ;
+use crate::guest::deadline::DlParams;
 use crate::guest::rt::RtParams;
 use vmsched_core::time::NS_PER_S;
 
@@ -181,6 +182,9 @@ pub struct EevdfParams {
     /// default from 6.12.
     #[serde(default)]
     pub rt: RtParams,
+    /// The deadline class's sysctls (`[domain.sched.deadline]`, docs/deadline.md).
+    #[serde(default, skip_serializing_if = "DlParams::is_default")]
+    pub deadline: DlParams,
 }
 
 fn default_hz() -> u32 {
@@ -206,6 +210,7 @@ impl EevdfParams {
             steal_carry_over: false,
             features: EevdfFeatures::default(),
             rt: RtParams::default(),
+            deadline: DlParams::default(),
         }
     }
 
@@ -239,6 +244,9 @@ impl EevdfParams {
             }
         }
         self.rt.validate().map_err(|m| format!("rt.{m}"))?;
+        self.deadline
+            .validate()
+            .map_err(|m| format!("deadline.{m}"))?;
         self.features.resolve(self.kernel).map(|_| ())
     }
 }

@@ -56,7 +56,7 @@ fn wake_pump(h: &mut Harness<EevdfSched>, e: u32) {
 fn task(i: usize, n: usize, nice: i32, slice_ns: u64) -> EntityParams {
     let mut p = pinned(i, n, 0);
     p.linux.nice = nice;
-    p.linux.dl_runtime_ns = slice_ns;
+    p.linux.times.sched_runtime_ns = slice_ns;
     p
 }
 
