@@ -18,9 +18,18 @@ import pytest
 
 from vmsched import reproductions
 from vmsched.reproductions import seed004
-from vmsched.reproductions.seed004 import (CREDIT1, CREDIT2, KERNELS, QUICK_ITERATIONS,
-                                           QUICK_SEEDS, SCHEDULERS, agrees, main, points,
-                                           summary)
+from vmsched.reproductions.seed004 import (
+    CREDIT1,
+    CREDIT2,
+    KERNELS,
+    QUICK_ITERATIONS,
+    QUICK_SEEDS,
+    SCHEDULERS,
+    agrees,
+    main,
+    points,
+    summary,
+)
 
 
 @cache
