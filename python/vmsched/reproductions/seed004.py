@@ -53,11 +53,14 @@ WHY = {
     "ep": "the ranks never communicate, so the runtime is the slowest rank's CPU share; both "
           "schedulers share 8 pCPUs fairly among 16 always-busy vCPUs, and the model charges "
           "nothing for a context switch or a cache refill, so Credit2's far more frequent "
-          "switches (slices of at most 2 ms in 4.2.1) cost it nothing.",
-    "ft": "its few synchronisations (a transpose and a checksum per iteration) are bulk "
-          "all-to-all copies through dom0, whose cost dominates and is the same under both "
-          "schedulers; the time a rank spins for a descheduled partner, where Credit2 gains, is "
-          "small beside it.",
+          "switches (slices of 0.5 to 2 ms in 4.2.1, against 30 ms) cost it nothing.",
+    "ft": "it synchronises only about twice an iteration (the transpose's all-to-all and the "
+          "checksum's all-reduce; 20 iterations of about 3 s each at 2:1), so the slices a rank "
+          "spins away under Credit1 while a partner is descheduled (at most a 30 ms slice or two "
+          "per synchronisation, about 1 s in all) are lost in its 80 s runtime; dom0, which "
+          "copies the transposes, runs about 10 % of the time and waits far longer under "
+          "Credit1 without lengthening the job. The thesis's gain on FT must come from what the "
+          "model leaves out (cache affinity, TCP's own timing).",
 }
 #: Simulated time limit (ms): every job must end inside the run.
 DURATION_MS = 1_500_000
