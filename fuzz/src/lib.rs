@@ -9,7 +9,7 @@ use vmsched_core::scenario::{ScenarioError, SetValue};
 /// The scenarios shipped in python/vmsched/scenarios, as (file name, text), in the order they
 /// were added (so the `overrides` target's older inputs keep selecting theirs); a test checks
 /// that every shipped scenario is here.
-pub const SHIPPED: [(&str, &str); 22] = [
+pub const SHIPPED: [(&str, &str); 23] = [
     (
         "seed000_context1_ratelimit.toml",
         include_str!("../../python/vmsched/scenarios/seed000_context1_ratelimit.toml"),
