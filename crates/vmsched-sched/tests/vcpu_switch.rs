@@ -164,9 +164,11 @@ fn debug_text(r: &Results) -> String {
 }
 
 #[test]
-fn a_negative_refill_is_an_error_naming_the_field() {
+fn a_negative_or_huge_refill_is_an_error_naming_the_field() {
     let src = alone("kind = \"cpu_loop\"\nname = \"hog\"");
-    let ov = [("machine.vcpu_refill_ns".to_string(), "-1".to_string())];
-    let e = vmsched_sched::load("test.toml", &src, &ov).expect_err("a negative refill is refused");
-    assert!(e.to_string().contains("vcpu_refill_ns"), "{e}");
+    for v in ["-1", "9223372036854775807"] {
+        let ov = [("machine.vcpu_refill_ns".to_string(), v.to_string())];
+        let e = vmsched_sched::load("test.toml", &src, &ov).expect_err("refused");
+        assert!(e.to_string().contains("machine.vcpu_refill_ns"), "{v}: {e}");
+    }
 }
