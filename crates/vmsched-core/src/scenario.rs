@@ -199,9 +199,16 @@ pub struct MachineConfig {
     /// Delay of a reschedule IPI between physical CPUs.
     #[serde(default)]
     pub ipi_latency_ns: u64,
-    /// Cost of a vCPU context switch (default 0; Xen adds none to accounting).
+    /// Cost of switching a pCPU to another vCPU than it last ran (Xen `context_switch`: state
+    /// save and restore), during which the vCPU runs without executing; also the cost of a host
+    /// task's switch. Default 0.
     #[serde(default)]
     pub ctxsw_cost_ns: u64,
+    /// A further delay for a vCPU switched in on a pCPU that last ran another entity: the
+    /// refill of the caches the other one evicted. A modelling assumption (no Xen figure);
+    /// default 0.
+    #[serde(default)]
+    pub vcpu_refill_ns: u64,
     /// Xen's `vwfi=` on Arm: "trap" (default: WFI blocks the vCPU, WFE yields it) or "native".
     #[serde(default)]
     pub vwfi: Vwfi,
@@ -686,6 +693,7 @@ where
         m.validate_topology()?;
         check_ns("machine.ipi_latency_ns", m.ipi_latency_ns)?;
         check_ns("machine.ctxsw_cost_ns", m.ctxsw_cost_ns)?;
+        check_ns("machine.vcpu_refill_ns", m.vcpu_refill_ns)?;
         check_ns("machine.wfe_trap_ns", m.wfe_trap_ns)?;
         m.validate_hv()?;
         self.run.validate()?;

@@ -55,8 +55,13 @@ pub struct LevelOpts {
     /// creation, timers), are immediate.
     pub ipi_latency: Nanos,
     /// Cost of switching entities on a CPU of this level, paid by the incoming entity before it
-    /// makes progress (tasks only).
+    /// makes progress: a task on every switch-in; a vCPU on a physical CPU only when the CPU
+    /// last ran another entity (not when it resumes the vCPU it last ran, idle or not between).
     pub ctxsw_cost: Nanos,
+    /// Host levels: a further delay a vCPU pays when switched in on a physical CPU that last ran
+    /// another entity (the refill of the caches the other one evicted; a stated assumption, no
+    /// Xen figure: docs/simplifications.md).
+    pub vcpu_refill: Nanos,
     /// Guest levels: what the hypervisor does with this guest's idle vCPUs, trappable spins
     /// and kicks (crate::hv). The default is Xen's x86 PV guest: block at once, no spin traps,
     /// no costs.
@@ -138,6 +143,11 @@ struct CpuState {
     /// Kernel work (an event-channel upcall, sim/io.rs) runs on this guest CPU: its current
     /// task makes no progress and the CPU does not halt until it ends.
     kwork: bool,
+    /// Physical CPUs: the last entity switched in (idle does not clear it), and the end of the
+    /// switch to a vCPU ([`LevelOpts::ctxsw_cost`], [`LevelOpts::vcpu_refill`]): until then the
+    /// vCPU is running but does not execute.
+    last_ent: Option<GEnt>,
+    switch_slot: SlotId,
 }
 
 /// Per-entity accounting (xenmon's figures).
@@ -244,6 +254,8 @@ enum SlotKind {
     Halt(GCpu),
     /// A halted vCPU's delayed kick.
     Kick(GCpu),
+    /// The switch of physical CPU `c` to its current vCPU is over: the vCPU executes.
+    Switched(GCpu),
     TaskDone(usize),
     TaskTimer(usize),
     TaskStart(usize),
@@ -541,6 +553,7 @@ impl Simulation {
             SlotKind::Tick(c) => self.deliver_tick(c),
             SlotKind::Halt(c) => self.halt_window_over(c),
             SlotKind::Kick(c) => self.kicked(c),
+            SlotKind::Switched(c) => self.switched(c),
             SlotKind::TaskDone(t) => self.compute_done(t),
             SlotKind::TaskTimer(t) => self.task_timer(t),
             SlotKind::TaskStart(t) => {
@@ -823,7 +836,11 @@ impl Simulation {
             self.ents[g.idx()].stats.preemptions += 1;
         }
         match self.ents[g.idx()].kind {
-            EntKind::Vcpu(vc) => self.stop_executing(vc),
+            EntKind::Vcpu(vc) => {
+                // Switched out before its switch was over: it never executed.
+                self.q.cancel(self.cpus[c.idx()].switch_slot);
+                self.stop_executing(vc)
+            }
             EntKind::Task(t) => self.stop_progress(t),
         }
     }
@@ -836,6 +853,7 @@ impl Simulation {
         lv.ent_info[e.idx()].on_cpu = Some(lc);
         lv.cpu_info[lc.idx()].curr = Some(e);
         let ctxsw = lv.opts.ctxsw_cost;
+        let refill = lv.opts.vcpu_refill;
         let has_tick = lv.tick_period.is_some();
         let es = &mut self.ents[g.idx()];
         if es.state == RunState::Runnable && self.now >= self.warmup {
@@ -855,15 +873,37 @@ impl Simulation {
         }
         match self.ents[g.idx()].kind {
             EntKind::Vcpu(vc) => {
-                if self.cpus[c.idx()].executing && !self.cpus[c.idx()].kwork {
+                let cs = &mut self.cpus[c.idx()];
+                // Only a physical CPU pays (it always executes and has no kernel work); a guest
+                // CPU running a nested vCPU switches at no cost.
+                let cost = if cs.backing.is_none() && cs.last_ent != Some(g) {
+                    ctxsw + refill
+                } else {
+                    0
+                };
+                cs.last_ent = Some(g);
+                if cost > 0 {
+                    self.q.arm(cs.switch_slot, self.now + cost);
+                } else if cs.executing && !cs.kwork {
                     self.start_executing(vc);
                 }
             }
             EntKind::Task(t) => {
+                self.cpus[c.idx()].last_ent = Some(g);
                 self.tasks[t].overhead += ctxsw;
                 if self.cpus[c.idx()].executing && !self.cpus[c.idx()].kwork {
                     self.start_progress(t);
                 }
+            }
+        }
+    }
+
+    /// The switch of physical CPU `c` to its vCPU is over (slot `Switched`): the vCPU executes.
+    /// Xen: `context_switch` (its cost, and the cache refill after it, as a delay).
+    fn switched(&mut self, c: GCpu) {
+        if let Some(g) = self.curr_of(c) {
+            if let EntKind::Vcpu(vc) = self.ents[g.idx()].kind {
+                self.start_executing(vc);
             }
         }
     }

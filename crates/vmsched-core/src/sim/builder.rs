@@ -160,6 +160,7 @@ impl SimBuilder {
         let tick_slot = self.slot(SlotKind::Tick(g));
         let halt_slot = self.slot(SlotKind::Halt(g));
         let kick_slot = self.slot(SlotKind::Kick(g));
+        let switch_slot = self.slot(SlotKind::Switched(g));
         self.sim.cpus.push(CpuState {
             level,
             local,
@@ -176,6 +177,8 @@ impl SimBuilder {
             need_resched: false,
             armed_timers: Vec::with_capacity(8),
             kwork: false,
+            last_ent: None,
+            switch_slot,
         });
         g
     }

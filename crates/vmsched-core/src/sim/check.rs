@@ -127,9 +127,10 @@ impl Simulation {
                 None => true,
                 Some(b) => {
                     self.ents[b.idx()].state == RunState::Running
-                        && self
-                            .cpu_of_ent(b)
-                            .is_some_and(|p| self.cpus[p.idx()].executing)
+                        && self.cpu_of_ent(b).is_some_and(|p| {
+                            self.cpus[p.idx()].executing
+                                && !self.q.is_armed(self.cpus[p.idx()].switch_slot)
+                        })
                 }
             };
             if cs.executing != want {
