@@ -830,6 +830,8 @@ fn random_scenario(seed: u64) -> String {
     historic_host(&mut p, &mut s, &doms);
     bfs_guests(&mut p, &mut s, doms.len());
     deadline_tasks(&mut p, &mut s, doms.len());
+    kvm_host(&mut p, &mut s, doms.len());
+    parallel_job(&mut p, &mut s, &doms);
     s
 }
 
