@@ -646,7 +646,7 @@ fn kvm_host(p: &mut Pick, s: &mut String, ndoms: usize) {
             }
         }
         if d < ndoms && p.pick(2) == 0 {
-            let policy = ["normal", "batch", "idle", "fifo", "rr"][p.pick(5) as usize];
+            let policy = p.rare(&["normal", "batch", "idle", "fifo", "rr"], &["deadline"]);
             let rt = matches!(policy, "fifo" | "rr");
             out += &format!(
                 "vcpu_nice = {}\nvcpu_policy = \"{policy}\"\n",
