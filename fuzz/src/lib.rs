@@ -511,6 +511,8 @@ pub fn generate(u: &mut Unstructured) -> String {
     historic_host(&mut p, &mut s, &doms);
     bfs_guests(&mut p, &mut s, doms.len());
     deadline_tasks(&mut p, &mut s, doms.len());
+    kvm_host(&mut p, &mut s, doms.len());
+    parallel_job(&mut p, &mut s, &doms);
     s
 }
 
@@ -818,72 +820,6 @@ pub enum Outcome {
     Ran,
 }
 
-#[cfg(test)]
-mod tests {
-    /// SHIPPED holds every scenario of python/vmsched/scenarios, each once.
-    #[test]
-    fn every_shipped_scenario_is_listed() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../python/vmsched/scenarios");
-        let mut on_disk: Vec<String> = std::fs::read_dir(dir)
-            .unwrap()
-            .filter_map(|e| e.ok()?.file_name().into_string().ok())
-            .filter(|n| n.ends_with(".toml"))
-            .collect();
-        on_disk.sort();
-        let mut listed: Vec<String> = super::SHIPPED.iter().map(|(n, _)| n.to_string()).collect();
-        listed.sort();
-        assert_eq!(listed, on_disk);
-    }
-
-    /// Prints the scenario behind a `run` input: `VMSCHED_FUZZ_INPUT=artifacts/run/<file> cargo
-    /// test --release --lib -- --ignored --nocapture show_run_input`.
-    #[test]
-    #[ignore = "a tool: prints the scenario of VMSCHED_FUZZ_INPUT"]
-    fn show_run_input() {
-        let data = std::fs::read(std::env::var("VMSCHED_FUZZ_INPUT").unwrap()).unwrap();
-        let Some((&head, rest)) = data.split_first() else {
-            return;
-        };
-        let src = if head == 0 {
-            String::from_utf8_lossy(rest).into_owned()
-        } else {
-            super::generate(&mut arbitrary::Unstructured::new(rest))
-        };
-        println!("{src}");
-        let t = std::time::Instant::now();
-        let o = super::load_and_run(&src, 2);
-        println!("# {o:?} in {:?}", t.elapsed());
-    }
-
-    /// The generator is worth fuzzing with: from random bytes, a fair share of its scenarios
-    /// validate and run to their end within the event budget.
-    #[test]
-    fn generated_scenarios_mostly_validate() {
-        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-        let (mut ran, mut cases) = (0, 0);
-        for _ in 0..300 {
-            let bytes: Vec<u8> = (0..400)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    x as u8
-                })
-                .collect();
-            let src = super::generate(&mut arbitrary::Unstructured::new(&bytes));
-            cases += 1;
-            if super::load_and_run(&src, 2) == super::Outcome::Ran {
-                ran += 1;
-            }
-        }
-        eprintln!("{ran} of {cases} generated scenarios ran");
-        assert!(
-            ran * 6 > cases,
-            "only {ran} of {cases} generated scenarios validate"
-        );
-    }
-}
-
 /// The import targets (`xlcfg`, `sysctl`, `rtapp`): any bytes as a file of `format`. The reader
 /// returns a fragment or an error that has a message and names a line or a key (issue 18 item
 /// 1, always on here: the readers are new); a fragment made into a whole scenario either loads
@@ -952,3 +888,69 @@ fn max_int(v: &toml::Value) -> u32 {
 // The appended choices (EEVDF, the RT class, RTDS, null, ARINC653), shared with
 // `random_scenario` in crates/vmsched-sched/tests/hardening.rs.
 include!("../../crates/vmsched-sched/tests/common/appended_choices.rs");
+
+#[cfg(test)]
+mod tests {
+    /// SHIPPED holds every scenario of python/vmsched/scenarios, each once.
+    #[test]
+    fn every_shipped_scenario_is_listed() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../python/vmsched/scenarios");
+        let mut on_disk: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.ends_with(".toml"))
+            .collect();
+        on_disk.sort();
+        let mut listed: Vec<String> = super::SHIPPED.iter().map(|(n, _)| n.to_string()).collect();
+        listed.sort();
+        assert_eq!(listed, on_disk);
+    }
+
+    /// Prints the scenario behind a `run` input: `VMSCHED_FUZZ_INPUT=artifacts/run/<file> cargo
+    /// test --release --lib -- --ignored --nocapture show_run_input`.
+    #[test]
+    #[ignore = "a tool: prints the scenario of VMSCHED_FUZZ_INPUT"]
+    fn show_run_input() {
+        let data = std::fs::read(std::env::var("VMSCHED_FUZZ_INPUT").unwrap()).unwrap();
+        let Some((&head, rest)) = data.split_first() else {
+            return;
+        };
+        let src = if head == 0 {
+            String::from_utf8_lossy(rest).into_owned()
+        } else {
+            super::generate(&mut arbitrary::Unstructured::new(rest))
+        };
+        println!("{src}");
+        let t = std::time::Instant::now();
+        let o = super::load_and_run(&src, 2);
+        println!("# {o:?} in {:?}", t.elapsed());
+    }
+
+    /// The generator is worth fuzzing with: from random bytes, a fair share of its scenarios
+    /// validate and run to their end within the event budget.
+    #[test]
+    fn generated_scenarios_mostly_validate() {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let (mut ran, mut cases) = (0, 0);
+        for _ in 0..300 {
+            let bytes: Vec<u8> = (0..400)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x as u8
+                })
+                .collect();
+            let src = super::generate(&mut arbitrary::Unstructured::new(&bytes));
+            cases += 1;
+            if super::load_and_run(&src, 2) == super::Outcome::Ran {
+                ran += 1;
+            }
+        }
+        eprintln!("{ran} of {cases} generated scenarios ran");
+        assert!(
+            ran * 6 > cases,
+            "only {ran} of {cases} generated scenarios validate"
+        );
+    }
+}

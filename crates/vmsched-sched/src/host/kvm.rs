@@ -149,6 +149,17 @@ pub fn check_vcpu_fields<G>(d: &DomainConfig<G>, linux_host: bool) -> Result<(),
         };
     }
     let a = vcpu_thread_attr(d);
+    // A SCHED_DEADLINE vCPU thread would need its runtime, deadline and period, which no
+    // field gives (accepted after the deadline class came, it broke the deadline class's
+    // invariant at build; tests/hardening.rs `a_deadline_vcpu_thread_is_refused`).
+    if a.policy == Policy::Deadline {
+        return Err((
+            "vcpu_policy".into(),
+            "a SCHED_DEADLINE vCPU thread is not modelled (no runtime, deadline or period for \
+             it): use normal, batch, idle, fifo or rr"
+                .into(),
+        ));
+    }
     if !(-20..=19).contains(&a.nice) {
         return Err((
             "vcpu_nice".into(),
