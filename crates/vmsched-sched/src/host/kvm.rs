@@ -166,14 +166,6 @@ pub fn check_vcpu_fields<G>(d: &DomainConfig<G>, linux_host: bool) -> Result<(),
             format!("must be in -20..=19, got {}", a.nice),
         ));
     }
-    if a.policy == Policy::Deadline {
-        return Err((
-            "vcpu_policy".into(),
-            "a SCHED_DEADLINE vCPU thread needs a runtime, deadline and period, which vCPU \
-             threads do not take: use normal, batch, idle, fifo or rr"
-                .into(),
-        ));
-    }
     let rt = matches!(a.policy, Policy::Fifo | Policy::Rr);
     if rt && !(1..=99).contains(&a.rt_priority) {
         return Err((
