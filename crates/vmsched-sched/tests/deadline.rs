@@ -4,20 +4,16 @@
 
 use vmsched_core::report::Results;
 
+#[allow(dead_code)]
+#[path = "common/run.rs"]
+mod run;
+
 fn load(src: &str, ov: &[(&str, &str)]) -> Result<vmsched_sched::Scenario, String> {
-    let ov: Vec<(String, String)> = ov
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    vmsched_sched::load("dl.toml", src, &ov).map_err(|e| e.to_string())
+    run::load("dl.toml", src, ov).map_err(|e| e.to_string())
 }
 
 fn run_src(src: &str, ov: &[(&str, &str)]) -> Results {
-    let s = load(src, ov).unwrap_or_else(|e| panic!("{e}"));
-    let mut sim = vmsched_sched::build(&s);
-    sim.set_debug_checks(true);
-    sim.run();
-    sim.results()
+    run::run("dl.toml", src, ov)
 }
 
 fn share(r: &Results, name: &str) -> f64 {

@@ -6,20 +6,12 @@
 
 use vmsched_core::report::{EntityResult, Results, WorkloadResult};
 
-fn load(src: &str, ov: &[(&str, &str)]) -> vmsched_sched::Scenario {
-    let ov: Vec<(String, String)> = ov
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    vmsched_sched::load("parallel.toml", src, &ov).unwrap_or_else(|e| panic!("{e}"))
-}
+#[allow(dead_code)]
+#[path = "common/run.rs"]
+mod common_run;
 
 fn run(src: &str, ov: &[(&str, &str)]) -> Results {
-    let s = load(src, ov);
-    let mut sim = vmsched_sched::build(&s);
-    sim.set_debug_checks(true);
-    sim.run();
-    sim.results()
+    common_run::run("parallel.toml", src, ov)
 }
 
 fn part<'a>(r: &'a Results, dom: &str, name: &str) -> &'a WorkloadResult {

@@ -3,16 +3,12 @@
 
 use vmsched_core::report::Results;
 
+#[allow(dead_code)]
+#[path = "common/run.rs"]
+mod run;
+
 fn run_src(src: &str, ov: &[(&str, &str)]) -> Results {
-    let ov: Vec<(String, String)> = ov
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    let s = vmsched_sched::load("rt.toml", src, &ov).unwrap_or_else(|e| panic!("{e}"));
-    let mut sim = vmsched_sched::build(&s);
-    sim.set_debug_checks(true);
-    sim.run();
-    sim.results()
+    run::run("rt.toml", src, ov)
 }
 
 fn load_err(src: &str, ov: &[(&str, &str)]) -> vmsched_core::scenario::ScenarioError {

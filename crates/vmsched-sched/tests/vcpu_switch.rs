@@ -5,16 +5,12 @@
 
 use vmsched_core::report::{EntityResult, Results};
 
+#[allow(dead_code)]
+#[path = "common/run.rs"]
+mod run;
+
 fn run_src(src: &str, ov: &[(&str, &str)]) -> Results {
-    let ov: Vec<(String, String)> = ov
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    let s = vmsched_sched::load("test.toml", src, &ov).unwrap_or_else(|e| panic!("{e}"));
-    let mut sim = vmsched_sched::build(&s);
-    sim.set_debug_checks(true);
-    sim.run();
-    sim.results()
+    run::run("test.toml", src, ov)
 }
 
 fn of_kind<'a>(r: &'a Results, kind: &str) -> Vec<&'a EntityResult> {

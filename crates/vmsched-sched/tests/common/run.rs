@@ -1,0 +1,28 @@
+//! Loading and running a scenario text in an integration test, shared by the test files that
+//! include it with `#[path = "common/run.rs"] mod run;`: `--set` overrides as pairs, and the
+//! engine's debug invariant checks on for every run.
+
+use vmsched_core::report::Results;
+use vmsched_core::scenario::ScenarioError;
+
+/// Loads `src` (called `file` in its errors) with the `--set` overrides `ov`.
+pub fn load(
+    file: &str,
+    src: &str,
+    ov: &[(&str, &str)],
+) -> Result<vmsched_sched::Scenario, ScenarioError> {
+    let ov: Vec<(String, String)> = ov
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    vmsched_sched::load(file, src, &ov)
+}
+
+/// Loads and runs `src` with debug checks; a scenario that does not load panics with its error.
+pub fn run(file: &str, src: &str, ov: &[(&str, &str)]) -> Results {
+    let s = load(file, src, ov).unwrap_or_else(|e| panic!("{e}"));
+    let mut sim = vmsched_sched::build(&s);
+    sim.set_debug_checks(true);
+    sim.run();
+    sim.results()
+}
