@@ -29,6 +29,11 @@
 //! `part_end_ns` says when its last rank finished. The histogram `iteration` holds rank 0's
 //! iteration times. The job's counters and histogram are not reset at the warm-up's end (a job
 //! is timed from its own start).
+//!
+//! **Simplified** (docs/simplifications.md, "Parallel jobs"): a rank is a fixed program; sends are
+//! buffered (no rendezvous for large messages); an all-reduce is ⌈log2 N⌉ dissemination rounds;
+//! `poll` never yields (Open MPI's `mpi_yield_when_idle` is not modelled); messages between
+//! domains carry no TCP windows, losses or ACKs; the NAS compute per iteration is an assumption.
 
 pub mod nas;
 
