@@ -116,6 +116,25 @@ def test_a_skeleton_of_the_three_runs(files):
     assert counts["ticker"] > 0 and counts["batch"] > 0, counts
 
 
+def test_an_rtapp_deadline_task_runs_as_one(tmp_path):
+    # rt-app's doc/examples/deadline.json shape: 10 ms of work every 100 ms under a 12 ms budget.
+    (tmp_path / "dl.json").write_text(
+        '{"global": {"default_policy": "SCHED_DEADLINE", "duration": 1},\n'
+        ' "tasks": {"thread0": {"loop": -1, "run": 10000,\n'
+        '   "timer": {"ref": "unique", "period": 100000},\n'
+        '   "dl-runtime": 12000, "dl-period": 100000}}}')
+    part = vmsched.import_rtapp(tmp_path / "dl.json")
+    (w,) = part.table["domain"][0]["workload"]
+    assert (w["policy"], w["sched_runtime_ns"], w["sched_period_ns"]) == (
+        "deadline", 12_000_000, 100_000_000)
+    f = tmp_path / "s.toml"
+    f.write_text(vmsched.import_skeleton([part], pcpus=1))
+    r = vmsched.run(f)
+    (rec,) = r.workload_records()
+    # One loop per 100 ms period over the 1 s run (the first starts at 0).
+    assert dict(rec["counters"])["loops"] in (10, 11), rec
+
+
 def test_a_skeleton_that_does_not_validate_names_its_field(files, tmp_path):
     (tmp_path / "far.json").write_text('{"tasks": {"t": {"cpus": [5], "run": 10, "sleep": 10}}}')
     part = vmsched.import_rtapp(tmp_path / "far.json")

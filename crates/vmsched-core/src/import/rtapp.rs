@@ -11,11 +11,12 @@
 //! | task name | `name` (so tasks of one file share no channel: each is its own workload) |
 //! | `instance` | `copies` (0: no thread, left out with a note) |
 //! | `delay` (µs) | `start_us` |
-//! | `policy` / `global.default_policy` | `policy` (`SCHED_OTHER` normal, `SCHED_BATCH`, `SCHED_IDLE`, `SCHED_FIFO`, `SCHED_RR`; `SCHED_DEADLINE` refused) |
-//! | `priority` | `nice` for OTHER/BATCH/IDLE, `rt_priority` for FIFO/RR (default 10, as rt-app) |
+//! | `policy` / `global.default_policy` | `policy` (`SCHED_OTHER` normal, `SCHED_BATCH`, `SCHED_IDLE`, `SCHED_FIFO`, `SCHED_RR`, `SCHED_DEADLINE`) |
+//! | `priority` | `nice` for OTHER/BATCH/IDLE, `rt_priority` for FIFO/RR (default 10, as rt-app); ignored with a note for DEADLINE |
+//! | `dl-runtime`, `dl-period`, `dl-deadline` (µs) of a DEADLINE task | `sched_runtime_ns`, `sched_period_ns`, `sched_deadline_ns`; as rt-app, the period defaults to the runtime and the deadline to the period; with `phases`, the legacy thread keys `runtime`, `period`, `deadline` stand in for those left at 0 |
 //! | `cpus` | `affinity` (vCPUs of the guest) |
 //! | `run`, `runtime` (µs) | `compute` (`run` counts calibrated loops in rt-app: here its duration at full speed) |
-//! | `sleep` (µs) | `sleep`, timer slack 50 µs (0 for FIFO/RR, as Linux gives RT tasks none) |
+//! | `sleep` (µs) | `sleep`, timer slack 50 µs (0 for FIFO/RR/DEADLINE, as Linux gives RT and deadline tasks none) |
 //! | `timer` `{period}` | approximated: a `sleep` of `period` minus the run and sleep time since the phase's start or the previous timer (exact when the task is never delayed; rt-app's timer keeps an absolute grid) |
 //! | `yield` | `yield` |
 //! | phase `loop` n | `loop` back to the phase's first step n − 1 times (−1: forever) |
@@ -25,8 +26,10 @@
 //! Refused, naming the key and line: events between tasks (`lock`, `unlock`, `wait`, `signal`,
 //! `broad`, `sync`, `barrier`, `suspend`, `resume`, `sem_post`, `sem_wait`, `fork`: the tasks
 //! become separate workloads, which share no channel), memory and I/O events (`mem`, `memrun`,
-//! `iorun`), `SCHED_DEADLINE`, `taskgroup` (no group scheduling in the guest model) and per-phase
-//! changes of policy, priority or CPUs (a workload has one). Noted and ignored: logging and
+//! `iorun`), `taskgroup` (no group scheduling in the guest model) and per-phase changes of
+//! policy, priority, deadline parameters or CPUs (a workload has one); deadline parameters that
+//! `sched_setattr` would refuse are refused as the program workload refuses them (naming the
+//! task). Noted and ignored: logging and
 //! calibration settings, `util_min`/`util_max`, `nodes_membind`, deadline parameters of a
 //! non-deadline task, keys rt-app does not know.
 
@@ -50,7 +53,14 @@ fn event_of(key: &str) -> Option<&'static str> {
 }
 
 /// Thread and phase properties that are not events.
-const SCHED_KEYS: [&str; 3] = ["policy", "priority", "cpus"];
+const SCHED_KEYS: [&str; 6] = [
+    "policy",
+    "priority",
+    "cpus",
+    "dl-runtime",
+    "dl-period",
+    "dl-deadline",
+];
 const IGNORED_KEYS: [&str; 5] = [
     "util_min",
     "util_max",
@@ -96,11 +106,13 @@ impl Ctx<'_> {
     }
 }
 
-/// The scheduling properties of a thread.
+/// The scheduling properties of a thread (`dl` in µs: runtime, period, deadline; zero unless
+/// the policy is SCHED_DEADLINE).
 #[derive(Clone, Copy, PartialEq)]
 struct Sched {
     policy: Policy,
     prio: i64,
+    dl: [u64; 3],
 }
 
 fn policy_of(ctx: &Ctx, node: &Node, key: &str) -> Result<Policy, ScenarioError> {
@@ -113,18 +125,14 @@ fn policy_of(ctx: &Ctx, node: &Node, key: &str) -> Result<Policy, ScenarioError>
         "SCHED_IDLE" => Policy::Idle,
         "SCHED_FIFO" => Policy::Fifo,
         "SCHED_RR" => Policy::Rr,
-        "SCHED_DEADLINE" => return Err(ctx.err(
-            node,
-            key,
-            "SCHED_DEADLINE is not imported (write a program workload with policy = \"deadline\")",
-        )),
+        "SCHED_DEADLINE" => Policy::Deadline,
         other => {
             return Err(ctx.err(
                 node,
                 key,
                 format!(
                     "unknown policy '{other}' (SCHED_OTHER, SCHED_BATCH, SCHED_IDLE, SCHED_FIFO, \
-                     SCHED_RR)"
+                     SCHED_RR, SCHED_DEADLINE)"
                 ),
             ))
         }
@@ -137,13 +145,70 @@ fn sched_of(ctx: &Ctx, obj: &Node, default: Policy) -> Result<Sched, ScenarioErr
         None => default,
     };
     let rt = matches!(policy, Policy::Fifo | Policy::Rr);
+    let dl = policy == Policy::Deadline;
     let prio = match obj.get("priority") {
+        Some(_) if dl => 0,
         Some(p) if rt => ctx.int(p, "priority", 1, 99)?,
         Some(p) => ctx.int(p, "priority", -20, 19)?,
         None if rt => 10,
         None => 0,
     };
-    Ok(Sched { policy, prio })
+    let mut params = [0u64; 3];
+    if dl {
+        // rt-app: the period defaults to the runtime, the deadline to the period.
+        for (i, k) in ["dl-runtime", "dl-period", "dl-deadline"]
+            .iter()
+            .enumerate()
+        {
+            params[i] = match obj.get(k) {
+                Some(v) => ctx.us(v, k)?,
+                None => 0,
+            };
+        }
+        if params[1] == 0 {
+            params[1] = params[0];
+        }
+        if params[2] == 0 {
+            params[2] = params[1];
+        }
+    }
+    Ok(Sched {
+        policy,
+        prio,
+        dl: params,
+    })
+}
+
+/// rt-app's legacy thread keys `runtime`, `period`, `deadline` of a deadline task with `phases`
+/// (without `phases`, `runtime` is an event of the thread's one phase): each stands in for a
+/// `dl-*` parameter left at 0, with the same defaults.
+fn legacy_dl(ctx: &mut Ctx, obj: &Node, sched: &mut Sched) -> Result<(), ScenarioError> {
+    let given = |k: &str| obj.get(k).is_some();
+    let mut legacy = [0u64; 3];
+    for (i, k) in ["runtime", "period", "deadline"].iter().enumerate() {
+        if let Some(v) = obj.get(k) {
+            legacy[i] = ctx.us(v, k)?;
+        }
+    }
+    if given("dl-runtime") || legacy[0] == 0 {
+        legacy[0] = sched.dl[0];
+    }
+    let period = if given("dl-period") {
+        sched.dl[1]
+    } else if legacy[1] != 0 {
+        legacy[1]
+    } else {
+        legacy[0]
+    };
+    let deadline = if given("dl-deadline") {
+        sched.dl[2]
+    } else if legacy[2] != 0 {
+        legacy[2]
+    } else {
+        period
+    };
+    sched.dl = [legacy[0], period, deadline];
+    Ok(())
 }
 
 fn cpus_of(ctx: &Ctx, node: &Node) -> Result<Vec<u32>, ScenarioError> {
@@ -186,8 +251,12 @@ fn phase(
         ));
     };
     let start = steps.len();
-    let rt = matches!(sched.policy, Policy::Fifo | Policy::Rr);
-    let slack_ns = if rt { 0 } else { 50_000 };
+    let slack_ns = if matches!(sched.policy, Policy::Fifo | Policy::Rr | Policy::Deadline) {
+        0
+    } else {
+        50_000
+    };
+    let dl = sched.policy == Policy::Deadline;
     // Run and sleep time since the phase's start or the last timer (for the timer approximation).
     let mut since_timer: u64 = 0;
     let mut events = 0;
@@ -195,6 +264,7 @@ fn phase(
         let Some(ev) = event_of(key) else {
             match key.as_str() {
                 "loop" | "policy" | "priority" | "cpus" | "phases" | "instance" | "delay" => {}
+                "dl-runtime" | "dl-period" | "dl-deadline" if dl => {}
                 "taskgroup" => match &v.value {
                     Json::Str(s) if s.is_empty() => {}
                     _ => {
@@ -333,14 +403,25 @@ fn phase(
         let Some(v) = obj.get(k) else { continue };
         let same = match k {
             "cpus" => Some(cpus_of(ctx, v)?) == *affinity,
-            _ => sched_of(ctx, obj, sched.policy)? == sched,
+            "dl-runtime" | "dl-period" | "dl-deadline" if !dl => continue,
+            "dl-runtime" | "dl-period" | "dl-deadline" => {
+                let i = ["dl-runtime", "dl-period", "dl-deadline"]
+                    .iter()
+                    .position(|x| x == &k)
+                    .expect("a dl key");
+                ctx.us(v, k)? == sched.dl[i]
+            }
+            _ => {
+                let here = sched_of(ctx, obj, sched.policy)?;
+                here.policy == sched.policy && (dl || here.prio == sched.prio)
+            }
         };
         if !same {
             return Err(ctx.err(
                 v,
                 k,
-                "a change of policy, priority or CPUs between phases is not modelled (a \
-                 workload has one)",
+                "a change of policy, priority, deadline parameters or CPUs between phases is \
+                 not modelled (a workload has one)",
             ));
         }
     }
@@ -398,7 +479,20 @@ fn task(
         Some(d) => ctx.us(d, "delay")?,
         None => 0,
     };
-    let sched = sched_of(ctx, obj, default_policy)?;
+    let mut sched = sched_of(ctx, obj, default_policy)?;
+    if sched.policy == Policy::Deadline {
+        if let Some(p) = obj.get("priority") {
+            ctx.note(
+                p,
+                "priority",
+                "ignored: a SCHED_DEADLINE task has no priority (its runtime, deadline and \
+                 period schedule it)",
+            );
+        }
+        if obj.get("phases").is_some() {
+            legacy_dl(ctx, obj, &mut sched)?;
+        }
+    }
     let affinity = obj.get("cpus").map(|c| cpus_of(ctx, c)).transpose()?;
     let mut steps = Vec::new();
     let phases = obj.get("phases");
@@ -427,6 +521,9 @@ fn task(
                 "dl-period",
                 "dl-deadline",
             ] {
+                if sched.policy == Policy::Deadline {
+                    break;
+                }
                 if let Some(v) = obj.get(k) {
                     ctx.note(
                         v,
@@ -474,9 +571,9 @@ fn task(
         nice: if rt { 0 } else { sched.prio as i32 },
         policy: sched.policy,
         rt_priority: if rt { sched.prio as u32 } else { 0 },
-        sched_runtime_ns: 0,
-        sched_deadline_ns: 0,
-        sched_period_ns: 0,
+        sched_runtime_ns: sched.dl[0] * 1000,
+        sched_deadline_ns: sched.dl[2] * 1000,
+        sched_period_ns: sched.dl[1] * 1000,
         affinity,
         channels: vec![],
         tokens: vec![],
@@ -764,6 +861,55 @@ mod tests {
         assert!(text.contains("[[domain.workload]]"), "{text}");
     }
 
+    /// rt-app's `doc/examples/deadline.json` shape, written for this test, and the legacy keys.
+    #[test]
+    fn deadline_tasks_take_their_parameters_with_rt_apps_defaults() {
+        let f = import(
+            "dl.json",
+            r#"{"global": {"default_policy": "SCHED_DEADLINE"},
+                "tasks": {
+                  "full": {"loop": -1, "run": 10000, "timer": {"ref": "u", "period": 100000},
+                           "dl-runtime": 12000, "dl-period": 100000, "dl-deadline": 50000},
+                  "implicit": {"run": 1000, "sleep": 9000, "dl-runtime": 2000, "priority": 7},
+                  "period_only": {"run": 1000, "dl-runtime": 2000, "dl-period": 20000},
+                  "legacy": {"runtime": 3000, "period": 30000, "phases": {"p": {"run": 1}}},
+                  "other": {"policy": "SCHED_OTHER", "run": 1, "sleep": 1}
+                }}"#,
+        )
+        .unwrap();
+        let p = programs(&f);
+        let times = |i: usize| {
+            (
+                p[i].policy,
+                p[i].sched_runtime_ns,
+                p[i].sched_period_ns,
+                p[i].sched_deadline_ns,
+            )
+        };
+        let dl = Policy::Deadline;
+        assert_eq!(times(0), (dl, 12_000_000, 100_000_000, 50_000_000));
+        // The period defaults to the runtime, the deadline to the period.
+        assert_eq!(times(1), (dl, 2_000_000, 2_000_000, 2_000_000));
+        assert_eq!(times(2), (dl, 2_000_000, 20_000_000, 20_000_000));
+        assert_eq!(times(3), (dl, 3_000_000, 30_000_000, 30_000_000));
+        assert_eq!(times(4), (Policy::Normal, 0, 0, 0));
+        // A deadline task sleeps with no timer slack, as an RT task; its priority is noted.
+        assert_eq!(ops(&p[1])[1], "sleep 9000/0");
+        assert!(f
+            .notes
+            .iter()
+            .any(|n| n.key == "priority" && n.message.contains("SCHED_DEADLINE")));
+        // Its dl-* keys are read, not noted as ignored.
+        assert!(
+            !f.notes.iter().any(|n| n.key.starts_with("dl-")),
+            "{:?}",
+            f.notes
+        );
+        // The scenario's program takes the fields back.
+        let text = f.to_toml();
+        assert!(text.contains("sched_runtime_ns = 12000000"), "{text}");
+    }
+
     fn err(src: &str) -> ScenarioError {
         import("bad.json", src).unwrap_err()
     }
@@ -786,9 +932,27 @@ mod tests {
             ),
             (
                 "{\"tasks\": {\"t\": {\n\"policy\": \"SCHED_DEADLINE\", \"run\": 1}}}",
+                1,
+                "tasks.t",
+                "sched_deadline_ns",
+            ),
+            (
+                "{\"tasks\": {\"t\": {\"policy\": \"SCHED_DEADLINE\", \"run\": 1,\n\"dl-runtime\": 5000, \"dl-deadline\": 4000}}}",
+                1,
+                "tasks.t",
+                "at most sched_deadline_ns",
+            ),
+            (
+                "{\"tasks\": {\"t\": {\"policy\": \"SCHED_DEADLINE\", \"dl-runtime\": 1000,\n\"phases\": {\"p\": {\n\"dl-period\": 9000, \"run\": 1}}}}}",
+                3,
+                "tasks.t.dl-period",
+                "between phases",
+            ),
+            (
+                "{\"tasks\": {\"t\": {\"policy\": \"SCHED_DEADLINE\",\n\"dl-runtime\": -5, \"run\": 1}}}",
                 2,
-                "tasks.t.policy",
-                "SCHED_DEADLINE",
+                "tasks.t.dl-runtime",
+                "0..=",
             ),
             (
                 "{\"tasks\": {\"t\": {\"policy\": \"SCHED_FIFO\",\n\"priority\": 0, \"run\": 1}}}",
