@@ -185,6 +185,15 @@ def _fmt(x, unit=" ms") -> str:
     return f"{x:,.1f}{unit}"
 
 
+def _dom0_runs(r: dict) -> str:
+    """dom0's completed runs with their mean length and preemptions; a dom0 that never switched
+    out (busy on its own pCPU the whole run) has no completed run, only the one still going."""
+    if r["dom0_runs"] == 0:
+        ran_ms = r["dom0_mean_run_us"] / 1e3
+        return f"none ended (one run of {ran_ms:.0f} ms)" if ran_ms > 0 else "0"
+    return f"{r['dom0_runs']} ({r['dom0_mean_run_us']:.0f} µs, {r['dom0_preemptions']})"
+
+
 def unanswered(r: dict) -> str:
     """The requests the ping mean does not count: `n/requests` not answered in time, and why
     (dropped on a full ring, answered after the timeout, still pending at the end)."""
@@ -292,8 +301,7 @@ def main(quick: bool = False, jobs: int | None = None, out: str | Path = "out/re
                           f"{r['dom0_share_pct']:.1f}",
                           f"{r['g8_port']}: {r['g8_port_served']}, "
                           f"{_fmt(r['g8_port_max_wait_ms'])}",
-                          f"{r['dom0_runs']} ({r['dom0_mean_run_us']:.0f} µs, "
-                          f"{r['dom0_preemptions']})",
+                          _dom0_runs(r),
                           f"{_fmt(r['dom0_wait_mean_ms'])}, {_fmt(r['dom0_wait_max_ms'])}",
                           _fmt(r["g8_wait_max_ms"]))
             console.print(t)
