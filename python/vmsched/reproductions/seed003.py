@@ -382,10 +382,14 @@ def _plots(rows: list, outdir: Path, form: str) -> list[Path]:
             if r is None:
                 continue
             b = r["buckets_us"]
-            xs = [i for i, v in enumerate(b) if v]
+            # Empty buckets are gaps (a log axis has no 0); samples beyond the 5000 buckets
+            # (cyclictest's overflows) are counted in the legend.
+            ys = [v if v else float("nan") for v in b]
             g = CURVES[n]
-            ax.plot([max(x, 1) for x in xs], [b[x] for x in xs], lw=0.8,
-                    label=f"{sched}, {tot - g} host / {g} guest wl (avg {r['avg_us']:.0f} µs)")
+            ax.step([i + 0.5 for i in range(len(b))], ys, where="mid", lw=0.9, marker=".", ms=3,
+                    label=f"{sched}, {tot - g} host / {g} guest wl (avg {r['avg_us']:.0f} µs, "
+                          f"{r['overflows']} beyond {len(b)} µs)")
+        ax.set_xlim(1, 5000)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("latency (µs)")
