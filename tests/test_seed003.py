@@ -196,3 +196,35 @@ def test_full_form_shapes(sched):
     lat = shapes(rows, sched, "latency")
     assert lat["flat"] and lat["explodes"] and lat["two_better"]
     assert shapes(rows, sched, "startup")["explodes"]
+
+
+def test_a_points_file_is_the_scenario_it_was_written_from(tmp_path):
+    # The reproduction writes each point's scenario as TOML (tables cannot be added or removed
+    # with --set); the file the core reads back is the dict it was written from.
+    from vmsched.api import check
+
+    s = seed003.scenario("BFS", host_loops=0, guest_loops=2, bench="startup")
+    p = tmp_path / "p.toml"
+    p.write_text(seed003._dump(s))
+    back = check(p)
+    assert "process" not in back["host"] or back["host"]["process"] == []
+    assert back["host"]["sched"]["scheduler"] == "bfs"
+    assert [w["name"] for w in back["domain"][0]["workload"]] == ["xterm", "guestloop"]
+    assert back["domain"][0]["workload"][0]["iterations"] == seed003.QUICK_LAUNCHES
+
+
+def test_the_fig3_bins_split_the_samples_by_the_documents_ranges():
+    b = [0] * 5000
+    b[50], b[150], b[300], b[4999] = 6, 1, 2, 1
+    bins = seed003.hist_bins(b, overflows=10)
+    assert bins == {"<100": 0.3, "100-200": 0.05, "200-5000": 0.15, ">5000": 0.5}
+
+
+def test_the_shape_checks_can_fail():
+    # A made-up grid where nothing rises: flat, but no explosion, no remedy effect measured.
+    rows = [{"sched": "CFS", "curve": c, "total": t, "bench": "latency", "remedy": r,
+             "avg_us": 50.0}
+            for c in CURVES for t in range(9) for r in ["", *REMEDIES]]
+    sh = shapes(rows, "CFS", "latency")
+    assert sh["flat"] and not sh["explodes"] and not sh["two_better"]
+    assert all(sh[f"remedy {r}"] is None for r in REMEDIES)
