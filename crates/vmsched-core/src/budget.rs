@@ -337,6 +337,22 @@ fn shape(w: &WorkloadConfig, vcpus: u32) -> Shape {
                 rate: Some((player.saturating_add(audio), field.into())),
             }
         }
+        // A launcher and one slot per launch; an application's loop body (a user chunk and a
+        // read) takes at least `work_us / reads`.
+        WorkloadConfig::Startup(c) => Shape {
+            tasks_field: "iterations",
+            tasks: 1 + u64::from(c.iterations),
+            steps: 11,
+            channels: 1,
+            hists: 1,
+            buckets: 0,
+            gap_pairs: 0,
+            rate: loop_rate(
+                3,
+                c.work_us.saturating_mul(NS_PER_US) / u64::from(c.reads.max(1)),
+            )
+            .map(|r| (r, "work_us".into())),
+        },
         // One task per vCPU; exponential bursts and waits: no bound on the rate.
         WorkloadConfig::VmBoot(b) => Shape {
             tasks_field: "",

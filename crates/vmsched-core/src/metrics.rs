@@ -19,6 +19,8 @@ pub struct LatHist {
     overflow_cycles: Vec<u64>,
     count: u64,
     sum_ns: u128,
+    /// Sum of the squared samples (each clamped to the HDR range), for the standard deviation.
+    sum_sq_ns: u128,
     sum_us_trunc: u64,
     min: Nanos,
     max: Nanos,
@@ -41,6 +43,7 @@ impl LatHist {
             overflow_cycles: Vec::new(),
             count: 0,
             sum_ns: 0,
+            sum_sq_ns: 0,
             sum_us_trunc: 0,
             min: Nanos::MAX,
             max: 0,
@@ -70,6 +73,8 @@ impl LatHist {
         }
         self.count += 1;
         self.sum_ns += v as u128;
+        let c = v.min(HDR_MAX) as u128;
+        self.sum_sq_ns = self.sum_sq_ns.saturating_add(c * c);
         self.sum_us_trunc += us;
         self.min = self.min.min(v);
         self.max = self.max.max(v);
@@ -87,6 +92,16 @@ impl LatHist {
         }
     }
 
+    /// The population standard deviation of the samples (ns); 0 with fewer than two.
+    pub fn stdev_ns(&self) -> f64 {
+        if self.count < 2 {
+            return 0.0;
+        }
+        let n = self.count as f64;
+        let mean = self.sum_ns as f64 / n;
+        (self.sum_sq_ns as f64 / n - mean * mean).max(0.0).sqrt()
+    }
+
     pub fn max(&self) -> Nanos {
         self.max
     }
@@ -98,6 +113,7 @@ impl LatHist {
         self.overflow_cycles.clear();
         self.count = 0;
         self.sum_ns = 0;
+        self.sum_sq_ns = 0;
         self.sum_us_trunc = 0;
         self.min = Nanos::MAX;
         self.max = 0;
@@ -115,6 +131,7 @@ impl LatHist {
             count: self.count,
             min_ns: if self.count == 0 { 0 } else { self.min },
             mean_ns: self.mean_ns(),
+            stdev_ns: self.stdev_ns(),
             p50_ns: q(0.5),
             p99_ns: q(0.99),
             p999_ns: q(0.999),
@@ -140,6 +157,8 @@ pub struct HistSummary {
     pub count: u64,
     pub min_ns: u64,
     pub mean_ns: f64,
+    /// Population standard deviation of the samples.
+    pub stdev_ns: f64,
     pub p50_ns: u64,
     pub p99_ns: u64,
     pub p999_ns: u64,
@@ -174,5 +193,19 @@ mod tests {
         assert_eq!(s.max_us, 55);
         // (1 + 2 + 9 + 10 + 55) / 5 in truncated µs
         assert!((s.avg_us - 15.4).abs() < 1e-9);
+    }
+
+    #[test]
+    fn stdev_is_the_population_deviation() {
+        let mut h = LatHist::new(0);
+        assert_eq!(h.stdev_ns(), 0.0);
+        for v in [2_000, 4_000, 4_000, 4_000, 5_000, 5_000, 7_000, 9_000] {
+            h.record(v);
+        }
+        // mean 5000, variance 4e6
+        assert!((h.summary().stdev_ns - 2_000.0).abs() < 1e-6);
+        h.reset();
+        h.record(1_000);
+        assert_eq!(h.summary().stdev_ns, 0.0);
     }
 }

@@ -293,11 +293,11 @@ pub(crate) fn collect(sim: &Simulation) -> Results {
         .wl_rows()
         .map(|w| {
             let hs: Vec<HistSummary> = w.hists.iter().map(|h| h.summary()).collect();
-            // cyclictest's mean is of truncated microseconds; a ping's RTT mean is exact.
+            // cyclictest's mean is of truncated microseconds; a ping's RTT and a start-up time are exact.
             let means: Vec<f64> = hs
                 .iter()
                 .map(|h| match w.spec.kind {
-                    WorkloadKind::Ping => h.mean_ns / 1000.0,
+                    WorkloadKind::Ping | WorkloadKind::Startup => h.mean_ns / 1000.0,
                     _ => h.avg_us,
                 })
                 .collect();
@@ -606,6 +606,7 @@ impl Results {
         t.col("count", u(|h| h.count));
         t.col("min_ns", u(|h| h.min_ns));
         t.col("mean_ns", x(|h| h.mean_ns));
+        t.col("stdev_ns", x(|h| h.stdev_ns));
         t.col("p50_ns", u(|h| h.p50_ns));
         t.col("p99_ns", u(|h| h.p99_ns));
         t.col("p999_ns", u(|h| h.p999_ns));
@@ -657,6 +658,7 @@ mod tests {
             count,
             min_ns: 1000,
             mean_ns: 1500.0,
+            stdev_ns: 0.0,
             p50_ns: 1400,
             p99_ns: 2000,
             p999_ns: 2000,

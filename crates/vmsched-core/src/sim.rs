@@ -218,6 +218,8 @@ struct Task {
     timer_slot: SlotId,
     /// Its creation (armed at build at its start time, or at its domain's creation).
     start_slot: SlotId,
+    /// When it was created (started or forked); a `Ready` step measures from it.
+    born: SimTime,
     timer_cpu: GCpu,
     block_paid: bool,
     /// Soft deadline of the armed sleep timer (the hard one is the slot's time).
@@ -558,6 +560,7 @@ impl Simulation {
             SlotKind::TaskTimer(t) => self.task_timer(t),
             SlotKind::TaskStart(t) => {
                 self.tasks[t].phase = Phase::Ready;
+                self.tasks[t].born = self.now;
                 let e = self.tasks[t].ent;
                 self.wake_entity(e, WakeInfo::of(WakeCause::Fork));
             }

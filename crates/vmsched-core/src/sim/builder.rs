@@ -267,6 +267,7 @@ impl SimBuilder {
                 done_slot,
                 timer_slot,
                 start_slot,
+                born: 0,
                 timer_cpu: GCpu(0),
                 block_paid: false,
                 timer_soft: 0,

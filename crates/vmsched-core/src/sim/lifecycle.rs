@@ -290,6 +290,7 @@ impl Simulation {
         debug_assert_eq!(ch.phase, Phase::New, "fork into a used slot");
         ch.pc = child_at;
         ch.phase = Phase::Ready;
+        ch.born = self.now;
         let g = ch.ent;
         let info = WakeInfo {
             cause: WakeCause::Fork,

@@ -404,6 +404,13 @@ impl Simulation {
                         return;
                     }
                 }
+                Step::Ready { hist } => {
+                    self.tasks[t].pc += 1;
+                    if measuring {
+                        let d = self.now - self.tasks[t].born;
+                        self.wls[wl].hists[hist as usize].record(d);
+                    }
+                }
                 Step::Count { counter } => {
                     self.tasks[t].pc += 1;
                     if measuring {

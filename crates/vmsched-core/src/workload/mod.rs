@@ -15,6 +15,7 @@ pub mod cyclictest;
 pub mod parallel;
 pub mod ping;
 pub mod program;
+pub mod startup;
 pub mod stream;
 pub mod video;
 pub mod vmboot;
@@ -121,6 +122,9 @@ pub enum Step {
     /// halted vCPU thread is woken). Only the engine's timer worker runs it
     /// (`SimBuilder::add_timer_worker`).
     KickTimers,
+    /// The start-up workload's "ready" (startup.rs): record the time since the task was
+    /// created (its fork, or its start) into histogram `hist`, while measuring.
+    Ready { hist: Hist },
     /// Bump a counter.
     Count { counter: Counter },
     /// Jump to step `to`; `times` = None loops forever, Some(n) jumps n times then falls through.
@@ -224,6 +228,8 @@ pub enum WorkloadKind {
     VmBoot,
     /// A bulk-synchronous parallel job across domains (parallel.rs): one workload per part.
     Parallel,
+    /// Application start-up time (startup.rs): launches until "ready".
+    Startup,
 }
 
 /// A workload's headline figure in its benchmark's unit.
@@ -248,6 +254,7 @@ pub enum WorkloadConfig {
     #[serde(rename = "vmboot")]
     VmBoot(vmboot::VmBootConfig),
     Parallel(parallel::ParallelConfig),
+    Startup(startup::StartupConfig),
 }
 
 impl WorkloadConfig {
@@ -262,6 +269,7 @@ impl WorkloadConfig {
             WorkloadConfig::Video(c) => &c.name,
             WorkloadConfig::VmBoot(c) => &c.name,
             WorkloadConfig::Parallel(c) => &c.name,
+            WorkloadConfig::Startup(c) => &c.name,
         }
     }
 
@@ -308,6 +316,11 @@ impl WorkloadConfig {
             }
             WorkloadConfig::VmBoot(c) => c.validate(),
             WorkloadConfig::Parallel(c) => c.validate(),
+            WorkloadConfig::Startup(c) => {
+                aff(&c.affinity)?;
+                check_nice(c.nice)?;
+                c.validate()
+            }
         }
     }
 
@@ -324,6 +337,7 @@ impl WorkloadConfig {
             WorkloadConfig::Stream(c) => c.build(),
             WorkloadConfig::Video(c) => c.build(),
             WorkloadConfig::VmBoot(c) => c.build(nr_vcpus),
+            WorkloadConfig::Startup(c) => c.build(),
             WorkloadConfig::Parallel(c) => WorkloadSpec {
                 name: c.name.clone(),
                 kind: WorkloadKind::Program,
@@ -388,6 +402,7 @@ impl WorkloadKind {
             WorkloadKind::Video => video::figure(counters),
             WorkloadKind::VmBoot => vmboot::figure(executed_ns),
             WorkloadKind::Parallel => parallel::figure(counters),
+            WorkloadKind::Startup => startup::figure(hist_mean_us),
             WorkloadKind::Program => Figure {
                 name: "count".into(),
                 value: counters.first().copied().unwrap_or(0) as f64,

@@ -196,20 +196,19 @@ impl CfsParams {
             true => Ok(()),
             false => Err(format!("{field}: {v} is outside {lo}..={hi}")),
         };
-        if self.version == CfsVersion::V3_17 {
-            // 32-bit ARM's own HZ choice (200, 500) exists in 3.x (seed 003's Exynos: 200).
-            if !crate::guest::bfs::LINUX_3X_HZ.contains(&self.hz) {
-                return Err(format!(
-                    "hz: {} is not a CONFIG_HZ Linux 3.17 offers (100, 250, 300 or 1000; 200 or \
-                     500 on 32-bit ARM; 24, 48 or 1024 on some MIPS)",
-                    self.hz
-                ));
-            }
-        } else if !LINUX_HZ.contains(&self.hz) {
+        // 32-bit ARM's own Kconfig choice (arch/arm/Kconfig: 100, 200, 250, 300, 500, 1000)
+        // exists in 3.17 (seed 003's Exynos: HZ_FIXED 200 until v4.10) and still in 5.10; arm64
+        // and x86 use kernel/Kconfig.hz (100, 250, 300, 1000).
+        if !crate::guest::bfs::LINUX_3X_HZ.contains(&self.hz) {
             return Err(format!(
-                "hz: {} is not a CONFIG_HZ Linux offers (100, 250, 300 or 1000; 24, 48 or 1024 \
-                 on some architectures)",
-                self.hz
+                "hz: {} is not a CONFIG_HZ Linux {} offers (100, 250, 300 or 1000; 200 or 500 \
+                 on 32-bit ARM; 24, 48 or 1024 on some MIPS)",
+                self.hz,
+                if self.version == CfsVersion::V3_17 {
+                    "3.17"
+                } else {
+                    "5.10"
+                }
             ));
         }
         range(

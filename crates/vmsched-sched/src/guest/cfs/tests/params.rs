@@ -193,3 +193,25 @@ fn new_panics_on_invalid_params() {
         &flat(1),
     );
 }
+
+/// 32-bit ARM's own CONFIG_HZ choice (arch/arm/Kconfig: 200 and 500 beside Kconfig.hz's four)
+/// is a real 5.10 configuration, as it is in 3.17; a rate no Kconfig offers is refused in both.
+#[test]
+fn arm32_hz_choices_exist_in_5_10_and_3_17() {
+    for version in [CfsVersion::V5_10, CfsVersion::V3_17] {
+        for hz in [200, 500] {
+            let p = CfsParams {
+                hz,
+                version,
+                ..Default::default()
+            };
+            assert!(p.validate().is_ok(), "{version:?} hz {hz}");
+        }
+        let p = CfsParams {
+            hz: 128,
+            version,
+            ..Default::default()
+        };
+        assert!(p.validate().unwrap_err().starts_with("hz:"), "{version:?}");
+    }
+}
