@@ -215,15 +215,47 @@ def cmd_sweep(a) -> int:
     # Axis values are typed by their fields (as the core reads them, with the fixed overrides).
     if a.memory_limit_mb is not None:
         a.set = [*a.set, f"run.memory_limit_mb={a.memory_limit_mb}"]
+    if a.design != "grid":
+        return _sweep_sampled(a)
     _, fixed = _split_grid(a.set)
     grid, fixed = _split_grid(a.set, lambda k, text: field_value(a.scenario, k, text, set=fixed))
     if not grid:
         raise ValueError("vmsched sweep: give at least one --set key=v1,v2,... to sweep")
     df = vmsched.sweep(a.scenario, grid, seeds=a.seeds, jobs=a.jobs, out=a.output, set=fixed,
-                       overwrite=a.force)
+                       overwrite=a.force, samples=a.samples, **_executor_args(a))
+    return _print_sweep(a, df, list(grid))
+
+
+def _executor_args(a) -> dict:
+    """`--ray [ADDRESS]` as `vmsched.sweep`'s executor arguments."""
+    if a.ray is None:
+        return {}
+    return {"executor": "ray", "address": a.ray or None}
+
+
+def _sweep_sampled(a) -> int:
+    """`vmsched sweep --design random|lhs`: `--set KEY=LO..HI[:log]` (or a list) is sampled,
+    `--set KEY=V` is fixed."""
+    from vmsched.design import Param, parse_param
+
+    ranges = [s for s in a.set if ".." in s.split("=", 1)[-1]]
+    rest = [s for s in a.set if s not in ranges]
+    _, fixed = _split_grid(rest)
+    lists, fixed = _split_grid(rest, lambda k, text: field_value(a.scenario, k, text, set=fixed))
+    params = [parse_param(s) for s in ranges]
+    params += [Param(k, "cat", choices=tuple(v)) for k, v in lists.items()]
+    if not params:
+        raise ValueError(f"vmsched sweep --design {a.design}: give at least one --set "
+                         "KEY=LO..HI (or KEY=A,B,C) to sample")
+    df = vmsched.sweep(a.scenario, {p.name: p for p in params}, seeds=a.seeds, jobs=a.jobs,
+                       out=a.output, set=fixed, overwrite=a.force, design=a.design,
+                       samples=a.samples, design_seed=a.design_seed, **_executor_args(a))
+    return _print_sweep(a, df, [p.name for p in params])
+
+
+def _print_sweep(a, df, keys: list[str]) -> int:
     import polars as pl
 
-    keys = list(grid)
     summary = (df.filter(pl.col("unit") != "-")
                  .group_by(keys + ["workload", "unit"], maintain_order=True)
                  .agg(pl.col("value").mean().alias("mean"), pl.col("value").std().alias("std"),
@@ -388,6 +420,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="replace the output directory whole instead of resuming it")
     p.add_argument("--memory-limit-mb", type=_positive_int, metavar="MB",
                    help="the memory each run may plan to use (run.memory_limit_mb)")
+    _add_design_args(p)
+    _add_ray_arg(p)
     p.set_defaults(fn=cmd_sweep)
 
     p = sub.add_parser("reproduce", help="reproduce a source document's experiment")
@@ -464,6 +498,24 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _add_design_args(p) -> None:
+    p.add_argument("--design", choices=("grid", "random", "lhs"), default="grid",
+                   help="grid: every combination of the listed values (default); random or "
+                        "lhs (Latin hypercube): --samples points drawn from --set "
+                        "KEY=LO..HI[:log] ranges and KEY=A,B,C lists")
+    p.add_argument("--samples", type=_positive_int, metavar="N",
+                   help="points to draw for --design random or lhs")
+    p.add_argument("--design-seed", type=int, default=0, metavar="S",
+                   help="the seed of the random or lhs draw (default 0; same seed, same points)")
+
+
+def _add_ray_arg(p) -> None:
+    p.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                   help="run the points as Ray tasks on the cluster at ADDRESS (auto, "
+                        "HOST:PORT, ray://HOST:10001), or on a local Ray instance without one "
+                        "(pip install 'vmsched[ray]')")
+
+
 def _error(msg: object, what: str = "error") -> None:
     """One line on stdout, as plain text: never read as markup, newlines folded."""
     text = " ".join(str(msg).split("\n"))
@@ -488,6 +540,10 @@ def main(argv: list[str] | None = None) -> int:
         _error(f"{len(e.failures)} of {e.total} points failed; the others are in "
                f"{a.output}/points (run the sweep again to retry the failed ones)")
         return 1
+    except ImportError as e:
+        # An optional extra that is not installed (Ray, Optuna): what to install.
+        _error(e)
+        return 2
     except OSError as e:
         # An output path that names a file, an output directory that exists, a --trace file
         # that cannot be written: one line, the path as plain text.

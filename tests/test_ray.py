@@ -1,0 +1,126 @@
+"""Sweeps on a Ray cluster (issue 16 item 1): a real local cluster of two nodes (a head and one
+worker node, one CPU each, `ray.cluster_utils.Cluster`), the worker node killed mid-sweep; the
+sweep completes with every point once and the table of a local sweep. Without Ray, `--ray` says
+what to install. Ray is an optional extra: these tests skip without it, except under CI
+(CI=true), whose install step (scripts/test.sh) must provide it. Waits poll with a generous
+bound; nothing asserts how long anything takes."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+
+import polars as pl
+import pytest
+
+import vmsched
+from vmsched import cli
+
+SCEN = "seed000_context1_ratelimit"
+#: Six points of a fraction of a second of wall time each.
+GRID = {"host.ratelimit_us": [1000, 2000, 5000, 10000, 20000, 40000]}
+FIXED = {"run.duration_ms": 3000, "run.warmup_ms": 0}
+BOUND_S = 300
+
+
+def need_ray():
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        msg = "Ray is not installed (pip install 'vmsched[ray]')"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{msg}: CI's install step (scripts/test.sh) must provide it")
+        pytest.skip(msg)
+
+
+def same(a: pl.DataFrame, b: pl.DataFrame) -> bool:
+    return a.sort(a.columns).equals(b.sort(b.columns))
+
+
+def point_files(out):
+    d = out / "points"
+    return sorted(p.name for p in d.glob("*.json")) if d.is_dir() else []
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    need_ray()
+    import ray
+    from ray.cluster_utils import Cluster
+
+    c = Cluster(initialize_head=True,
+                head_node_args={"num_cpus": 1, "include_dashboard": False})
+    worker = c.add_node(num_cpus=1)
+    c.wait_for_nodes()
+    ray.init(address=c.address, log_to_driver=False)
+    try:
+        yield c, worker
+    finally:
+        ray.shutdown()
+        c.shutdown()
+
+
+def test_a_sweep_survives_its_ray_worker_node_dying(cluster, tmp_path):
+    c, worker = cluster
+    import ray
+
+    assert len([n for n in ray.nodes() if n["Alive"]]) == 2
+    out = tmp_path / "ray"
+    result: dict = {}
+
+    def go():
+        try:
+            result["df"] = vmsched.sweep(SCEN, GRID, out=out, progress=False, set=FIXED,
+                                         executor="ray")
+        except BaseException as e:  # handed to the test thread
+            result["error"] = e
+
+    t = threading.Thread(target=go)
+    t.start()
+    deadline = time.monotonic() + BOUND_S
+    while not point_files(out):
+        assert t.is_alive(), f"the sweep ended before any point was written: {result}"
+        assert time.monotonic() < deadline, "no point was ever written"
+        time.sleep(0.02)
+    at_kill = len(point_files(out))
+    c.remove_node(worker, allow_graceful=False)  # kills its raylet and its workers
+    t.join(BOUND_S)
+    assert not t.is_alive(), "the sweep did not end"
+    assert "error" not in result, result.get("error")
+    assert at_kill < len(GRID["host.ratelimit_us"]), "the worker died after the sweep's end"
+    # Every point once, the table of a local sweep.
+    assert len(point_files(out)) == len(GRID["host.ratelimit_us"])
+    local = vmsched.sweep(SCEN, GRID, out=tmp_path / "local", progress=False, set=FIXED, jobs=1)
+    assert same(result["df"], local)
+    assert point_files(out) == point_files(tmp_path / "local")
+    # Resumed on Ray: nothing is run again.
+    stamps = {p: (out / "points" / p).stat().st_mtime_ns for p in point_files(out)}
+    again = vmsched.sweep(SCEN, GRID, out=out, progress=False, set=FIXED, executor="ray")
+    assert same(again, local)
+    assert {p: (out / "points" / p).stat().st_mtime_ns for p in point_files(out)} == stamps
+
+
+def test_a_points_error_comes_back_from_ray(cluster):
+    from vmsched.executor import RayExecutor
+
+    with RayExecutor() as ex:
+        outcomes = dict(ex.imap_unordered(int, [("12",), ("twelve",)]))
+    assert outcomes[("12",)].result() == 12
+    with pytest.raises(ValueError, match="twelve"):
+        outcomes[("twelve",)].result()
+
+
+def test_without_ray_the_option_says_what_to_install(monkeypatch, tmp_path, capsys):
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
+    code = cli.main(["sweep", SCEN, "--set", "host.ratelimit_us=1000,2000", "--set",
+                     "run.duration_ms=100", "--set", "run.warmup_ms=0", "--ray",
+                     "-o", str(tmp_path / "s")])
+    out = capsys.readouterr().out
+    assert code == 2
+    assert "pip install 'vmsched[ray]'" in out
+    with pytest.raises(ImportError, match=r"vmsched\[ray\]"):
+        vmsched.sweep(SCEN, {"host.ratelimit_us": [1000, 2000]}, out=tmp_path / "p",
+                      progress=False, set={"run.duration_ms": 100, "run.warmup_ms": 0},
+                      executor="ray")
