@@ -37,6 +37,7 @@ import polars as pl
 
 import vmsched
 from vmsched import _core
+from vmsched import design as design_mod
 from vmsched.api import (
     _atomic_write,
     _overrides,
@@ -46,9 +47,8 @@ from vmsched.api import (
     run,
     scenario_path,
 )
-from vmsched.errors import SweepBusyError, SweepError, read_scenario
-from vmsched import design as design_mod
 from vmsched.design import Param, as_params
+from vmsched.errors import SweepBusyError, SweepError, read_scenario
 from vmsched.executor import make_executor
 
 #: Bump when a point file's meaning changes, so old files are not reused.
