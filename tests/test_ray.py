@@ -124,3 +124,23 @@ def test_without_ray_the_option_says_what_to_install(monkeypatch, tmp_path, caps
         vmsched.sweep(SCEN, {"host.ratelimit_us": [1000, 2000]}, out=tmp_path / "p",
                       progress=False, set={"run.duration_ms": 100, "run.warmup_ms": 0},
                       executor="ray")
+
+
+def test_a_tune_runs_its_trials_on_ray(cluster, tmp_path):
+    try:
+        import optuna  # noqa: F401
+    except ImportError:
+        if os.environ.get("CI") == "true":
+            pytest.fail("Optuna is not installed: CI's install step must provide it")
+        pytest.skip("Optuna is not installed (pip install 'vmsched[tune]')")
+    kw = dict(trials=4, seeds=2, set={"run.duration_ms": 300, "run.warmup_ms": 0},
+              progress=False)
+    params = {"host.ratelimit_us": "100..128000:log"}
+    on_ray = vmsched.tune(SCEN, params, "max context1.score", out=tmp_path / "r",
+                          executor="ray", **kw)
+    assert on_ray.trials.height == 4 and set(on_ray.trials["state"]) == {"COMPLETE"}
+    # Each trial's figures are those of the same runs made locally.
+    for row in on_ray.trials.iter_rows(named=True):
+        local = [vmsched.run(SCEN, set={**kw["set"], "host.ratelimit_us": row[
+            "host.ratelimit_us"], "run.seed": s}).figure("context1")["value"] for s in (1, 2)]
+        assert row["context1.score mean"] == pytest.approx(sum(local) / 2)
