@@ -355,3 +355,18 @@ def test_the_tuning_docs_example_runs(tmp_path, capsys):
         assert front["context1.score mean"][0] >= 30000
         assert front["ct.p99_us mean"][0] == trials.filter(pl.col("feasible"))[
             "ct.p99_us mean"].min()
+
+
+def test_a_trial_whose_values_do_not_fit_together_fails_alone(tmp_path):
+    need_optuna()
+    res = vmsched.tune(SCEN, {"run.warmup_ms": "0..300", "run.duration_ms": "250..300"},
+                       "max context1.score", trials=6, jobs=1, progress=False,
+                       out=tmp_path / "f", set={"run.warmup_ms": 0})
+    t = res.trials
+    assert t.filter(pl.col("state") == "COMPLETE").height == 6
+    for row in t.filter(pl.col("state") == "FAIL").iter_rows(named=True):
+        assert row["run.warmup_ms"] >= row["run.duration_ms"]
+        assert "run.warmup_ms" in row["error"] and not row["feasible"]
+    for row in t.filter(pl.col("state") == "COMPLETE").iter_rows(named=True):
+        assert row["run.warmup_ms"] < row["run.duration_ms"]
+    assert res.best["state"] == "COMPLETE"

@@ -488,14 +488,18 @@ def _optimise(optuna, st, runs: _Runs, ex: Executor, params, trials: int, seeds:
     try:
         while done < trials:
             if failed_in_a_row >= max(10, trials):
-                raise RuntimeError("every trial failed; the last error: "
-                                   + str(st.trials[-1].user_attrs.get("error")))
+                raise ValueError(f"{failed_in_a_row} trials in a row failed; the last: "
+                                 + str(st.trials[-1].user_attrs.get("error")))
             batch = []
-            while len(inflight) + len(batch) < min(width, trials - done):
+            while (len(inflight) + len(batch) < min(width, trials - done)
+                   and failed_in_a_row < max(10, trials)):
                 trial = st.ask()
                 for p in params:
                     _suggest(trial, p)
-                batch.append((trial, runs.points(dict(trial.params), seeds)))
+                try:
+                    batch.append((trial, runs.points(dict(trial.params), seeds)))
+                except ScenarioError as e:  # these values together do not validate
+                    told(trial, " ".join(str(e).split("\n")))
             for trial, _ in batch:
                 inflight[trial.number] = trial
             # One batch at a time: its trials are told as they finish; then the next is asked.
