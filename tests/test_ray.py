@@ -112,6 +112,17 @@ def test_a_points_error_comes_back_from_ray(cluster):
         outcomes[("twelve",)].result()
 
 
+def test_a_point_whose_worker_dies_on_every_try_is_worker_died(cluster):
+    from vmsched.executor import RayExecutor, WorkerDied
+
+    with RayExecutor(tries=2) as ex:
+        f = ex.submit(os._exit, 3)  # the worker process exits while running the point
+        ok = ex.submit(int, "7")
+        with pytest.raises(WorkerDied, match="died on each of its 2 tries"):
+            f.result(BOUND_S)
+        assert ok.result(BOUND_S) == 7
+
+
 def test_without_ray_the_option_says_what_to_install(monkeypatch, tmp_path, capsys):
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
     code = cli.main(["sweep", SCEN, "--set", "host.ratelimit_us=1000,2000", "--set",
