@@ -155,3 +155,28 @@ def test_a_tune_runs_its_trials_on_ray(cluster, tmp_path):
         local = [vmsched.run(SCEN, set={**kw["set"], "host.ratelimit_us": row[
             "host.ratelimit_us"], "run.seed": s}).figure("context1")["value"] for s in (1, 2)]
         assert row["context1.score mean"] == pytest.approx(sum(local) / 2)
+
+
+def test_the_cli_sweeps_and_tunes_on_ray(cluster, tmp_path, capsys):
+    short = ["--set", "run.duration_ms=300", "--set", "run.warmup_ms=0"]
+    code = cli.main(["sweep", SCEN, "--set", "host.ratelimit_us=100..128000:log", *short,
+                     "--design", "lhs", "--samples", "3", "-o", str(tmp_path / "s"), "--ray"])
+    assert code == 0, capsys.readouterr().out
+    on_ray = pl.read_parquet(tmp_path / "s" / "sweep.parquet")
+    local = vmsched.sweep(SCEN, {"host.ratelimit_us": "100..128000:log"}, design="lhs",
+                          samples=3, jobs=1, progress=False, out=tmp_path / "l",
+                          set={"run.duration_ms": 300, "run.warmup_ms": 0})
+    assert same(on_ray, local)
+    try:
+        import optuna  # noqa: F401
+    except ImportError:
+        if os.environ.get("CI") == "true":
+            pytest.fail("Optuna is not installed: CI's install step must provide it")
+        return
+    code = cli.main(["tune", SCEN, "--param", "host.ratelimit_us=100..128000:log",
+                     "--objective", "max context1.score", *short, "--trials", "3",
+                     "-o", str(tmp_path / "t"), "--ray"])
+    text = capsys.readouterr().out
+    assert code == 0, text
+    assert "best point" in text
+    assert pl.read_parquet(tmp_path / "t" / "trials.parquet").height == 3
