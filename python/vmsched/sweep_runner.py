@@ -253,7 +253,9 @@ def _sweep(path, grid, points, keys, base_ov, jobs, outdir, progress,
         task = bar.add_task(f"sweep {Path(path).stem}", total=len(points), completed=len(points) - len(todo))
     failures: list[tuple[dict, str]] = []
     try:
-        with (executor(len(todo)) if executor else make_executor(jobs, len(todo))) as ex:
+        # Nothing to run (a finished sweep read back): no executor is started (no Ray).
+        with (executor(len(todo)) if executor and todo
+              else make_executor(jobs, len(todo))) as ex:
             for (_, _, p, _), f in ex.imap_unordered(_run_point,
                                                       ((path, base_ov, p, k) for p, k in todo)):
                 try:
