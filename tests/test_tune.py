@@ -247,6 +247,8 @@ def test_pareto_front_with_a_constraint_from_the_cli(tmp_path, capsys):
     (["--param", f"{RL}=5..1", "--objective", "max context1.score"], f"--param {RL}"),
     (["--param", f"{RL}=100..1000", "--objective", "max context1.nope"],
      "--objective context1.nope: no such metric in the run (known: "),
+    (["--param", f"{RL}=100..1000", "--objective", "max context1.score", "--objective",
+      "min hog.nope"], "--objective hog.nope: no such metric in the run (known: "),
     (["--param", f"{RL}=100..1000", "--objective", "biggest context1.score"],
      "--objective 'biggest context1.score'"),
     (["--param", f"{RL}=100..1000", "--objective", "max context1.score", "--constraint",
@@ -263,6 +265,14 @@ def test_tune_errors_name_the_option(tmp_path, capsys, args, says):
     assert says in text
     if "known" in says:
         assert "context1.score" in text and "hog.cpu" in text
+        # The corrected command runs in the same directory.
+        fixed = [a.replace("context1.nope", "context1.score").replace("hog.nope", "hog.cpu")
+                 for a in args]
+        code = cli.main(["tune", SCEN, *fixed, *short_args(), "--trials", "2", "--jobs", "1",
+                         "-o", str(tmp_path / "e")])
+        text = capsys.readouterr().out
+        assert code == 0, text
+        assert "Pareto front" in text if "min hog.cpu" in fixed else "best point" in text
 
 
 def test_without_optuna_tune_says_what_to_install(monkeypatch, tmp_path, capsys):
@@ -370,3 +380,13 @@ def test_a_trial_whose_values_do_not_fit_together_fails_alone(tmp_path):
     for row in t.filter(pl.col("state") == "COMPLETE").iter_rows(named=True):
         assert row["run.warmup_ms"] < row["run.duration_ms"]
     assert res.best["state"] == "COMPLETE"
+
+
+def test_a_study_stopped_before_any_trial_takes_a_new_search(tmp_path):
+    need_optuna()
+    kw = dict(trials=2, jobs=1, set=SHORT, progress=False, out=tmp_path / "s")
+    with pytest.raises(ValueError, match="--objective context1.nope"):
+        vmsched.tune(SCEN, {RL: "100..1000"}, "max context1.nope", **kw)
+    res = vmsched.tune(SCEN, {RL: "100..1000"}, ["min context1.score", "max hog.cpu"], **kw)
+    assert [d.name for d in res.study.directions] == ["MINIMIZE", "MAXIMIZE"]
+    assert res.trials.filter(pl.col("state") == "COMPLETE").height == 2

@@ -387,9 +387,21 @@ def tune(scenario, params, objectives, constraints=(), trials: int = 20, seeds: 
             url = f"sqlite:///{Path(storage).resolve()}"
         name = study or Path(path).stem
         optuna.logging.set_verbosity(optuna.logging.WARNING)
-        st = optuna.create_study(storage=url, study_name=name, load_if_exists=True,
-                                 directions=[o.direction for o in objectives],
-                                 sampler=_sampler(optuna, sampler, sampler_seed, constraints))
+        directions = [o.direction for o in objectives]
+
+        def open_study(load: bool):
+            return optuna.create_study(storage=url, study_name=name, load_if_exists=load,
+                                       directions=directions,
+                                       sampler=_sampler(optuna, sampler, sampler_seed,
+                                                        constraints))
+
+        st = open_study(True)
+        if [d.name.lower() for d in st.directions] != directions and not st.get_trials(
+                deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)):
+            # Optuna loads a study with its own directions; one without a complete trial is
+            # made again with the new ones (a differing study with trials is refused below).
+            optuna.delete_study(study_name=name, storage=url)
+            st = open_study(False)
         _check_spec(st, name, path, params, objectives, constraints, seeds, base_ov)
         runs = _Runs(path, text, base_ov, outdir, seed0, objectives, constraints)
         with make_executor(jobs, None, executor, address) as ex:
@@ -421,7 +433,12 @@ def _check_spec(st, name, path, params, objectives, constraints, seeds, base_ov)
             "constraints": [c.text() for c in constraints], "seeds": seeds,
             "set": [[k, str(v)] for k, v in base_ov]}
     old = st.user_attrs.get("vmsched")
-    if old is None:
+    import optuna
+
+    # A study without a complete trial has nothing to keep (a tune stopped by a misspelt
+    # objective, say): it takes the new search.
+    if old is None or not st.get_trials(deepcopy=False,
+                                        states=(optuna.trial.TrialState.COMPLETE,)):
         st.set_user_attr("vmsched", spec)
         return
     for k in spec:
