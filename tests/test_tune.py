@@ -390,3 +390,36 @@ def test_a_study_stopped_before_any_trial_takes_a_new_search(tmp_path):
     res = vmsched.tune(SCEN, {RL: "100..1000"}, ["min context1.score", "max hog.cpu"], **kw)
     assert [d.name for d in res.study.directions] == ["MINIMIZE", "MAXIMIZE"]
     assert res.trials.filter(pl.col("state") == "COMPLETE").height == 2
+
+
+def test_ctrl_c_stops_a_tune_which_then_resumes(tmp_path):
+    need_optuna()
+    out = tmp_path / "c"
+    args = [sys.executable, "-m", "vmsched.cli", "tune", SCEN, "--param",
+            f"{RL}=100..128000:log", "--objective", "max context1.score", "--set",
+            "run.duration_ms=3000", "--set", "run.warmup_ms=0", "--trials", "12", "--jobs", "2",
+            "-o", str(out)]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    deadline = time.monotonic() + BOUND_S
+    try:
+        while len(_complete(out / "study.db")) < 2:
+            assert proc.poll() is None, f"the tune ended first: {proc.communicate()}"
+            assert time.monotonic() < deadline, "no trial finished"
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGINT)  # a terminal's Ctrl-C: the whole process group
+        text, _ = proc.communicate(timeout=BOUND_S)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, text
+    assert "interrupted: the tune was stopped" in text
+    done = _complete(out / "study.db")
+    assert len(done) < 12
+    stamps = {p.name: p.stat().st_mtime_ns for p in (out / "points").glob("*.json")}
+    r = subprocess.run(args, capture_output=True, text=True, timeout=BOUND_S)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert set(done) <= set(_complete(out / "study.db")) and len(_complete(out / "study.db")) == 12
+    now = {p.name: p.stat().st_mtime_ns for p in (out / "points").glob("*.json")}
+    assert all(now[k] == v for k, v in stamps.items())
