@@ -1,7 +1,7 @@
 """vmsched: a fast, faithful, deterministic simulator of CPU scheduling in virtualized systems.
 
-The Python front of the Rust core: load and check scenarios, run them, sweep parameters, and
-reproduce the source documents' experiments.
+The Python front of the Rust core: load and check scenarios, run them, sweep parameters, tune
+them (Optuna), and reproduce the source documents' experiments.
 
     >>> import vmsched
     >>> r = vmsched.run("seed000_context1_ratelimit", set={"host.ratelimit_us": 20000,
@@ -17,11 +17,15 @@ from vmsched.errors import BudgetWarning, CoreError, ScenarioError
 from vmsched.explain import Explanation, explain
 from vmsched.importers import import_rtapp, import_skeleton, import_sysctl, import_xl
 
+# `vmsched.tune` is the function (the module stays importable as `vmsched.tune` in sys.modules
+# for `from vmsched.tune import ...`); Optuna is imported only when it is called.
+from vmsched.tune import tune  # noqa: E402  isort: skip
+
 #: xentrace_format's definitions file for the xentrace files vmsched writes (docs/trace.md).
 XENTRACE_FORMATS = Path(__file__).with_name("xentrace.formats")
 
 __all__ = ["BudgetWarning", "CoreError", "Estimate", "Explanation", "Result", "ScenarioError",
            "XENTRACE_FORMATS", "check", "explain",
            "estimate", "import_rtapp", "import_skeleton", "import_sysctl", "import_xl", "run",
-           "scenario_path", "sweep"]
+           "scenario_path", "sweep", "tune"]
 __version__ = "0.1.0"

@@ -580,11 +580,19 @@ def run(scenario: str | os.PathLike, set=None, seed: int | None = None,
 
 def sweep(scenario: str | os.PathLike, grid: Mapping[str, Iterable[Any]], seeds: int = 1,
           jobs: int | None = None, out: str | os.PathLike | None = None, progress: bool = True,
-          set=None, overwrite: bool = False) -> pl.DataFrame:
-    """Runs the Cartesian product of `grid` (× `seeds` seeds) and returns one row per workload
-    per point. See `vmsched.sweep_runner` for resuming and parallelism; `overwrite` discards
-    the points an earlier sweep left in `out`."""
+          set=None, overwrite: bool = False, design: str = "grid", samples: int | None = None,
+          design_seed: int = 0, executor=None, address: str | None = None) -> pl.DataFrame:
+    """Runs the points of a design (× `seeds` seeds) and returns one row per workload per
+    point. See `vmsched.sweep_runner` for resuming and parallelism; `overwrite` discards
+    the points an earlier sweep left in `out`.
+
+    `design`: "grid" (default; the Cartesian product of `grid`'s lists), or "random" or "lhs"
+    (Latin hypercube): `samples` points drawn with `design_seed` from `grid`'s ranges ("LO..HI",
+    "LO..HI:log", (LO, HI)) and lists (`vmsched.design`). `executor`: None or "local" (processes
+    on this machine, `jobs` of them), "ray" (Ray tasks on the cluster at `address`, else on a
+    local Ray instance; `pip install vmsched[ray]`), or a `vmsched.executor.Executor`."""
     from vmsched.sweep_runner import run_sweep
 
     return run_sweep(scenario, grid, seeds=seeds, jobs=jobs, out=out, progress=progress, base=set,
-                     overwrite=overwrite)
+                     overwrite=overwrite, design=design, samples=samples,
+                     design_seed=design_seed, executor=executor, address=address)

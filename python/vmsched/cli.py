@@ -1,8 +1,9 @@
-"""The `vmsched` command: run, sweep, reproduce, explain, check, list, import."""
+"""The `vmsched` command: run, sweep, tune, reproduce, explain, check, list, import."""
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -215,15 +216,56 @@ def cmd_sweep(a) -> int:
     # Axis values are typed by their fields (as the core reads them, with the fixed overrides).
     if a.memory_limit_mb is not None:
         a.set = [*a.set, f"run.memory_limit_mb={a.memory_limit_mb}"]
+    if a.design != "grid":
+        return _sweep_sampled(a)
+    for item in a.set:
+        k, _, v = item.partition("=")
+        if _RANGE.match(v):
+            raise ValueError(f"--set {k.strip()}: a range ({v.strip()}) needs --design random "
+                             "or lhs with --samples; a grid takes listed values")
     _, fixed = _split_grid(a.set)
     grid, fixed = _split_grid(a.set, lambda k, text: field_value(a.scenario, k, text, set=fixed))
     if not grid:
         raise ValueError("vmsched sweep: give at least one --set key=v1,v2,... to sweep")
     df = vmsched.sweep(a.scenario, grid, seeds=a.seeds, jobs=a.jobs, out=a.output, set=fixed,
-                       overwrite=a.force)
+                       overwrite=a.force, samples=a.samples, **_executor_args(a))
+    return _print_sweep(a, df, list(grid))
+
+
+#: `LO..HI` or `LO..HI:log`: a parameter range (vmsched.design).
+_RANGE = re.compile(r"^\s*[-+0-9.eE]+\s*\.\.\s*[-+0-9.eE]+\s*(:log)?\s*$")
+
+
+def _executor_args(a) -> dict:
+    """`--ray [ADDRESS]` as `vmsched.sweep`'s executor arguments."""
+    if a.ray is None:
+        return {}
+    return {"executor": "ray", "address": a.ray or None}
+
+
+def _sweep_sampled(a) -> int:
+    """`vmsched sweep --design random|lhs`: `--set KEY=LO..HI[:log]` (or a list) is sampled,
+    `--set KEY=V` is fixed."""
+    from vmsched.design import Param, parse_param
+
+    ranges = [s for s in a.set if _RANGE.match(s.split("=", 1)[-1])]
+    rest = [s for s in a.set if s not in ranges]
+    _, fixed = _split_grid(rest)
+    lists, fixed = _split_grid(rest, lambda k, text: field_value(a.scenario, k, text, set=fixed))
+    params = [parse_param(s) for s in ranges]
+    params += [Param(k, "cat", choices=tuple(v)) for k, v in lists.items()]
+    if not params:
+        raise ValueError(f"vmsched sweep --design {a.design}: give at least one --set "
+                         "KEY=LO..HI (or KEY=A,B,C) to sample")
+    df = vmsched.sweep(a.scenario, {p.name: p for p in params}, seeds=a.seeds, jobs=a.jobs,
+                       out=a.output, set=fixed, overwrite=a.force, design=a.design,
+                       samples=a.samples, design_seed=a.design_seed, **_executor_args(a))
+    return _print_sweep(a, df, [p.name for p in params])
+
+
+def _print_sweep(a, df, keys: list[str]) -> int:
     import polars as pl
 
-    keys = list(grid)
     summary = (df.filter(pl.col("unit") != "-")
                  .group_by(keys + ["workload", "unit"], maintain_order=True)
                  .agg(pl.col("value").mean().alias("mean"), pl.col("value").std().alias("std"),
@@ -238,6 +280,78 @@ def cmd_sweep(a) -> int:
     console.print(f"table and plot written to {escape(str(a.output))}/ "
                   "(sweep.csv, sweep.parquet, sweep.png)")
     return 0
+
+
+def cmd_tune(a) -> int:
+    """`vmsched tune`: an Optuna study over --param ranges for --objective(s) under
+    --constraint(s) (vmsched.tune, docs/tuning.md)."""
+    from vmsched.design import parse_param
+    from vmsched.tune import describe, tune
+
+    if a.memory_limit_mb is not None:
+        a.set = [*a.set, f"run.memory_limit_mb={a.memory_limit_mb}"]
+    params = [parse_param(p, lambda k, text: field_value(a.scenario, k, text, set=a.set))
+              for p in a.param]
+    out = a.output or str(Path("out") / "tune" / Path(str(a.scenario)).stem)
+    a.output = out
+    res = tune(a.scenario, params, a.objective, a.constraint, trials=a.trials, seeds=a.seeds,
+               jobs=a.jobs, out=out, study=a.study, storage=a.storage, sampler=a.sampler,
+               sampler_seed=a.sampler_seed, confirm_seeds=a.confirm_seeds, set=a.set,
+               overwrite=a.force, **_executor_args(a))
+    for line in describe(res):
+        console.print(escape(line), highlight=False)
+    files = "trials.csv, trials.parquet, front.csv, front.parquet"
+    if len(res.objectives) > 1:
+        files += ", front.png"
+    console.print(f"tables written to {escape(out)}/ ({files}); the study is in "
+                  f"{escape(a.storage or out + '/study.db')}", highlight=False)
+    return 0
+
+
+def _add_tune_parser(sub) -> None:
+    p = sub.add_parser("tune", help="search parameters for the best objective (Optuna)",
+                       description="Search scenario parameters with Optuna (TPE by default) for "
+                       "the best --objective, or for the Pareto front of several under "
+                       "--constraint bounds; each trial averages --seeds runs; the study is "
+                       "kept in SQLite, so a stopped tune resumes (docs/tuning.md; pip install "
+                       "'vmsched[tune]').")
+    p.add_argument("scenario")
+    p.add_argument("--param", action="append", default=[], required=True,
+                   metavar="KEY=LO..HI[:log]|KEY=A,B,C",
+                   help="a searched parameter: an integer or float range (log scale with "
+                        ":log) or a list of values")
+    p.add_argument("--objective", action="append", default=[], required=True,
+                   metavar="'max|min NAME'",
+                   help="what to maximise or minimise, e.g. 'max context1.score', "
+                        "'min ct.p99_us'; several give a Pareto front")
+    p.add_argument("--constraint", action="append", default=[], metavar="'NAME <= BOUND'",
+                   help="a bound a trial must meet to count, e.g. 'ct.max_us <= 500'")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="a fixed override")
+    p.add_argument("--trials", type=_positive_int, default=20,
+                   help="trials in the study in all (a resumed study runs what is missing; "
+                        "default 20)")
+    p.add_argument("--seeds", type=_positive_int, default=1, help="runs per trial, averaged")
+    p.add_argument("--confirm-seeds", type=_positive_int, metavar="N",
+                   help="run the best point (or each front point) again on N seeds")
+    p.add_argument("--jobs", type=_positive_int,
+                   help="runs at once (default: all cores, or the Ray cluster's CPUs)")
+    p.add_argument("--sampler", choices=("tpe", "nsga2", "random"), default="tpe",
+                   help="Optuna's sampler (default tpe)")
+    p.add_argument("--sampler-seed", type=int, default=0, metavar="S",
+                   help="the sampler's seed (default 0; one job gives the same trials)")
+    p.add_argument("--study", metavar="NAME", help="the study's name (default: the scenario's)")
+    p.add_argument("--storage", metavar="PATH",
+                   help="the study's SQLite file or an Optuna storage URL (default: "
+                        "OUT/study.db)")
+    p.add_argument("-o", "--output", help="output directory (resumable; default "
+                   "out/tune/SCENARIO)")
+    p.add_argument("--force", action="store_true",
+                   help="replace the output directory whole instead of resuming it")
+    p.add_argument("--memory-limit-mb", type=_positive_int, metavar="MB",
+                   help="the memory each run may plan to use (run.memory_limit_mb)")
+    _add_ray_arg(p)
+    p.set_defaults(fn=cmd_tune)
 
 
 def cmd_reproduce(a) -> int:
@@ -388,7 +502,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="replace the output directory whole instead of resuming it")
     p.add_argument("--memory-limit-mb", type=_positive_int, metavar="MB",
                    help="the memory each run may plan to use (run.memory_limit_mb)")
+    _add_design_args(p)
+    _add_ray_arg(p)
     p.set_defaults(fn=cmd_sweep)
+
+    _add_tune_parser(sub)
 
     p = sub.add_parser("reproduce", help="reproduce a source document's experiment")
     p.add_argument("name", nargs="?", help="a reproduction's name (see --list)")
@@ -464,6 +582,24 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _add_design_args(p) -> None:
+    p.add_argument("--design", choices=("grid", "random", "lhs"), default="grid",
+                   help="grid: every combination of the listed values (default); random or "
+                        "lhs (Latin hypercube): --samples points drawn from --set "
+                        "KEY=LO..HI[:log] ranges and KEY=A,B,C lists")
+    p.add_argument("--samples", type=_positive_int, metavar="N",
+                   help="points to draw for --design random or lhs")
+    p.add_argument("--design-seed", type=int, default=0, metavar="S",
+                   help="the seed of the random or lhs draw (default 0; same seed, same points)")
+
+
+def _add_ray_arg(p) -> None:
+    p.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                   help="run the points as Ray tasks on the cluster at ADDRESS (auto, "
+                        "HOST:PORT, ray://HOST:10001), or on a local Ray instance without one "
+                        "(pip install 'vmsched[ray]')")
+
+
 def _error(msg: object, what: str = "error") -> None:
     """One line on stdout, as plain text: never read as markup, newlines folded."""
     text = " ".join(str(msg).split("\n"))
@@ -488,6 +624,10 @@ def main(argv: list[str] | None = None) -> int:
         _error(f"{len(e.failures)} of {e.total} points failed; the others are in "
                f"{a.output}/points (run the sweep again to retry the failed ones)")
         return 1
+    except ImportError as e:
+        # An optional extra that is not installed (Ray, Optuna): what to install.
+        _error(e)
+        return 2
     except OSError as e:
         # An output path that names a file, an output directory that exists, a --trace file
         # that cannot be written: one line, the path as plain text.
@@ -503,6 +643,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         if a.cmd == "sweep":
             _error(f"the sweep was stopped; its finished points are kept in {a.output}/points "
+                   "(run it again to resume)", "interrupted")
+        elif a.cmd == "tune":
+            _error(f"the tune was stopped; its finished trials and runs are kept in {a.output} "
                    "(run it again to resume)", "interrupted")
         else:
             _error("the run was stopped; no results were written", "interrupted")

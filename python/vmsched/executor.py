@@ -10,8 +10,10 @@ keeps what finished. Two executors ship:
 - `ProcessExecutor`: a pool of local worker processes, which retries a point whose worker
   died and never outlives its parent (see its doc).
 
-A cluster executor (Ray: `ray.remote(fn).remote(*args).future()` is such a Future) is one more
-subclass with `submit`; nothing else changes. `make_executor(jobs)` picks the local one.
+- `RayExecutor`: Ray tasks on a cluster, or on a local Ray instance (an optional extra,
+  `pip install vmsched[ray]`; see its doc).
+
+`make_executor(jobs, points, executor)` picks one: the local ones by `jobs`, or Ray.
 """
 
 from __future__ import annotations
@@ -336,9 +338,134 @@ class ProcessExecutor(Executor):
             "tries"))
 
 
-def make_executor(jobs: int | None = None, points: int | None = None) -> Executor:
-    """The local executor for `jobs` parallel runs (default: every core): inline for one job or
-    at most one point, else a process pool of no more workers than points."""
+class RayNotInstalled(ImportError):
+    """`--ray` or `executor="ray"` without Ray installed; says what to install."""
+
+
+def _import_ray():
+    try:
+        import ray
+    except ImportError:
+        raise RayNotInstalled("--ray needs Ray, an optional extra: pip install 'vmsched[ray]' "
+                              "(or pip install ray)") from None
+    return ray
+
+
+def _ray_call(fn, args):
+    """Runs one point in a Ray worker. The point's own error comes back as a value, as from
+    `ProcessExecutor`'s workers (Ray would wrap it in a `RayTaskError` carrying a traceback);
+    only the worker's death, or its node's, reaches Ray, which retries the task."""
+    try:
+        return ("ok", fn(*args))
+    except Exception as e:
+        return ("err", e)
+
+
+class RayExecutor(Executor):
+    """Points as Ray tasks (`ray.remote`), on the cluster at `address` (`"auto"`: the one this
+    machine belongs to; `"ray://HOST:10001"`: a Ray client) or, with no address, on a Ray
+    instance started here for the executor's life (`num_cpus`: its CPUs; default all).
+
+    Each point is one task of one CPU. Faults: a worker process or a whole node that dies while
+    running a point makes Ray run the task again elsewhere, up to `tries` times in all
+    (`max_retries`); then its Future ends with `WorkerDied`. A point's own error travels back
+    in its Future as it was raised. Results come back through `ObjectRef.future()`, so callers
+    see them as they finish, as from the local pool. Ctrl-C (`shutdown(cancel=True)`) cancels
+    every unfinished task (`ray.cancel(force=True)`).
+
+    The function and its arguments are pickled by Ray (cloudpickle): a function of an installed
+    module, as vmsched's own, travels by name, so the workers need vmsched installed (the same
+    version: a sweep's point keys include it)."""
+
+    def __init__(self, address: str | None = None, tries: int = 3, num_cpus: int | None = None):
+        ray = _import_ray()
+        self._ray = ray
+        self.tries = tries
+        self._started = False
+        if not ray.is_initialized():
+            kw: dict[str, Any] = {"log_to_driver": False, "include_dashboard": False,
+                                  "configure_logging": False}
+            if address:
+                ray.init(address=address, log_to_driver=False, configure_logging=False)
+            else:
+                if num_cpus is not None:
+                    kw["num_cpus"] = num_cpus
+                ray.init(**kw)
+            self._started = True
+        self._remote = ray.remote(num_cpus=1, max_retries=max(tries - 1, 0),
+                                  retry_exceptions=False)(_ray_call)
+        self._refs: dict[Any, Future] = {}
+        self._lock = threading.Lock()
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any) -> Future:
+        out: Future = Future()
+        out.set_running_or_notify_cancel()
+        ref = self._remote.remote(fn, args)
+        with self._lock:
+            self._refs[ref] = out
+        ref.future().add_done_callback(lambda f, ref=ref: self._finish(ref, f))
+        return out
+
+    def _finish(self, ref, f: Future) -> None:
+        with self._lock:
+            out = self._refs.pop(ref, None)
+        if out is None or out.done():
+            return
+        try:
+            kind, value = f.result()
+        except BaseException as e:  # the task's worker or node died on every try, or cancel
+            from ray.exceptions import TaskCancelledError
+
+            if isinstance(e, (TaskCancelledError, CancelledError)):
+                out.set_exception(CancelledError())
+            else:
+                first = " ".join(str(e).split("\n"))[:300]
+                out.set_exception(WorkerDied(
+                    f"the Ray worker running this point died on each of its {self.tries} "
+                    f"tries ({type(e).__name__}: {first})"))
+            return
+        if kind == "ok":
+            out.set_result(value)
+        else:
+            out.set_exception(value)
+
+    def imap_unordered(self, fn: Callable[..., Any],
+                       items: Iterable[T]) -> Iterator[tuple[T, Future]]:
+        """As `Executor.imap_unordered`, in short waits (Ctrl-C is seen at once)."""
+        pending = {self.submit(fn, *item): item for item in items}
+        while pending:
+            done, _ = futures_wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+            for f in done:
+                yield pending.pop(f), f
+
+    def shutdown(self, cancel: bool = False) -> None:
+        if cancel:
+            with self._lock:
+                refs = list(self._refs)
+            for ref in refs:
+                try:
+                    self._ray.cancel(ref, force=True)
+                except Exception:  # already finished, or its node is gone
+                    pass
+        if self._started and self._ray.is_initialized():
+            self._ray.shutdown()
+            self._started = False
+
+
+def make_executor(jobs: int | None = None, points: int | None = None,
+                  executor: str | Executor | None = None,
+                  address: str | None = None) -> Executor:
+    """The executor for a sweep: `executor` "ray" gives a `RayExecutor` (on the cluster at
+    `address`, else a local Ray instance of `jobs` CPUs); an `Executor` is returned as it is;
+    otherwise ("local", None) the local one for `jobs` parallel runs (default: every core):
+    inline for one job or at most one point, else a process pool of no more workers than
+    points."""
+    if isinstance(executor, Executor):
+        return executor
+    if executor == "ray":
+        return RayExecutor(address=address, num_cpus=None if address else jobs)
+    if executor not in (None, "local"):
+        raise ValueError(f"executor: unknown executor {executor!r} (known: 'local', 'ray')")
     jobs = jobs or os.cpu_count() or 1
     if points is not None:
         jobs = min(jobs, points)

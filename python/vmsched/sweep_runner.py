@@ -1,6 +1,9 @@
-"""Parameter sweeps on the local cores.
+"""Parameter sweeps, on the local cores or on a Ray cluster.
 
-Every point of the grid (× seeds) is one run. Each finished run is written atomically to
+Every point of the design (× seeds) is one run. The design is the grid (the Cartesian product of
+listed values), or `random` or `lhs` (Latin hypercube) samples of parameter ranges
+(`vmsched.design`). Points run through an executor (`vmsched.executor`): local processes, or Ray
+tasks with `executor="ray"`. Each finished run is written atomically to
 `OUT/points/<key>.json` as it finishes, so an interrupted sweep resumes without redoing or losing
 finished points. The table and the plot are made from all point files at the end.
 
@@ -34,6 +37,7 @@ import polars as pl
 
 import vmsched
 from vmsched import _core
+from vmsched import design as design_mod
 from vmsched.api import (
     _atomic_write,
     _overrides,
@@ -43,6 +47,7 @@ from vmsched.api import (
     run,
     scenario_path,
 )
+from vmsched.design import Param, as_params
 from vmsched.errors import SweepBusyError, SweepError, read_scenario
 from vmsched.executor import make_executor
 
@@ -167,25 +172,51 @@ def _prepare_outdir(out, overwrite: bool) -> Path:
     return outdir
 
 
+def design_points(grid, design: str = "grid", samples: int | None = None,
+                  design_seed: int = 0) -> tuple[list[dict], list[str]]:
+    """The design's points (without seeds) and the swept keys. `grid`: for the grid design a
+    mapping of keys to listed values; for `random` and `lhs`, of keys to ranges ("LO..HI",
+    "LO..HI:log", (LO, HI)), lists (categorical) or `vmsched.design.Param`s."""
+    if design == "grid":
+        if samples is not None:
+            raise ValueError("--samples is for --design random or lhs")
+        keys = list(grid)
+        for k in keys:
+            v = grid[k]
+            if isinstance(v, (str, Param)):
+                raise ValueError(f"--set {k}: a range needs --design random or lhs with "
+                                 "--samples; a grid takes listed values")
+        return [dict(zip(keys, combo))
+                for combo in itertools.product(*(list(grid[k]) for k in keys))], keys
+    params = as_params(grid)
+    return design_mod.points(params, design, samples, design_seed), [p.name for p in params]
+
+
 def run_sweep(scenario, grid, seeds=1, jobs=None, out=None, progress=True, base=None,
-              overwrite=False) -> pl.DataFrame:
+              overwrite=False, design="grid", samples=None, design_seed=0, executor=None,
+              address=None) -> pl.DataFrame:
     path = str(scenario_path(scenario))
     text = read_scenario(path)
     base_ov = _overrides(base, None)
     # Seeds count up from the scenario's own seed (after the fixed overrides).
     seed0 = int(json.loads(_core.check(path, text, base_ov))["run"]["seed"])
-    points = expand(grid, seeds, seed0)
+    base_points, swept = design_points(grid, design, samples, design_seed)
+    points = [{**p, "run.seed": seed0 + s} for p in base_points for s in range(seeds)]
     keys = [point_key(path, text, base_ov, p) for p in points]
     outdir = _prepare_outdir(out, overwrite) if out is not None else None
     lock = _lock(outdir) if outdir is not None else None
     try:
-        return _sweep(path, grid, points, keys, base_ov, jobs, outdir, progress)
+        plot_keys = swept if design == "grid" else swept[:1]
+        return _sweep(path, plot_keys, points, keys, base_ov, jobs, outdir, progress,
+                      None if executor is None and address is None
+                      else lambda n: make_executor(jobs, n, executor, address))
     finally:
         if lock is not None:
             lock.close()
 
 
-def _sweep(path, grid, points, keys, base_ov, jobs, outdir, progress) -> pl.DataFrame:
+def _sweep(path, grid, points, keys, base_ov, jobs, outdir, progress,
+           executor=None) -> pl.DataFrame:
     done: dict[str, dict] = {}
     if outdir is not None:
         # Temporary files of a sweep that was killed while writing (never a finished point).
@@ -222,7 +253,9 @@ def _sweep(path, grid, points, keys, base_ov, jobs, outdir, progress) -> pl.Data
         task = bar.add_task(f"sweep {Path(path).stem}", total=len(points), completed=len(points) - len(todo))
     failures: list[tuple[dict, str]] = []
     try:
-        with make_executor(jobs, len(todo)) as ex:
+        # Nothing to run (a finished sweep read back): no executor is started (no Ray).
+        with (executor(len(todo)) if executor and todo
+              else make_executor(jobs, len(todo))) as ex:
             for (_, _, p, _), f in ex.imap_unordered(_run_point,
                                                       ((path, base_ov, p, k) for p, k in todo)):
                 try:
