@@ -16,12 +16,13 @@ from vmsched.api import Estimate, Result, check, estimate, run, scenario_path, s
 from vmsched.errors import BudgetWarning, CoreError, ScenarioError
 from vmsched.explain import Explanation, explain
 from vmsched.importers import import_rtapp, import_skeleton, import_sysctl, import_xl
+from vmsched.report import report
 
 #: xentrace_format's definitions file for the xentrace files vmsched writes (docs/trace.md).
 XENTRACE_FORMATS = Path(__file__).with_name("xentrace.formats")
 
 __all__ = ["BudgetWarning", "CoreError", "Estimate", "Explanation", "Result", "ScenarioError",
            "XENTRACE_FORMATS", "check", "explain",
-           "estimate", "import_rtapp", "import_skeleton", "import_sysctl", "import_xl", "run",
-           "scenario_path", "sweep"]
+           "estimate", "import_rtapp", "import_skeleton", "import_sysctl", "import_xl", "report",
+           "run", "scenario_path", "sweep"]
 __version__ = "0.1.0"
