@@ -157,6 +157,49 @@ def test_sweep_report_has_each_figure_against_each_parameter_with_spread(sweep):
     assert figs[0][3].layout.yaxis.rangemode == "tozero"
 
 
+def test_the_sweep_png_starts_at_zero_with_the_seeds_min_and_max(sweep):
+    from vmsched.plot import pyplot, sweep_figure
+
+    d, _ = sweep
+    df = pl.read_parquet(d / "sweep.parquet")
+    fig = sweep_figure(df, ["host.ratelimit_us"])
+    try:
+        ax = fig.axes[0]
+        assert ax.get_ylim()[0] == 0
+        assert ax.get_xlabel() == "host.ratelimit_us (µs), log scale"  # 1 to 20 ms
+        assert ax.get_ylabel() == "score of context1 (lps)"
+        # One errorbar line: its caps are the seeds' min and max at each point.
+        (cont,) = ax.containers
+        low, high = (c.get_ydata() for c in cont.lines[1])
+        ctx = df.filter(pl.col("workload") == "context1").sort("host.ratelimit_us")
+        agg = ctx.group_by("host.ratelimit_us", maintain_order=True).agg(
+            pl.col("value").min().alias("lo"), pl.col("value").max().alias("hi"))
+        assert list(low) == pytest.approx(agg["lo"].to_list())
+        assert list(high) == pytest.approx(agg["hi"].to_list())
+    finally:
+        pyplot().close(fig)
+
+
+def test_finish_labels_units_and_starts_at_zero():
+    from vmsched.plot import finish, mean_ci95, pyplot, spread
+
+    plt = pyplot()
+    fig, (a, b, c) = plt.subplots(1, 3)
+    a.plot([1, 2], [100, 102])
+    finish(a, "x (ms)", "score (lps)")
+    assert a.get_ylim()[0] == 0 and a.get_ylim()[1] >= 102
+    b.plot([1, 2], [1e-3, 10])
+    finish(b, "x (ms)", "wait (ms)", log_y=True)
+    assert b.get_yscale() == "log" and b.get_ylabel() == "wait (ms), log scale"
+    c.plot([1, 2], [-3, 3])
+    finish(c, "t (s)", "gap (ms)", zero=False)
+    assert c.get_ylim()[0] < -3
+    plt.close(fig)
+    assert spread([3, 1, 2]) == (2.0, 1.0, 3.0)
+    mean, half = mean_ci95([1.0, 2.0, 3.0])
+    assert mean == 2.0 and half == pytest.approx(4.303 * 1.0 / 3 ** 0.5)
+
+
 def test_axis_labels_carry_units():
     assert axis_label("host.ratelimit_us") == "host.ratelimit_us (µs)"
     assert axis_label("run.duration_ms") == "run.duration_ms (ms)"

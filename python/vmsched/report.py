@@ -21,7 +21,6 @@ from __future__ import annotations
 import html
 import json
 import math
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from typing import Any
 import polars as pl
 
 from vmsched.explain import Explanation, _dur, _source, parse_time
+from vmsched.plot import axis_label
 
 #: The Gantt chart's default window: the worst wake-up widened on each side by this (ns), or by
 #: a fifth of its latency if that is more.
@@ -481,17 +481,6 @@ def _split_by(s: int, e: int, on: list[tuple[int, int]]) -> list[tuple[int, int,
 
 
 # ---- a sweep --------------------------------------------------------------------------------
-
-_UNIT_SUFFIX = re.compile(r"_(ns|us|ms|s|pct|hz|mb)$")
-_UNIT_NAMES = {"ns": "ns", "us": "µs", "ms": "ms", "s": "s", "pct": "%", "hz": "Hz", "mb": "MB"}
-
-
-def axis_label(key: str) -> str:
-    """A swept parameter's axis title with its unit, from the suffix of its name
-    (`host.ratelimit_us` → `host.ratelimit_us (µs)`)."""
-    m = _UNIT_SUFFIX.search(key)
-    return f"{key} ({_UNIT_NAMES[m.group(1)]})" if m else key
-
 
 def _sweep_page(sweep_dir: Path) -> _Page:
     df = pl.read_parquet(sweep_dir / "sweep.parquet")
