@@ -37,13 +37,18 @@ GANTT_PAD_NS = 500_000
 MAX_TASKS = 12
 #: The colours of the explained segments' causes (docs/explain.md's table), in its order.
 CAUSE_COLORS = {
-    "timer slack": "#9e9e9e", "vcpu halted": "#8d6e63", "vcpu offline": "#5d4037",
-    "host wait": "#d62728", "host tickle": "#ff9896", "kernel work": "#9467bd",
-    "guest runqueue": "#1f77b4", "resched ipi": "#aec7e8", "dispatch": "#2ca02c",
+    "timer slack": "#616161", "vcpu halted": "#8d6e63", "vcpu offline": "#3e2723",
+    "host wait": "#d62728", "host tickle": "#ff7f0e", "kernel work": "#9467bd",
+    "guest runqueue": "#1f77b4", "resched ipi": "#17becf", "dispatch": "#2ca02c",
 }
-_PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
-            "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39",
-            "#7b4173", "#3182bd", "#e6550d", "#31a354", "#756bb1", "#636363"]
+#: Entities' colours: softer than the causes' (which are saturated), so that the Gantt chart's
+#: explained row does not read as one of the entities.
+_PALETTE = ["#66c2a5", "#fc8d62", "#8da0cb", "#e78ac3", "#a6d854", "#ffd92f", "#e5c494",
+            "#b3b3b3", "#8dd3c7", "#bebada", "#fb8072", "#80b1d3", "#fdb462", "#b3de69",
+            "#fccde5", "#bc80bd", "#ccebc5", "#ffed6f"]
+#: Lines' colours (the sweep's figures).
+_LINES = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+          "#7f7f7f", "#bcbd22", "#17becf"]
 
 _CSS = """
 body { font-family: system-ui, sans-serif; margin: 1.5em auto; max-width: 1200px; color: #222;
@@ -543,7 +548,8 @@ def sweep_figures(df: pl.DataFrame) -> list[tuple[str, str, str, Any]]:
                 mean = agg["mean"].to_list()
                 fig.add_trace(go.Scatter(
                     x=agg[x].to_list(), y=mean, mode="lines+markers", name=label,
-                    line_color=_color(i), customdata=agg.select("lo", "hi", "n").rows(),
+                    line_color=_LINES[i % len(_LINES)],
+                    customdata=agg.select("lo", "hi", "n").rows(),
                     error_y=dict(type="data", symmetric=False,
                                  array=[h - m for h, m in zip(agg["hi"], mean)],
                                  arrayminus=[m - lo for lo, m in zip(agg["lo"], mean)],
