@@ -1,4 +1,4 @@
-"""The `vmsched` command: run, sweep, reproduce, explain, report, check, list, import."""
+"""The `vmsched` command: run, sweep, reproduce, explain, report, perf, check, list, import."""
 
 from __future__ import annotations
 
@@ -226,6 +226,26 @@ def cmd_report(a) -> int:
                       trace_max_records=a.trace_limit)
     console.print(f"report written to {escape(str(path))} (one file: open it in a browser, "
                   "no network needed)", highlight=False)
+    return 0
+
+
+def cmd_perf(a) -> int:
+    from vmsched.perf import latency_text, levels, perf_sched, timehist_text
+    from vmsched.report import parse_window
+
+    window = parse_window(a.timehist, "--timehist") if a.timehist else None
+    with console.status(f"making the run of {escape(str(a.run_dir))} again with the trace on"):
+        figs = perf_sched(a.run_dir, window=window, trace_max_records=a.trace_limit)
+    df = figs["timehist"] if window else figs["latency"]
+    names = levels(figs["latency"])
+    if a.level is not None:
+        if a.level not in names:
+            raise ValueError(f"--level: no level '{a.level}' (levels: {', '.join(names)})")
+        names = [a.level]
+    for lv in names:
+        sub = df.filter(df["level"] == lv)
+        print(f"# {lv}: perf sched {'timehist' if window else 'latency'}", flush=True)
+        print(timehist_text(sub) if window else latency_text(sub), flush=True)
     return 0
 
 
@@ -476,6 +496,21 @@ def build_parser() -> argparse.ArgumentParser:
                    help="keep at most N trace records when making the run again (default "
                         "4,000,000)")
     p.set_defaults(fn=cmd_report)
+
+    p = sub.add_parser("perf", help="print a run as perf sched latency / timehist print it",
+                       description="Make the run of RUN_DIR (vmsched run -o DIR) again with the "
+                       "trace on and print it as Linux's `perf sched latency` prints a trace "
+                       "(per task: runtime, switches, average and worst delay from runnable to "
+                       "running, from the warm-up's end), or with --timehist as `perf sched "
+                       "timehist` (one line per run that ends in the window), one block per "
+                       "level: the host's vCPUs, each guest's tasks (docs/report.md).")
+    p.add_argument("run_dir", metavar="RUN_DIR")
+    p.add_argument("--timehist", metavar="START..END",
+                   help="the timehist lines of the runs that end in this window (860ms..870ms)")
+    p.add_argument("--level", metavar="NAME", help="only this level (host, or a domain)")
+    p.add_argument("--trace-limit", type=_positive_int, metavar="N",
+                   help="keep at most N trace records (default 4,000,000)")
+    p.set_defaults(fn=cmd_perf)
 
     p = sub.add_parser("check", help="validate a scenario file")
     p.add_argument("scenario")

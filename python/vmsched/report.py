@@ -119,15 +119,19 @@ def _color(i: int) -> str:
     return _PALETTE[i % len(_PALETTE)]
 
 
-def parse_window(text: str) -> tuple[int, int]:
+def parse_window(text: str, option: str = "--window") -> tuple[int, int]:
     """`START..END` (each a time as `--at` takes it: `860ms`, `0.9s`, a bare number of ms) as
-    (start, end) in ns."""
+    (start, end) in ns; errors name `option`."""
     parts = text.split("..")
     if len(parts) != 2:
-        raise ValueError(f"--window: expected START..END (e.g. 860ms..890ms), got '{text}'")
-    a, b = (parse_time(p) for p in parts)
+        raise ValueError(f"{option}: expected START..END (e.g. 860ms..890ms), got '{text}'")
+    try:
+        a, b = (parse_time(p) for p in parts)
+    except ValueError:
+        raise ValueError(f"{option}: expected START..END with times such as 860ms, 0.9s or a "
+                         f"number of ms, got '{text}'") from None
     if b <= a:
-        raise ValueError(f"--window: the end ({parts[1]}) must be after the start ({parts[0]})")
+        raise ValueError(f"{option}: the end ({parts[1]}) must be after the start ({parts[0]})")
     return a, b
 
 

@@ -590,6 +590,89 @@ fn attribution<'py>(
     Ok(out)
 }
 
+/// Runs a scenario again with tracing on and returns the figures of `perf sched latency`
+/// (`latency`: per entity of every level, from the warm-up's end) and, with `window` (start,
+/// end in ns), of `perf sched timehist` (`timehist`: the runs that end in it), as columns
+/// (`vmsched_core::trace::perf_sched`), with `events`, `warmup_ns` and `trace` as for
+/// `explain`.
+#[pyfunction]
+#[pyo3(signature = (file, text, overrides=vec![], window=None, trace_max_records=None))]
+fn perf_sched<'py>(
+    py: Python<'py>,
+    file: &str,
+    text: &str,
+    overrides: Vec<(String, Bound<'py, PyAny>)>,
+    window: Option<(u64, u64)>,
+    trace_max_records: Option<usize>,
+) -> PyResult<Bound<'py, PyDict>> {
+    use vmsched_core::trace::{explain as ex, perf_sched as ps};
+    let (tr, warmup, events) = traced_run(py, file, text, &overrides, trace_max_records)?;
+    let level = |g: vmsched_core::ids::GEnt| {
+        tr.meta.levels[tr.meta.ents[g.idx()].level.idx()]
+            .name
+            .clone()
+    };
+    let name = |g: vmsched_core::ids::GEnt| ex::ent_name(&tr, g).to_string();
+    let rows = py.detach(|| ps::latency(&tr, warmup));
+    let lat = PyDict::new(py);
+    lat.set_item(
+        "level",
+        rows.iter().map(|r| level(r.ent)).collect::<Vec<_>>(),
+    )?;
+    lat.set_item("task", rows.iter().map(|r| name(r.ent)).collect::<Vec<_>>())?;
+    lat.set_item(
+        "runtime_ns",
+        rows.iter().map(|r| r.runtime).collect::<Vec<_>>(),
+    )?;
+    lat.set_item(
+        "switches",
+        rows.iter().map(|r| r.switches).collect::<Vec<_>>(),
+    )?;
+    lat.set_item("delays", rows.iter().map(|r| r.delays).collect::<Vec<_>>())?;
+    lat.set_item(
+        "delay_sum_ns",
+        rows.iter().map(|r| r.delay_sum).collect::<Vec<_>>(),
+    )?;
+    lat.set_item(
+        "delay_max_ns",
+        rows.iter().map(|r| r.delay_max).collect::<Vec<_>>(),
+    )?;
+    lat.set_item(
+        "max_start_ns",
+        rows.iter().map(|r| r.max_start).collect::<Vec<_>>(),
+    )?;
+    lat.set_item(
+        "max_end_ns",
+        rows.iter().map(|r| r.max_end).collect::<Vec<_>>(),
+    )?;
+    let out = PyDict::new(py);
+    out.set_item("latency", lat)?;
+    if let Some((a, b)) = window {
+        let th = py.detach(|| ps::timehist(&tr, a, b));
+        let d = PyDict::new(py);
+        d.set_item("level", th.iter().map(|r| level(r.ent)).collect::<Vec<_>>())?;
+        d.set_item("time_ns", th.iter().map(|r| r.time).collect::<Vec<_>>())?;
+        d.set_item(
+            "cpu",
+            th.iter()
+                .map(|r| tr.meta.cpus[r.cpu.idx()].local)
+                .collect::<Vec<_>>(),
+        )?;
+        d.set_item("task", th.iter().map(|r| name(r.ent)).collect::<Vec<_>>())?;
+        d.set_item("wait_ns", th.iter().map(|r| r.wait).collect::<Vec<_>>())?;
+        d.set_item(
+            "sch_delay_ns",
+            th.iter().map(|r| r.sch_delay).collect::<Vec<_>>(),
+        )?;
+        d.set_item("run_ns", th.iter().map(|r| r.run).collect::<Vec<_>>())?;
+        out.set_item("timehist", d)?;
+    }
+    out.set_item("warmup_ns", warmup)?;
+    out.set_item("events", events)?;
+    out.set_item("trace", trace_counts(py, &tr)?)?;
+    Ok(out)
+}
+
 /// Loads and runs a scenario with the trace on (at most `trace_max_records`, default 4 M);
 /// returns the trace, the warm-up and the event count. Ctrl-C raises KeyboardInterrupt.
 fn traced_run(
@@ -733,6 +816,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(explain, m)?)?;
     m.add_function(wrap_pyfunction!(attribution, m)?)?;
+    m.add_function(wrap_pyfunction!(perf_sched, m)?)?;
     m.add_function(wrap_pyfunction!(import_file, m)?)?;
     m.add_function(wrap_pyfunction!(import_skeleton, m)?)?;
     m.add_function(wrap_pyfunction!(estimate, m)?)?;
