@@ -344,7 +344,7 @@ def _attribution_section(page: _Page, att: dict) -> None:
         if any(xs):
             fig.add_trace(go.Bar(y=labels, x=xs, name=cause, orientation="h", marker_color=color,
                                  hovertemplate="%{y}: %{x:.1f} % " + cause + "<extra></extra>"))
-    fig.update_layout(barmode="stack", height=120 + 28 * len(labels),
+    fig.update_layout(barmode="stack", height=max(220, 120 + 28 * len(labels)),
                       margin=dict(l=260, r=20, t=40, b=50), legend_title_text="cause",
                       title_text="share of each task's summed latency, by cause")
     fig.update_xaxes(title_text="share of the summed latency (%)", range=[0, 100])
