@@ -117,6 +117,18 @@ def test_the_default_gantt_window_holds_the_worst_wakeup(seed000):
     assert a < w["start_ns"] and w["end_ns"] < b
 
 
+def test_a_run_without_task_wakeups_still_has_its_timeline(tmp_path):
+    """io_ping's guests run only CPU loops (the ping is kernel work): no task wake-up to
+    explain, and the Gantt chart shows the first 10 ms measured."""
+    run = tmp_path / "io"
+    vmsched.run("io_ping", set={"run.duration_ms": 300, "run.warmup_ms": 100}, out=run)
+    text = make_report(run).read_text()
+    assert _section_ids(text) == RUN_SECTIONS
+    assert "No task had a measured wake-up" in text
+    assert "what each CPU ran, 100.000 to 110.000 ms" in text
+    assert "host: pCPU 0" in text
+
+
 def test_window_and_task_options(seed000, tmp_path):
     run, _ = seed000
     out = tmp_path / "r.html"

@@ -33,6 +33,9 @@ from vmsched.plot import axis_label
 #: The Gantt chart's default window: the worst wake-up widened on each side by this (ns), or by
 #: a fifth of its latency if that is more.
 GANTT_PAD_NS = 500_000
+#: The Gantt chart's default window when no task has a wake-up to explain: this much (ns) from
+#: the warm-up's end.
+NO_TASK_WINDOW_NS = 10_000_000
 #: Tasks whose latency figures the report draws, the worst first; the others are listed.
 MAX_TASKS = 12
 #: The colours of the explained segments' causes (docs/explain.md's table), in its order.
@@ -197,6 +200,13 @@ def _run_page(run_dir: Path, task: str | None, window, worst: int, limit) -> _Pa
     if task is None:
         page.section("explained", "Worst wake-ups explained",
                      "<p>No task had a measured wake-up: nothing to explain.</p>")
+        # The Gantt chart all the same: the window asked for, or the first 10 ms measured.
+        warm = s["duration_ns"] - s["measured_ns"]
+        win = window or (warm, min(s["duration_ns"], warm + NO_TASK_WINDOW_NS))
+        g = _core.gantt(str(spath), text, overrides, win, limit)
+        _check_events(g["events"], events)
+        _gantt_section(page, g, Explanation(task="", total=0, measured=0, warmup_ns=warm,
+                                            trace={}, wakeups=[]))
         return page
     # The Gantt window: the one asked for, or the worst wake-up widened on each side by
     # 0.5 ms or a fifth of its latency, whichever is more.
@@ -399,6 +409,13 @@ def _gantt_section(page: _Page, g: dict, ex: Explanation) -> None:
     df = pl.DataFrame(g["columns"], schema={"level": pl.Utf8, "cpu": pl.Utf8, "vcpu": pl.Utf8,
                                             "ent": pl.Utf8, "start_ns": pl.Int64,
                                             "end_ns": pl.Int64})
+    # An entity's name, or DOMAIN/NAME where several levels have one of that name.
+    levels_of: dict[str, set[str]] = {}
+    for lv, e in df.select("level", "ent").unique().iter_rows():
+        levels_of.setdefault(e, set()).add(lv)
+    df = df.with_columns(pl.struct("level", "ent").map_elements(
+        lambda r: f"{r['level']}/{r['ent']}" if len(levels_of[r["ent"]]) > 1 else r["ent"],
+        return_dtype=pl.Utf8).alias("ent"))
     host = df.filter(pl.col("vcpu").is_null())
     guest = df.filter(pl.col("vcpu").is_not_null())
     # When each vCPU runs at the host: a guest CPU's task makes progress only then.

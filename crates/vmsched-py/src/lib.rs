@@ -457,6 +457,25 @@ fn explain<'py>(
     Ok(out)
 }
 
+/// Runs a scenario again with tracing on and returns what every CPU of every level ran in
+/// `window` (start, end in ns), as `explain`'s `gantt`, with `events`: the HTML report's Gantt
+/// chart for a run with no task wake-up to explain.
+#[pyfunction]
+#[pyo3(signature = (file, text, overrides=vec![], window=(0, 0), trace_max_records=None))]
+fn gantt<'py>(
+    py: Python<'py>,
+    file: &str,
+    text: &str,
+    overrides: Vec<(String, Bound<'py, PyAny>)>,
+    window: (u64, u64),
+    trace_max_records: Option<usize>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let (tr, _warmup, events) = traced_run(py, file, text, &overrides, trace_max_records)?;
+    let out = gantt_columns(py, &tr, window.0, window.1)?;
+    out.set_item("events", events)?;
+    Ok(out)
+}
+
 /// The slices of every CPU in `[a, b)` (`vmsched_core::trace::gantt::slices`) as a dict:
 /// `window` (a, b cut at the trace's end) and `columns`.
 fn gantt_columns<'py>(
@@ -817,6 +836,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(explain, m)?)?;
     m.add_function(wrap_pyfunction!(attribution, m)?)?;
     m.add_function(wrap_pyfunction!(perf_sched, m)?)?;
+    m.add_function(wrap_pyfunction!(gantt, m)?)?;
     m.add_function(wrap_pyfunction!(import_file, m)?)?;
     m.add_function(wrap_pyfunction!(import_skeleton, m)?)?;
     m.add_function(wrap_pyfunction!(estimate, m)?)?;
