@@ -20,6 +20,24 @@ if ! command -v xenalyze >/dev/null || ! command -v xentrace_format >/dev/null; 
     fi
 fi
 
+echo "== a browser for the HTML report's test (Debian's chromium) =="
+# tests/test_report.py opens `vmsched report`'s page in headless Chromium; it skips without it
+# locally, and fails under CI: so under CI a failed install stops here.
+if ! command -v chromium >/dev/null; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+                --no-install-recommends chromium >/dev/null; }; then
+            echo "error: could not install chromium"
+            if [ "${CI:-}" = true ]; then exit 1; fi
+        fi
+    elif [ "${CI:-}" = true ]; then
+        echo "error: chromium is not installed and cannot be (needs root and apt-get)"
+        exit 1
+    else
+        echo "note: chromium is not installed (needs root and apt-get); the report's browser test will skip"
+    fi
+fi
+
 echo "== installing vmsched (builds the Rust core with maturin) =="
 # With the optional extras Ray and Optuna, whose tests (test_ray.py, test_tune.py) fail under CI
 # without them; a plain `pip install vmsched` stays without both.

@@ -16,6 +16,7 @@ from vmsched.api import Estimate, Result, check, estimate, run, scenario_path, s
 from vmsched.errors import BudgetWarning, CoreError, ScenarioError
 from vmsched.explain import Explanation, explain
 from vmsched.importers import import_rtapp, import_skeleton, import_sysctl, import_xl
+from vmsched.report import report
 
 # `vmsched.tune` is the function (the module stays importable as `vmsched.tune` in sys.modules
 # for `from vmsched.tune import ...`); Optuna is imported only when it is called.
@@ -26,6 +27,6 @@ XENTRACE_FORMATS = Path(__file__).with_name("xentrace.formats")
 
 __all__ = ["BudgetWarning", "CoreError", "Estimate", "Explanation", "Result", "ScenarioError",
            "XENTRACE_FORMATS", "check", "explain",
-           "estimate", "import_rtapp", "import_skeleton", "import_sysctl", "import_xl", "run",
-           "scenario_path", "sweep", "tune"]
+           "estimate", "import_rtapp", "import_skeleton", "import_sysctl", "import_xl", "report",
+           "run", "scenario_path", "sweep", "tune"]
 __version__ = "0.1.0"

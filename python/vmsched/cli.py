@@ -1,4 +1,4 @@
-"""The `vmsched` command: run, sweep, tune, reproduce, explain, check, list, import."""
+"""The `vmsched` command: run, sweep, tune, reproduce, explain, report, perf, check, list, import."""
 
 from __future__ import annotations
 
@@ -209,6 +209,44 @@ def cmd_explain(a) -> int:
     ex.print(console)
     if not ex.wakeups:
         console.print("no wake-up " + ("at that time" if a.at is not None else "was measured"))
+    return 0
+
+
+def cmd_report(a) -> int:
+    from vmsched.report import parse_window, report
+
+    if a.window is not None:
+        parse_window(a.window)  # a bad window is refused before the run is made again
+    out = Path(a.output) if a.output else Path(a.path) / "report.html"
+    if out.is_dir():
+        raise IsADirectoryError(f"-o {out}: is a directory")
+    if out.exists() and not a.force:
+        raise FileExistsError(f"{out}: exists (--force replaces it)")
+    with console.status(f"making the report of {escape(str(a.path))}"):
+        path = report(a.path, out=out, task=a.task, window=a.window, worst=a.worst,
+                      trace_max_records=a.trace_limit)
+    console.print(f"report written to {escape(str(path))} (one file: open it in a browser, "
+                  "no network needed)", highlight=False)
+    return 0
+
+
+def cmd_perf(a) -> int:
+    from vmsched.perf import latency_text, levels, perf_sched, timehist_text
+    from vmsched.report import parse_window
+
+    window = parse_window(a.timehist, "--timehist") if a.timehist else None
+    with console.status(f"making the run of {escape(str(a.run_dir))} again with the trace on"):
+        figs = perf_sched(a.run_dir, window=window, trace_max_records=a.trace_limit)
+    df = figs["timehist"] if window else figs["latency"]
+    names = levels(figs["latency"])
+    if a.level is not None:
+        if a.level not in names:
+            raise ValueError(f"--level: no level '{a.level}' (levels: {', '.join(names)})")
+        names = [a.level]
+    for lv in names:
+        sub = df.filter(df["level"] == lv)
+        print(f"# {lv}: perf sched {'timehist' if window else 'latency'}", flush=True)
+        print(timehist_text(sub) if window else latency_text(sub), flush=True)
     return 0
 
 
@@ -552,6 +590,45 @@ def build_parser() -> argparse.ArgumentParser:
                    help="keep at most N trace records (default 4,000,000); wake-ups after the "
                         "trace ends are not seen")
     p.set_defaults(fn=cmd_explain)
+
+    p = sub.add_parser("report", help="write a run's or a sweep's HTML report",
+                       description="Write one self-contained HTML file (no network needed to "
+                       "view it) for a run directory (vmsched run -o DIR): its tables, latency "
+                       "histograms and CDFs, where the waiting went, the worst wake-ups "
+                       "explained and a Gantt chart of host and guest levels; or for a sweep "
+                       "directory (vmsched sweep -o DIR): each figure against each swept "
+                       "parameter with its spread over the seeds (docs/report.md).")
+    p.add_argument("path", metavar="RUN_OR_SWEEP_DIR")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="the HTML file (default: report.html in the directory)")
+    p.add_argument("--force", action="store_true", help="replace an existing output file")
+    p.add_argument("--task", metavar="NAME",
+                   help="the task whose worst wake-ups are explained (default: the one with "
+                        "the longest measured latency; DOMAIN/NAME when several have the name)")
+    p.add_argument("--worst", type=_positive_int, default=3, metavar="N",
+                   help="explain its N longest wake-ups (default 3)")
+    p.add_argument("--window", metavar="START..END",
+                   help="the Gantt chart's window (860ms..890ms; a bare number is ms); "
+                        "default: around the worst wake-up")
+    p.add_argument("--trace-limit", type=_positive_int, metavar="N",
+                   help="keep at most N trace records when making the run again (default "
+                        "4,000,000)")
+    p.set_defaults(fn=cmd_report)
+
+    p = sub.add_parser("perf", help="print a run as perf sched latency / timehist print it",
+                       description="Make the run of RUN_DIR (vmsched run -o DIR) again with the "
+                       "trace on and print it as Linux's `perf sched latency` prints a trace "
+                       "(per task: runtime, switches, average and worst delay from runnable to "
+                       "running, from the warm-up's end), or with --timehist as `perf sched "
+                       "timehist` (one line per run that ends in the window), one block per "
+                       "level: the host's vCPUs, each guest's tasks (docs/report.md).")
+    p.add_argument("run_dir", metavar="RUN_DIR")
+    p.add_argument("--timehist", metavar="START..END",
+                   help="the timehist lines of the runs that end in this window (860ms..870ms)")
+    p.add_argument("--level", metavar="NAME", help="only this level (host, or a domain)")
+    p.add_argument("--trace-limit", type=_positive_int, metavar="N",
+                   help="keep at most N trace records (default 4,000,000)")
+    p.set_defaults(fn=cmd_perf)
 
     p = sub.add_parser("check", help="validate a scenario file")
     p.add_argument("scenario")

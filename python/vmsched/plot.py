@@ -1,20 +1,109 @@
-"""Plots: a workload figure against a swept parameter."""
+"""Plots people trust (issue 13 item 5): the rules every vmsched figure follows, in one place.
+
+- Every axis is labelled with its unit: `axis_label` reads it off a parameter's name
+  (`host.ratelimit_us` → µs), a workload's figure carries its own (`score (lps)`).
+- Where bars or figures are compared, y starts at 0 (`finish`), so a 2 % difference does not
+  look like a tenfold one. A quantity spanning decades (a worst wait from µs to s) goes on a log
+  scale drawn as points, never as bars (a bar's length means nothing on a log axis), and the
+  axis says "log scale".
+- Wherever several seeds ran, the spread is shown: the mean with bars from the min to the max
+  (`spread`), or a 95 % confidence interval (`mean_ci95`) where a reproduction compares means.
+
+`plot_sweep` draws `vmsched sweep`'s sweep.png by these rules; the reproductions
+(`vmsched.reproductions.seed00N`) call `finish` and the helpers for theirs; the HTML report
+(`vmsched.report`) follows the same rules with plotly.
+"""
 
 from __future__ import annotations
 
+import math
+import re
 from pathlib import Path
 
 import polars as pl
 
+_UNIT_SUFFIX = re.compile(r"_(ns|us|ms|s|pct|hz|mb)$")
+_UNIT_NAMES = {"ns": "ns", "us": "µs", "ms": "ms", "s": "s", "pct": "%", "hz": "Hz", "mb": "MB"}
+#: Student's t at 97.5 % for 1..10 degrees of freedom (a 95 % two-sided interval).
+_T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228]
 
-def plot_sweep(df: pl.DataFrame, keys: list[str], path: str | Path, title: str = "") -> Path:
+
+def axis_label(key: str) -> str:
+    """A parameter's axis title with its unit, from the suffix of its name
+    (`host.ratelimit_us` → `host.ratelimit_us (µs)`); a name without one is left as it is."""
+    m = _UNIT_SUFFIX.search(key)
+    return f"{key} ({_UNIT_NAMES[m.group(1)]})" if m else key
+
+
+def spread(values) -> tuple[float, float, float]:
+    """(mean, min, max) of the values of several seeds."""
+    v = [float(x) for x in values]
+    return sum(v) / len(v), min(v), max(v)
+
+
+def mean_ci95(values) -> tuple[float, float]:
+    """(mean, half-width of its 95 % confidence interval: Student's t with n − 1 degrees of
+    freedom; NaN for a single value)."""
+    v = [float(x) for x in values]
+    n = len(v)
+    mean = sum(v) / n
+    if n < 2:
+        return mean, math.nan
+    std = math.sqrt(sum((x - mean) ** 2 for x in v) / (n - 1))
+    t = _T975[n - 2] if n - 1 <= len(_T975) else (2.042 if n - 1 < 30 else 1.96)
+    return mean, t * std / math.sqrt(n)
+
+
+def finish(ax, xlabel: str, ylabel: str, *, zero: bool = True, log_y: bool = False,
+           title: str | None = None, legend: bool = False) -> None:
+    """Labels both axes (`xlabel`, `ylabel`: with their units), starts y at 0 unless `zero` is
+    False (a quantity with negative values) or `log_y` (then the axis says "log scale"), adds a
+    light grid, and the title and legend if asked. Call it after drawing."""
+    if log_y:
+        ax.set_yscale("log")
+        if ylabel and "log scale" not in ylabel:
+            ylabel = f"{ylabel}, log scale"
+    elif zero:
+        lo, hi = ax.get_ylim()
+        ax.set_ylim(bottom=0, top=max(hi, 0) * (1.0 if lo <= 0 else 1.05) or 1.0)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    if title is not None:
+        ax.set_title(title, fontsize=9)
+    if legend:
+        ax.legend(fontsize=7)
+
+
+def pyplot():
+    """matplotlib's pyplot on the file-only backend (no display needed)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def plot_sweep(df: pl.DataFrame, keys: list[str], path: str | Path, title: str = "") -> Path:
+    """Writes sweep.png (`sweep_figure`) to `path`."""
+    plt = pyplot()
+    fig = sweep_figure(df, keys, title)
+    path = Path(path)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def sweep_figure(df: pl.DataFrame, keys: list[str], title: str = ""):
+    """A sweep's figure (matplotlib): each workload's figure against the first swept parameter
+    (`keys[0]`), one line per combination of the others; the mean over the seeds, with bars
+    from their min to their max when several seeds ran; y from 0; x on a log scale when its
+    values span 20 times or more."""
+    plt = pyplot()
     x = keys[0]
     others = keys[1:]
+    seeds = df["run.seed"].n_unique() if "run.seed" in df.columns else 1
     workloads = [w for w in df["workload"].unique(maintain_order=True).to_list()]
     # Only workloads with a meaningful figure (not plain CPU loops).
     workloads = [w for w in workloads if df.filter(pl.col("workload") == w)["unit"][0] != "-"] or workloads
@@ -29,21 +118,22 @@ def plot_sweep(df: pl.DataFrame, keys: list[str], path: str | Path, title: str =
                 pl.col("value").max().alias("hi"),
             ).sort(x)
             label = ", ".join(f"{k}={v}" for k, v in zip(others, key if isinstance(key, tuple) else (key,)))
-            xs = agg[x].to_list()
-            ax.plot(xs, agg["mean"].to_list(), marker="o", label=label or w)
-            ax.fill_between(xs, agg["lo"].to_list(), agg["hi"].to_list(), alpha=0.2)
-        ax.set_xlabel(x)
-        ax.set_ylabel(f"{w} ({sub['unit'][0]})")
-        if all(isinstance(v, (int, float)) and v > 0 for v in sub[x].to_list()):
-            span = max(sub[x]) / max(min(sub[x]), 1)
-            if span >= 20:
-                ax.set_xscale("log")
-        ax.grid(alpha=0.3)
-        if others:
-            ax.legend(fontsize=8)
+            xs, mean = agg[x].to_list(), agg["mean"].to_list()
+            if seeds > 1:
+                err = [[m - lo for m, lo in zip(mean, agg["lo"])],
+                       [hi - m for m, hi in zip(mean, agg["hi"])]]
+                ax.errorbar(xs, mean, yerr=err, marker="o", capsize=3, label=label or w)
+            else:
+                ax.plot(xs, mean, marker="o", label=label or w)
+        log = (all(isinstance(v, (int, float)) and v > 0 for v in sub[x].to_list())
+               and max(sub[x]) / max(min(sub[x]), 1) >= 20)
+        if log:
+            ax.set_xscale("log")
+        spread_note = (f"mean of {seeds} seeds, bars min–max" if seeds > 1
+                       else "one seed per point")
+        finish(ax, axis_label(x) + (", log scale" if log else ""),
+               f"{sub['figure'][0]} of {w} ({sub['unit'][0]})", title=spread_note,
+               legend=bool(others))
     fig.suptitle(title)
     fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return fig

@@ -24,13 +24,17 @@
 //! builds it runs only while tracing is on. The engine turns them into [`Record::Sched`].
 //!
 //! Sinks: [`perfetto`] writes a Perfetto trace, [`xentrace`] the host level as Xen's binary
-//! trace; [`explain`] splits a task's wake-up latencies into their causes.
+//! trace; [`explain`] splits a task's wake-up latencies into their causes; [`gantt`] cuts the
+//! switches into what each CPU ran in a window (the HTML report's Gantt chart); [`perf_sched`]
+//! makes the figures of `perf sched latency` and `perf sched timehist`.
 
 use crate::ids::{CpuId, EntityId, GCpu, GEnt, LevelId};
 use crate::sched::{RunState, WakeCause};
 use crate::time::{Nanos, SimTime};
 
 pub mod explain;
+pub mod gantt;
+pub mod perf_sched;
 pub mod perfetto;
 pub mod xentrace;
 

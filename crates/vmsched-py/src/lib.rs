@@ -379,8 +379,12 @@ fn run<'py>(
 /// Returns a dict: `task`, `total` and `measured` wake-ups, `warmup_ns`, `events` (to check
 /// the run is the one that was written), `trace` (its counts) and `wakeups`, each a dict with
 /// its bounds, measure, cause and `segments` (bounds, cause, rule, CPU, who ran, sentence).
+/// With `window` (start, end in ns), or `pad_ns` (the first chosen wake-up widened on each
+/// side by `pad_ns` or a fifth of its latency, whichever is more), also `gantt`: what every CPU of every level ran in the window
+/// (`vmsched_core::trace::gantt`), as `window` and `columns` (`level`, `cpu`, `vcpu`: the host
+/// entity behind a guest CPU, `ent`, `start_ns`, `end_ns`), for the HTML report.
 #[pyfunction]
-#[pyo3(signature = (file, text, task, overrides=vec![], worst=None, at_ns=None, trace_max_records=None))]
+#[pyo3(signature = (file, text, task, overrides=vec![], worst=None, at_ns=None, trace_max_records=None, window=None, pad_ns=None))]
 #[allow(clippy::too_many_arguments)]
 fn explain<'py>(
     py: Python<'py>,
@@ -391,6 +395,8 @@ fn explain<'py>(
     worst: Option<usize>,
     at_ns: Option<u64>,
     trace_max_records: Option<usize>,
+    window: Option<(u64, u64)>,
+    pad_ns: Option<u64>,
 ) -> PyResult<Bound<'py, PyDict>> {
     use vmsched_core::trace::explain::{self as ex, Select};
     let (tr, warmup, events) = traced_run(py, file, text, &overrides, trace_max_records)?;
@@ -440,22 +446,101 @@ fn explain<'py>(
         list.append(d)?;
     }
     out.set_item("wakeups", list)?;
+    let win = window.or_else(|| {
+        let w = e.wakeups.first()?;
+        let pad = pad_ns?.max(w.latency() / 5);
+        Some((w.start.saturating_sub(pad), w.end.saturating_add(pad)))
+    });
+    if let Some((a, b)) = win {
+        out.set_item("gantt", gantt_columns(py, &tr, a, b)?)?;
+    }
     Ok(out)
+}
+
+/// Runs a scenario again with tracing on and returns what every CPU of every level ran in
+/// `window` (start, end in ns), as `explain`'s `gantt`, with `events`: the HTML report's Gantt
+/// chart for a run with no task wake-up to explain.
+#[pyfunction]
+#[pyo3(signature = (file, text, overrides=vec![], window=(0, 0), trace_max_records=None))]
+fn gantt<'py>(
+    py: Python<'py>,
+    file: &str,
+    text: &str,
+    overrides: Vec<(String, Bound<'py, PyAny>)>,
+    window: (u64, u64),
+    trace_max_records: Option<usize>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let (tr, _warmup, events) = traced_run(py, file, text, &overrides, trace_max_records)?;
+    let out = gantt_columns(py, &tr, window.0, window.1)?;
+    out.set_item("events", events)?;
+    Ok(out)
+}
+
+/// The slices of every CPU in `[a, b)` (`vmsched_core::trace::gantt::slices`) as a dict:
+/// `window` (a, b cut at the trace's end) and `columns`.
+fn gantt_columns<'py>(
+    py: Python<'py>,
+    tr: &vmsched_core::trace::Trace,
+    a: u64,
+    b: u64,
+) -> PyResult<Bound<'py, PyDict>> {
+    use vmsched_core::trace::{explain as ex, gantt};
+    let sl = py.detach(|| gantt::slices(tr, a, b));
+    let cpu_level = |c: vmsched_core::ids::GCpu| {
+        tr.meta.levels[tr.meta.cpus[c.idx()].level.idx()]
+            .name
+            .clone()
+    };
+    let cols = PyDict::new(py);
+    cols.set_item(
+        "level",
+        sl.iter().map(|s| cpu_level(s.cpu)).collect::<Vec<_>>(),
+    )?;
+    cols.set_item(
+        "cpu",
+        sl.iter()
+            .map(|s| ex::cpu_name(tr, s.cpu))
+            .collect::<Vec<_>>(),
+    )?;
+    cols.set_item(
+        "vcpu",
+        sl.iter()
+            .map(|s| {
+                tr.meta.cpus[s.cpu.idx()]
+                    .backing
+                    .map(|v| ex::ent_name(tr, v).to_string())
+            })
+            .collect::<Vec<_>>(),
+    )?;
+    cols.set_item(
+        "ent",
+        sl.iter()
+            .map(|s| ex::ent_name(tr, s.ent).to_string())
+            .collect::<Vec<_>>(),
+    )?;
+    cols.set_item("start_ns", sl.iter().map(|s| s.start).collect::<Vec<_>>())?;
+    cols.set_item("end_ns", sl.iter().map(|s| s.end).collect::<Vec<_>>())?;
+    let d = PyDict::new(py);
+    d.set_item("window", (a, b.min(tr.complete_until()).max(a)))?;
+    d.set_item("columns", cols)?;
+    Ok(d)
 }
 
 /// Runs a scenario again with tracing on and returns its attribution
 /// (`vmsched_core::trace::explain::attribution`): per task and measure, the time of its measured
 /// wake-up latencies by cause, rule and who ran instead, as columns (`level`, `task`,
 /// `measure`, `cause`, `rule`, `who`, `ns`, `segments`, `wakeups`, `total_ns`), with `events`
-/// and `trace` as for `explain`.
+/// and `trace` as for `explain`. With `latencies`, also `latencies`: per task and measure
+/// (`level`, `task`, `measure`), every measured wake-up's latency (`latency_ns`, a list).
 #[pyfunction]
-#[pyo3(signature = (file, text, overrides=vec![], trace_max_records=None))]
+#[pyo3(signature = (file, text, overrides=vec![], trace_max_records=None, latencies=false))]
 fn attribution<'py>(
     py: Python<'py>,
     file: &str,
     text: &str,
     overrides: Vec<(String, Bound<'py, PyAny>)>,
     trace_max_records: Option<usize>,
+    latencies: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     use vmsched_core::trace::explain as ex;
     let (tr, warmup, events) = traced_run(py, file, text, &overrides, trace_max_records)?;
@@ -503,6 +588,104 @@ fn attribution<'py>(
     )?;
     let out = PyDict::new(py);
     out.set_item("columns", cols)?;
+    if latencies {
+        let lat = py.detach(|| quiet(|| ex::latencies(&tr, warmup)))?;
+        let d = PyDict::new(py);
+        d.set_item("level", lat.iter().map(|r| level(r.0)).collect::<Vec<_>>())?;
+        d.set_item("task", lat.iter().map(|r| name(r.0)).collect::<Vec<_>>())?;
+        d.set_item(
+            "measure",
+            lat.iter().map(|r| r.1.name()).collect::<Vec<_>>(),
+        )?;
+        d.set_item(
+            "latency_ns",
+            lat.into_iter().map(|r| r.2).collect::<Vec<_>>(),
+        )?;
+        out.set_item("latencies", d)?;
+    }
+    out.set_item("warmup_ns", warmup)?;
+    out.set_item("events", events)?;
+    out.set_item("trace", trace_counts(py, &tr)?)?;
+    Ok(out)
+}
+
+/// Runs a scenario again with tracing on and returns the figures of `perf sched latency`
+/// (`latency`: per entity of every level, from the warm-up's end) and, with `window` (start,
+/// end in ns), of `perf sched timehist` (`timehist`: the runs that end in it), as columns
+/// (`vmsched_core::trace::perf_sched`), with `events`, `warmup_ns` and `trace` as for
+/// `explain`.
+#[pyfunction]
+#[pyo3(signature = (file, text, overrides=vec![], window=None, trace_max_records=None))]
+fn perf_sched<'py>(
+    py: Python<'py>,
+    file: &str,
+    text: &str,
+    overrides: Vec<(String, Bound<'py, PyAny>)>,
+    window: Option<(u64, u64)>,
+    trace_max_records: Option<usize>,
+) -> PyResult<Bound<'py, PyDict>> {
+    use vmsched_core::trace::{explain as ex, perf_sched as ps};
+    let (tr, warmup, events) = traced_run(py, file, text, &overrides, trace_max_records)?;
+    let level = |g: vmsched_core::ids::GEnt| {
+        tr.meta.levels[tr.meta.ents[g.idx()].level.idx()]
+            .name
+            .clone()
+    };
+    let name = |g: vmsched_core::ids::GEnt| ex::ent_name(&tr, g).to_string();
+    let rows = py.detach(|| ps::latency(&tr, warmup));
+    let lat = PyDict::new(py);
+    lat.set_item(
+        "level",
+        rows.iter().map(|r| level(r.ent)).collect::<Vec<_>>(),
+    )?;
+    lat.set_item("task", rows.iter().map(|r| name(r.ent)).collect::<Vec<_>>())?;
+    lat.set_item(
+        "runtime_ns",
+        rows.iter().map(|r| r.runtime).collect::<Vec<_>>(),
+    )?;
+    lat.set_item(
+        "switches",
+        rows.iter().map(|r| r.switches).collect::<Vec<_>>(),
+    )?;
+    lat.set_item("delays", rows.iter().map(|r| r.delays).collect::<Vec<_>>())?;
+    lat.set_item(
+        "delay_sum_ns",
+        rows.iter().map(|r| r.delay_sum).collect::<Vec<_>>(),
+    )?;
+    lat.set_item(
+        "delay_max_ns",
+        rows.iter().map(|r| r.delay_max).collect::<Vec<_>>(),
+    )?;
+    lat.set_item(
+        "max_start_ns",
+        rows.iter().map(|r| r.max_start).collect::<Vec<_>>(),
+    )?;
+    lat.set_item(
+        "max_end_ns",
+        rows.iter().map(|r| r.max_end).collect::<Vec<_>>(),
+    )?;
+    let out = PyDict::new(py);
+    out.set_item("latency", lat)?;
+    if let Some((a, b)) = window {
+        let th = py.detach(|| ps::timehist(&tr, a, b));
+        let d = PyDict::new(py);
+        d.set_item("level", th.iter().map(|r| level(r.ent)).collect::<Vec<_>>())?;
+        d.set_item("time_ns", th.iter().map(|r| r.time).collect::<Vec<_>>())?;
+        d.set_item(
+            "cpu",
+            th.iter()
+                .map(|r| tr.meta.cpus[r.cpu.idx()].local)
+                .collect::<Vec<_>>(),
+        )?;
+        d.set_item("task", th.iter().map(|r| name(r.ent)).collect::<Vec<_>>())?;
+        d.set_item("wait_ns", th.iter().map(|r| r.wait).collect::<Vec<_>>())?;
+        d.set_item(
+            "sch_delay_ns",
+            th.iter().map(|r| r.sch_delay).collect::<Vec<_>>(),
+        )?;
+        d.set_item("run_ns", th.iter().map(|r| r.run).collect::<Vec<_>>())?;
+        out.set_item("timehist", d)?;
+    }
     out.set_item("warmup_ns", warmup)?;
     out.set_item("events", events)?;
     out.set_item("trace", trace_counts(py, &tr)?)?;
@@ -652,6 +835,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(explain, m)?)?;
     m.add_function(wrap_pyfunction!(attribution, m)?)?;
+    m.add_function(wrap_pyfunction!(perf_sched, m)?)?;
+    m.add_function(wrap_pyfunction!(gantt, m)?)?;
     m.add_function(wrap_pyfunction!(import_file, m)?)?;
     m.add_function(wrap_pyfunction!(import_skeleton, m)?)?;
     m.add_function(wrap_pyfunction!(estimate, m)?)?;

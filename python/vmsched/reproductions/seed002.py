@@ -214,45 +214,57 @@ def ping_text(r: dict, duration_ms: int) -> str:
 
 
 def _plot(full: dict, outdir: Path, duration_ms: int) -> Path:
-    """seed002_ping.png: the full mix's ping mean (log scale) per combination, one group of bars
-    per machine, with the slides' figures as horizontal lines and the unanswered requests written
-    above each bar (a bar's mean counts only the answered ones)."""
-    import matplotlib
+    """seed002_ping.png: the full mix's ping mean per combination, one panel per machine, with
+    the slides' figures as horizontal lines. The means span four decades, so they are points on
+    a log scale (a bar's length means nothing there; vmsched.plot's rules); a combination with
+    no reply is a red cross at the run's length. Below each point: not answered / requests (the
+    mean counts only the answered ones). One seed per point: no spread to show."""
+    from vmsched.plot import finish, pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     keys = [(o, b, t) for o in ORDERS for b in BOOLS for t in TICKLES]
-    fig, axes = plt.subplots(1, len(MACHINES), figsize=(7 * len(MACHINES), 4.6), sharey=True,
+    fig, axes = plt.subplots(1, len(MACHINES), figsize=(7 * len(MACHINES), 4.8), sharey=True,
                              squeeze=False)
     top = duration_ms  # "no reply": drawn at the run's length
+    colors = {True: "tab:blue", False: "tab:green", "deferred": "tab:orange"}
+    names = {True: "tickle on every wake", False: "no tickle", "deferred": "deferred tickle"}
     for ax, machine in zip(axes[0], MACHINES):
-        xs = list(range(len(keys)))
-        vals, colors = [], []
-        for k in keys:
+        for x, k in enumerate(keys):
             r = full[(machine, *k)]
-            vals.append(r["ping_mean_ms"] if r["ping_replies"] else top)
-            colors.append("tab:red" if not r["ping_replies"] else
-                          {True: "tab:blue", False: "tab:green", "deferred": "tab:orange"}[k[2]])
-        ax.bar(xs, vals, color=colors)
-        for x, k, v in zip(xs, keys, vals):
-            r = full[(machine, *k)]
-            ax.text(x, v * 1.15, f"{r['ping_lost']}/{r['ping_requests']}", ha="center",
-                    fontsize=6, rotation=90)
-        for fig_ms, label in ((36600, "36.6 s"), (259.2, "259.2 ms"), (67.2, "67.2 ms"),
-                              (6.6, "6.6 ms"), (5.1, "5.1 ms")):
+            if r["ping_replies"]:
+                ax.plot(x, r["ping_mean_ms"], "o", ms=7, color=colors[k[2]],
+                        label=names[k[2]] if k[:2] == keys[0][:2] else None)
+                v = r["ping_mean_ms"]
+            else:
+                ax.plot(x, top, "X", ms=9, color="tab:red",
+                        label="no reply (drawn at the run's length)")
+                v = top
+            ax.annotate(f"{r['ping_lost']}/{r['ping_requests']}", (x, v), fontsize=6,
+                        ha="center", va="top", xytext=(0, -7), textcoords="offset points")
+        for i, (fig_ms, label) in enumerate(((36600, "36.6 s"), (259.2, "259.2 ms"),
+                                             (67.2, "67.2 ms"), (6.6, "6.6 ms"),
+                                             (5.1, "5.1 ms"))):
             ax.axhline(fig_ms, color="grey", lw=0.6, ls="--")
-            ax.text(len(keys) - 0.5, fig_ms, f"slides {label}", fontsize=6, va="bottom",
-                    ha="right", color="grey")
-        ax.set_yscale("log")
-        ax.set_ylim(0.5, top * 30)  # room for the labels above a "no reply" bar
-        ax.set_xticks(xs)
+            ax.text(len(keys) - 0.5 if i % 2 == 0 else -0.5, fig_ms, f"slides {label}",
+                    fontsize=6, va="bottom", ha="right" if i % 2 == 0 else "left",
+                    color="grey")
+        ax.set_ylim(0.5, top * 3)
+        ax.set_xlim(-0.7, len(keys) - 0.3)
+        ax.set_xticks(range(len(keys)))
         ax.set_xticklabels([config_name(*k) for k in keys], rotation=70, ha="right", fontsize=6)
-        ax.set_title(f"{machine}, {FULL_MIX}, {duration_ms / 1000:.0f} s", fontsize=9)
-    axes[0][0].set_ylabel("ping mean over answered requests, ms (red: no reply)")
-    fig.suptitle("seed002: blue tickle on every wake, green no tickle, orange deferred; "
-                 "above each bar: not answered / requests", fontsize=8)
-    fig.tight_layout()
+        finish(ax, "dom0's event-channel scan, BOOST, tickle",
+               "ping mean (ms)" if ax is axes[0][0] else "", log_y=True,
+               title=f"{machine}, {FULL_MIX}, {duration_ms / 1000:.0f} s (one seed per point)")
+    handles, labels = [], []
+    for ax in axes[0]:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            if lab not in labels:
+                handles.append(h)
+                labels.append(lab)
+    fig.legend(handles, labels, fontsize=7, loc="lower center", ncol=len(labels))
+    fig.suptitle("seed002: ping to the idle guest G8, mean over the answered requests; below each "
+                 "point: not answered / requests", fontsize=8)
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
     path = outdir / "seed002_ping.png"
     fig.savefig(path, dpi=110)
     plt.close(fig)

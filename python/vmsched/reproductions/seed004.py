@@ -199,11 +199,9 @@ def markdown(stats: dict) -> str:
 def _plot(stats: dict, outdir: Path, title: str) -> Path:
     """seed004_runtime.png: mean runtime per kernel and scheduler, bars from 0 with the 95 %
     intervals as error bars; the CV of each bar written above it."""
-    import matplotlib
+    from vmsched.plot import finish, pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     scheds = list(SCHEDULERS)
     colors = {"Credit1 4.20": "tab:orange", "Credit2 4.2.1": "tab:blue",
               "Credit2 4.20": "tab:cyan"}
@@ -216,10 +214,11 @@ def _plot(stats: dict, outdir: Path, title: str) -> Path:
                    label=s)
             ax.text(i * w, st["mean"] + (st["ci95"] if st["ci95"] == st["ci95"] else 0),
                     f"{100 * st['cv']:.1f}%", ha="center", va="bottom", fontsize=6)
-        ax.set_ylim(bottom=0, top=ax.get_ylim()[1] * 1.12)
         ax.set_xticks([])
-        ax.set_title(f"{k.upper()} ({KERNELS[k]})", fontsize=9)
-    axes[0].set_ylabel("job runtime, s (mean ± 95 % CI; CV above)")
+        finish(ax, "",
+               "job runtime (s): mean ± 95 % CI, CV above" if ax is axes[0] else "",
+               title=f"{k.upper()} ({KERNELS[k]})")
+        ax.set_ylim(bottom=0, top=ax.get_ylim()[1] * 1.12)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, fontsize=7, loc="lower center", ncol=len(scheds))
     fig.suptitle(title, fontsize=8)

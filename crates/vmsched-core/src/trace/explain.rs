@@ -283,6 +283,31 @@ pub fn attribution(trace: &Trace, warmup: SimTime) -> Vec<Share> {
     out
 }
 
+/// Every measured wake-up latency of every task, without splitting them (the first pass of
+/// [`explain`] alone): per task and measure that has any, the latencies in time order. The HTML
+/// report's histograms and CDFs are made of them.
+pub fn latencies(trace: &Trace, warmup: SimTime) -> Vec<(GEnt, Measure, Vec<Nanos>)> {
+    let mut out = Vec::new();
+    for (i, e) in trace.meta.ents.iter().enumerate() {
+        if e.vcpu_of.is_some() {
+            continue;
+        }
+        let t = GEnt(i as u32);
+        let all = find_wakeups(trace, t, warmup);
+        for measure in [Measure::Wait, Measure::Latency] {
+            let v: Vec<Nanos> = all
+                .iter()
+                .filter(|w| w.measured && w.measure == measure)
+                .map(Wakeup::latency)
+                .collect();
+            if !v.is_empty() {
+                out.push((t, measure, v));
+            }
+        }
+    }
+    out
+}
+
 /// Every [`Cause`], in declaration order (`cause as usize` indexes it).
 const CAUSES: [Cause; 9] = [
     Cause::TimerSlack,
