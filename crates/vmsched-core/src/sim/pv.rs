@@ -42,6 +42,8 @@ pub(super) struct LockWait {
     spin_left: Nanos,
     /// The spin the current compute covers (a PAUSE-loop window, the rest of the threshold).
     chunk: Nanos,
+    /// Spinning since the last PAUSE-loop exit (the trap window counts spin time).
+    since_exit: Nanos,
     /// The chunk ends with a PAUSE-loop exit (the trap window is its binding limit).
     exits: bool,
     /// Halted in `pv_wait` (its vCPU is blocked at the host).
@@ -90,6 +92,7 @@ impl Simulation {
             kind,
             spin_left,
             chunk: 0,
+            since_exit: 0,
             exits: false,
             halted: false,
             granted: false,
@@ -118,8 +121,9 @@ impl Simulation {
         } else {
             NEVER
         };
-        lw.chunk = trap.min(lw.spin_left).min(look);
-        lw.exits = trap != NEVER && lw.chunk == trap;
+        let to_exit = trap.saturating_sub(lw.since_exit);
+        lw.chunk = to_exit.min(lw.spin_left).min(look);
+        lw.exits = trap != NEVER && lw.chunk == to_exit;
         lw.chunk
     }
 
@@ -140,15 +144,27 @@ impl Simulation {
             .as_mut()
             .expect("invariant: a spinning waiter waits");
         lw.spin_left = lw.spin_left.saturating_sub(lw.chunk);
+        lw.since_exit = if lw.exits {
+            0
+        } else {
+            lw.since_exit + lw.chunk
+        };
         let (kind, chan, wl, exits) = (lw.kind, lw.chan, task.wl, lw.exits);
         if kind == LockKind::PvQspinlock && lw.spin_left == 0 {
             self.pv_wait(t, c);
             return;
         }
-        if kind == LockKind::Mutex && !self.owner_spinnable(wl, chan) {
-            self.tasks[t].lock_wait = None;
-            self.mutex_sleep(t);
-            return;
+        if kind == LockKind::Mutex {
+            if self.wls[wl].chans[chan as usize].tokens > 0 {
+                // Free (its owner unlocked while no waiter ran): this spinner takes it.
+                self.take_free_lock(t, wl, chan);
+                return;
+            }
+            if !self.owner_spinnable(wl, chan) {
+                self.tasks[t].lock_wait = None;
+                self.mutex_sleep(t);
+                return;
+            }
         }
         let chunk = self.lock_chunk(t, c);
         self.tasks[t].remaining = chunk;
@@ -210,23 +226,28 @@ impl Simulation {
             self.begin_compute(t, chunk, true);
             return true;
         }
-        if lw.kind == LockKind::Tas {
+        if !lw.kind.fifo() {
             let wl = self.tasks[t].wl;
-            let ch = &mut self.wls[wl].chans[lw.chan as usize];
-            if ch.tokens > 0 {
-                ch.tokens -= 1;
-                ch.owner = Some(t);
-                let i = ch
-                    .waiters
-                    .iter()
-                    .position(|&w| w == t)
-                    .expect("invariant: a spinner is among its lock's waiters");
-                ch.waiters.remove(i);
-                self.lock_proceed(t);
+            if self.wls[wl].chans[lw.chan as usize].tokens > 0 {
+                self.take_free_lock(t, wl, lw.chan);
                 return true;
             }
         }
         false
+    }
+
+    /// Spinner `t` (among the waiters) finds lock `chan` of `wl` free and takes it.
+    fn take_free_lock(&mut self, t: usize, wl: usize, chan: Chan) {
+        let ch = &mut self.wls[wl].chans[chan as usize];
+        ch.tokens -= 1;
+        ch.owner = Some(t);
+        let i = ch
+            .waiters
+            .iter()
+            .position(|&w| w == t)
+            .expect("invariant: a spinner is among its lock's waiters");
+        ch.waiters.remove(i);
+        self.lock_proceed(t);
     }
 
     /// Step `Unlock` by task `t` on CPU `c`: the lock goes to the next waiter (a fair lock, a
@@ -245,22 +266,35 @@ impl Simulation {
         let ch = &mut self.wls[wl].chans[chan as usize];
         debug_assert_eq!(ch.owner, Some(t), "invariant: the owner unlocks");
         ch.owner = None;
-        if kind == LockKind::Tas {
-            ch.tokens += 1;
+        if !kind.fifo() {
+            // The lock word is free: a running spinner sees it first (test-and-set; a mutex's
+            // spinners on the owner); a preempted one only when it runs again.
             let tasks = &self.tasks;
             if let Some(i) = ch
                 .waiters
                 .iter()
-                .position(|&w| tasks[w].run_since.is_some())
+                .position(|&w| tasks[w].lock_wait.is_some() && tasks[w].run_since.is_some())
             {
                 let w = ch.waiters.remove(i).expect("found");
-                ch.tokens -= 1;
                 ch.owner = Some(w);
                 self.lock_proceed(w);
+                return;
             }
-            return;
         }
-        let Some(w) = ch.waiters.pop_front() else {
+        // A fair lock's next waiter, or a mutex's first sleeper (`__mutex_unlock_slowpath`
+        // wakes it; handed the mutex here).
+        let next = match kind {
+            LockKind::Tas => None,
+            LockKind::Mutex => {
+                let tasks = &self.tasks;
+                ch.waiters
+                    .iter()
+                    .position(|&w| tasks[w].lock_wait.is_none())
+                    .and_then(|i| ch.waiters.remove(i))
+            }
+            _ => ch.waiters.pop_front(),
+        };
+        let Some(w) = next else {
             ch.tokens += 1;
             return;
         };

@@ -26,14 +26,16 @@
 //!   the unlock that hands it the lock kicks it (`pv_kick`: KVM_HC_KICK_CPU, Xen's event).
 //! - `mutex`: a sleeping mutex for comparison: a waiter whose owner is running (and, when the
 //!   guest reads `vcpu_is_preempted`, whose owner's vCPU is not preempted) spins on the owner
-//!   (`mutex_spin_on_owner`); otherwise, or once the owner stops running, it sleeps; the
-//!   unlock hands the mutex to the first sleeper and wakes it.
+//!   (`mutex_spin_on_owner`); otherwise, or once the owner stops running, it sleeps. The
+//!   unlock frees the mutex for a running spinner; with none, it hands it to the first sleeper
+//!   and wakes it; with neither, a preempted spinner takes it when it runs again.
 //!
 //! Simplified (docs/pvops.md): the lock's cache-line transfers cost nothing; a thread's
 //! `spin_lock` does not disable guest preemption (pin threads one per vCPU, the default, so
 //! that only the host preempts them); PV qspinlock lock stealing
-//! (`pv_hybrid_queued_unfair_trylock`) and `pv_wait_early` are not modelled; the mutex hands
-//! off to its first sleeper (no optimistic-spin queue, no lock stealing by new arrivals).
+//! (`pv_hybrid_queued_unfair_trylock`) and `pv_wait_early` are not modelled; the mutex has no
+//! optimistic-spin queue (OSQ) and no HANDOFF flag (a new arrival may take a free mutex before
+//! the woken sleeper).
 
 use serde::{Deserialize, Serialize};
 
