@@ -12,8 +12,10 @@
 //! - Linux `arch/x86/xen/spinlock.c` (`xen_init_spinlocks`: PV qspinlock whose wait polls a
 //!   per-CPU event channel, `xen_qlock_wait`, and whose kick sends it, `xen_qlock_kick`;
 //!   off with one CPU or `xen_nopvspin`/`nopvspin`).
-//! - arm64 guests of 5.10 to 6.12 have none of them: `vcpu_is_preempted` is the generic
-//!   `false`, spinlocks are plain qspinlocks, no sched-yield hypercall (ERRATA L1).
+//! - arm64 guests of 5.10 to 6.12 have none of them: `vcpu_is_preempted` is `false`
+//!   (`arch/arm64/include/asm/spinlock.h`; PV versions reading the PV_TIME area were posted in
+//!   2019 and 2022 but, as far as checked, not merged), spinlocks are plain qspinlocks, no
+//!   sched-yield hypercall (ERRATA L1).
 //! - Linux `drivers/cpuidle/cpuidle-haltpoll.c` (`haltpoll_want`: loaded only with
 //!   KVM_HINTS_REALTIME or `force`; x86 KVM guests only) and
 //!   `drivers/cpuidle/governors/haltpoll.c` (`adjust_poll_limit`, `haltpoll_select`,
