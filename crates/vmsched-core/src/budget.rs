@@ -353,6 +353,18 @@ fn shape(w: &WorkloadConfig, vcpus: u32) -> Shape {
             )
             .map(|r| (r, "work_us".into())),
         },
+        // Threads looping over a fixed critical section (and exponential work between): at
+        // most one acquisition per critical section, whichever thread holds the lock.
+        WorkloadConfig::Spinlock(c) => Shape {
+            tasks_field: "threads",
+            tasks: c.threads(vcpus).into(),
+            steps: 6,
+            channels: 1,
+            hists: 0,
+            buckets: 0,
+            gap_pairs: 0,
+            rate: loop_rate(6, c.cs_ns).map(|r| (r, "cs_ns".into())),
+        },
         // One task per vCPU; exponential bursts and waits: no bound on the rate.
         WorkloadConfig::VmBoot(b) => Shape {
             tasks_field: "",

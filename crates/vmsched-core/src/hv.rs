@@ -232,7 +232,7 @@ impl PendingIrqs {
     pub const TIMER: u8 = 1 << 2;
     /// An event-channel upcall (Xen `evtchn_upcall_pending`); raised by the I/O path (issue 11).
     pub const EVTCHN: u8 = 1 << 3;
-    /// A call-function IPI (Linux `smp_call_function`); no source yet.
+    /// A call-function IPI (Linux `smp_call_function_many`; `call_func` steps, sim/pv.rs).
     pub const CALL_FUNC: u8 = 1 << 4;
     /// Kinds that end a halt: everything but the tick (a tick on an idle CPU has nothing to do,
     /// and under NO_HZ idle it is stopped).

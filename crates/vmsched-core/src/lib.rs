@@ -9,6 +9,7 @@ pub mod cpuset;
 pub mod hv;
 pub mod ids;
 pub mod import;
+pub mod pv;
 pub mod queue;
 pub mod sched;
 pub mod testkit;

@@ -395,6 +395,10 @@ pub struct DomainConfig<G> {
     pub soft_pcpus: Option<Vec<u32>>,
     #[serde(default)]
     pub kernel: KernelConfig,
+    /// The guest's paravirtual interfaces (crate::pv, docs/pvops.md); absent fields take the
+    /// guest kernel's boot-time choice on this machine.
+    #[serde(default)]
+    pub pv: crate::pv::PvConfig,
     pub sched: G,
     #[serde(default, rename = "workload")]
     pub workloads: Vec<WorkloadConfig>,

@@ -73,6 +73,9 @@ pub struct LevelOpts {
     pub skew_tick: bool,
     /// The tick grid's offset from time 0 (modulo the period); None: drawn from the seed.
     pub tick_phase: Option<Nanos>,
+    /// Guest levels: the paravirtual interfaces the guest kernel uses (crate::pv; sim/pv.rs).
+    /// The default (all off) is the engine's behaviour before them.
+    pub pv: crate::pv::PvModel,
 }
 
 struct Level {
@@ -148,6 +151,12 @@ struct CpuState {
     /// vCPU is running but does not execute.
     last_ent: Option<GEnt>,
     switch_slot: SlotId,
+    /// Guest CPUs of a guest with cpuidle-haltpoll (sim/pv.rs): the CPU's poll limit, whether
+    /// the armed halt window is the guest's own poll (not KVM's: the host cannot end it), and
+    /// when the vCPU halted for idleness after it (the HLT state's entry).
+    poll_limit: Nanos,
+    guest_poll: bool,
+    halted_at: Option<SimTime>,
 }
 
 /// Per-entity accounting (xenmon's figures).
@@ -226,6 +235,11 @@ struct Task {
     timer_soft: SimTime,
     periodic_next: Option<SimTime>,
     latency_pending: Option<(u16, SimTime)>,
+    /// Waiting for a lock, spinning or halted (sim/pv.rs); None for every other task.
+    lock_wait: Option<pv::LockWait>,
+    /// Spinning until the CPUs (bit k: CPU k of its level) it sent call-function IPIs to have
+    /// run them (sim/pv.rs).
+    csd_wait: Option<u64>,
     rng: Stream,
 }
 
@@ -233,6 +247,8 @@ struct Channel {
     tokens: u32,
     waiters: VecDeque<usize>,
     spinners: Vec<usize>,
+    /// A lock's holder (sim/pv.rs); unused by other channels.
+    owner: Option<usize>,
 }
 
 struct WorkloadState {
@@ -361,6 +377,7 @@ mod hotplug;
 mod io;
 mod job;
 mod lifecycle;
+mod pv;
 mod tasks;
 mod ticks;
 mod trace_io;
@@ -634,7 +651,9 @@ impl Simulation {
                     }
                 }
                 EntKind::Vcpu(vc) => {
-                    if self.q.is_armed(self.cpus[vc.idx()].halt_slot) {
+                    if self.q.is_armed(self.cpus[vc.idx()].halt_slot)
+                        && !self.cpus[vc.idx()].guest_poll
+                    {
                         // The vCPU sits in its halt window and its pCPU is asked to reschedule:
                         // the poll gives up and the vCPU blocks (KVM: `kvm_vcpu_can_poll` sees
                         // need_resched).
@@ -912,11 +931,15 @@ impl Simulation {
     }
 
     fn start_executing(&mut self, vc: GCpu) {
+        if self.cpus[vc.idx()].halted_at.is_some() {
+            self.haltpoll_reflect(vc);
+        }
         let (l, lc) = (self.cpus[vc.idx()].level, self.cpus[vc.idx()].local);
         self.cpus[vc.idx()].executing = true;
         self.levels[l.idx()].cpu_info[lc.idx()].executing = true;
         // Deliver what was held: the tick, then the guest timers in expiry order, then the
-        // event-channel upcall, then the reschedule. Call-function IPIs have no handler yet.
+        // event-channel upcall, then the reschedule. A call-function IPI's function runs at
+        // once (its senders stop waiting).
         let cs = &mut self.cpus[vc.idx()];
         let held = cs.pending.take();
         if held != 0 {
@@ -933,6 +956,9 @@ impl Simulation {
             }
             if held & PendingIrqs::RESCHED != 0 {
                 self.actions.push_back(Action::Resched(vc));
+            }
+            if held & PendingIrqs::CALL_FUNC != 0 {
+                self.call_function_done(vc);
             }
         }
         if self.cpus[vc.idx()].kwork {
@@ -988,7 +1014,8 @@ impl Simulation {
             if cs.pending.wakes_halt() || cs.kwork {
                 return;
             }
-            match self.levels[cs.level.idx()].opts.exit.halt_window() {
+            let (window, guest_poll) = self.idle_window(c);
+            match window {
                 HaltWindow::Now => {}
                 HaltWindow::Never => return,
                 HaltWindow::After(w) => {
@@ -999,8 +1026,10 @@ impl Simulation {
                         // (`start_executing` asks for that check).
                         return;
                     }
-                    if !std::mem::take(&mut cs.halt_due) && !self.host_busy(b) {
+                    // The guest's own poll (cpuidle-haltpoll) does not look at the host.
+                    if !std::mem::take(&mut cs.halt_due) && (guest_poll || !self.host_busy(b)) {
                         let cs = &mut self.cpus[c.idx()];
+                        cs.guest_poll = guest_poll;
                         if !self.q.is_armed(cs.halt_slot) {
                             self.q.arm(cs.halt_slot, self.now + w);
                         }
@@ -1009,6 +1038,7 @@ impl Simulation {
                 }
             }
             if self.ents[b.idx()].state == RunState::Running {
+                self.haltpoll_halting(c);
                 self.block_entity(b);
             }
         }
@@ -1019,6 +1049,7 @@ impl Simulation {
     fn end_halt_window(&mut self, c: GCpu) {
         let cs = &mut self.cpus[c.idx()];
         cs.halt_due = false;
+        cs.guest_poll = false;
         self.q.cancel(cs.halt_slot);
     }
 
@@ -1035,6 +1066,7 @@ impl Simulation {
             .is_none();
         if let (Some(b), true, false) = (cs.backing, idle, cs.pending.wakes_halt() || cs.kwork) {
             if self.ents[b.idx()].state == RunState::Running {
+                self.haltpoll_halting(c);
                 self.block_entity(b);
             }
         }
@@ -1115,6 +1147,7 @@ impl Simulation {
                 continue;
             };
             if !self.q.is_armed(self.cpus[vc.idx()].halt_slot)
+                || self.cpus[vc.idx()].guest_poll
                 || lv.sched.nr_running(CpuId(i as u32)).is_none_or(|n| n <= 1)
             {
                 continue;

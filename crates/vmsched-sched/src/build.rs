@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 use vmsched_core::hv::ExitModel;
+use vmsched_core::pv::PvModel;
 use vmsched_core::report::Results;
 use vmsched_core::scenario::{
     Arch, ConfigCheck, EventAction, GuestType, Hypervisor, MachineConfig, Preempt, ScenarioError,
@@ -14,6 +15,7 @@ use vmsched_core::scenario::{
 use vmsched_core::sim::{
     DeviceModel, FlowKind, IoSpec, LevelOpts, NetFlow, SimBuilder, Simulation, TimelineAction,
 };
+use vmsched_core::workload::spinlock::LockKind;
 use vmsched_core::workload::WorkloadConfig;
 use vmsched_core::{
     CpuId, CpuSet, CpuTopo, EntityParams, GlobalParam, LevelClock, LevelId, LinuxAttr, Policy,
@@ -287,6 +289,27 @@ impl GuestSchedConfig {
             GuestSchedConfig::Bfs(_) => unreachable!("BFS refuses deadline tasks first"),
         }
     }
+
+    /// The guest scheduler's `vcpu_is_preempted` switch (`available_idle_cpu`); BFS has none.
+    fn reads_preempted(&self) -> bool {
+        match self {
+            GuestSchedConfig::Cfs(p) => p.vcpu_is_preempted,
+            GuestSchedConfig::Eevdf(p) => p.vcpu_is_preempted,
+            GuestSchedConfig::Bfs(_) => false,
+        }
+    }
+
+    /// Sets the switch from the guest's PV flag (a KVM guest, `[domain.pv]`); Linux 3.17
+    /// predates `vcpu_is_preempted` (4.10) and BFS does not read it: both stay without.
+    fn set_reads_preempted(&mut self, on: bool) {
+        match self {
+            GuestSchedConfig::Cfs(p) if p.version != crate::guest::cfs::CfsVersion::V3_17 => {
+                p.vcpu_is_preempted = on
+            }
+            GuestSchedConfig::Eevdf(p) => p.vcpu_is_preempted = on,
+            GuestSchedConfig::Cfs(_) | GuestSchedConfig::Bfs(_) => {}
+        }
+    }
 }
 
 /// Policy `validate()` messages start with the field name (`ratelimit_us: ...`) when they can.
@@ -338,6 +361,7 @@ pub fn load_with(
 fn check_layout(s: &Scenario, names_ratelimit: bool) -> Result<(), (String, String)> {
     check_rtds_fields(s)?;
     check_kvm_fields(s)?;
+    check_pv_fields(s)?;
     match &s.host {
         HostSchedConfig::Credit(p) => {
             // Seed 001's boost credit names domains.
@@ -440,6 +464,55 @@ fn check_kvm_fields(s: &Scenario) -> Result<(), (String, String)> {
     for (i, d) in s.domains.iter().enumerate() {
         crate::host::kvm::check_vcpu_fields(d, linux)
             .map_err(|(f, m)| (format!("domain.{i}.{f}"), m))?;
+    }
+    Ok(())
+}
+
+/// The paravirtual interfaces of domain `d` on this machine (`[domain.pv]` resolved,
+/// vmsched_core::pv); the error names the field under `pv`.
+fn pv_model(
+    s: &Scenario,
+    d: &vmsched_core::scenario::DomainConfig<GuestSchedConfig>,
+) -> Result<PvModel, (String, String)> {
+    d.pv.resolve(
+        s.machine.hypervisor,
+        s.machine.arch,
+        d.vcpus,
+        s.host.steal_clock(),
+    )
+}
+
+/// `[domain.pv]` and what reads it: under a KVM host the guest scheduler's
+/// `vcpu_is_preempted` is the PV flag (an explicit `true` the guest cannot have is refused);
+/// a `pv_qspinlock` needs PV spinlocks.
+fn check_pv_fields(s: &Scenario) -> Result<(), (String, String)> {
+    for (i, d) in s.domains.iter().enumerate() {
+        let m = pv_model(s, d).map_err(|(f, e)| (format!("domain.{i}.pv.{f}"), e))?;
+        if s.machine.hypervisor == Hypervisor::Kvm
+            && !m.vcpu_is_preempted
+            && d.sched.reads_preempted()
+        {
+            return Err((
+                format!("domain.{i}.sched.vcpu_is_preempted"),
+                "the guest cannot read a preempted flag here (arm64, no steal time, or \
+                 `pv.vcpu_is_preempted = false`); under KVM `[domain.pv] vcpu_is_preempted` \
+                 decides"
+                    .into(),
+            ));
+        }
+        for (j, w) in d.workloads.iter().enumerate() {
+            if let WorkloadConfig::Spinlock(c) = w {
+                if c.lock == LockKind::PvQspinlock && !m.pv_spinlock {
+                    return Err((
+                        format!("domain.{i}.workload.{j}.lock"),
+                        "pv_qspinlock needs PV spinlocks, which this guest does not use \
+                         (`[domain.pv] pv_spinlock`: off on arm64, with one vCPU, `nopvspin` \
+                         or `realtime_hint`)"
+                            .into(),
+                    ));
+                }
+            }
+        }
     }
     Ok(())
 }
@@ -648,6 +721,7 @@ pub fn build(s: &Scenario) -> Simulation {
             tick_periodic: false,
             skew_tick: false,
             tick_phase: None,
+            pv: PvModel::default(),
         },
     );
     b.add_pcpus(host, &ptopo);
@@ -664,9 +738,15 @@ pub fn build(s: &Scenario) -> Simulation {
                 ..Default::default()
             })
             .collect();
+        let pv = pv_model(s, d).expect("invariant: [domain.pv] validated");
+        let mut guest_sched = d.sched.clone();
+        if s.machine.hypervisor == Hypervisor::Kvm {
+            // Under KVM the PV flag is what the guest scheduler reads (`[domain.pv]`).
+            guest_sched.set_reads_preempted(pv.vcpu_is_preempted);
+        }
         let guest = b.add_level(
             &d.name,
-            make_guest(&d.sched, &gtopo),
+            make_guest(&guest_sched, &gtopo),
             LevelOpts {
                 clock: LevelClock {
                     steal_accounting: d.kernel.paravirt_time_accounting && s.host.steal_clock(),
@@ -676,10 +756,18 @@ pub fn build(s: &Scenario) -> Simulation {
                 ipi_latency: d.kernel.ipi_latency_ns,
                 ctxsw_cost: d.kernel.ctxsw_cost_ns,
                 vcpu_refill: 0,
-                exit: exit_model(&s.machine, d.guest_type),
+                exit: match pv.haltpoll {
+                    // cpuidle-haltpoll turns host polling off (MSR_KVM_POLL_CONTROL).
+                    Some(_) => ExitModel {
+                        halt: vmsched_core::hv::Halt::Block,
+                        ..exit_model(&s.machine, d.guest_type)
+                    },
+                    None => exit_model(&s.machine, d.guest_type),
+                },
                 tick_periodic: d.kernel.tick == TickMode::Periodic,
                 skew_tick: d.kernel.skew_tick,
                 tick_phase: d.kernel.tick_phase_ns,
+                pv,
             },
         );
         for v in 0..d.vcpus {

@@ -179,6 +179,9 @@ impl SimBuilder {
             kwork: false,
             last_ent: None,
             switch_slot,
+            poll_limit: 0,
+            guest_poll: false,
+            halted_at: None,
         });
         g
     }
@@ -273,6 +276,8 @@ impl SimBuilder {
                 timer_soft: 0,
                 periodic_next: None,
                 latency_pending: None,
+                lock_wait: None,
+                csd_wait: None,
                 rng: Stream::new(self.seed, &name),
             });
             if ts.start == NEVER {
@@ -289,6 +294,7 @@ impl SimBuilder {
                 tokens: spec.tokens.get(c as usize).copied().unwrap_or(0),
                 waiters: VecDeque::with_capacity(tasks.len()),
                 spinners: Vec::with_capacity(tasks.len()),
+                owner: None,
             })
             .collect();
         let counters = vec![0; spec.counters.len()];

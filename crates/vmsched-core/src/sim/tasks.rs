@@ -15,6 +15,10 @@ impl Simulation {
         let now = self.now;
         let task = &mut self.tasks[t];
         task.run_since = Some(now);
+        if task.lock_wait.is_some() && self.lock_resume(t) {
+            return;
+        }
+        let task = &mut self.tasks[t];
         match task.phase {
             Phase::Computing => {
                 let at = now
@@ -62,6 +66,14 @@ impl Simulation {
     }
 
     pub(super) fn compute_done(&mut self, t: usize) {
+        if self.tasks[t].lock_wait.is_some() {
+            self.lock_spin_done(t);
+            return;
+        }
+        if self.tasks[t].csd_wait.is_some() {
+            self.csd_spin_done(t);
+            return;
+        }
         if self.tasks[t].spin_block {
             self.spin_bound_out(t);
             return;
@@ -108,6 +120,16 @@ impl Simulation {
         task.remaining = chunk;
         task.executed += self.now - task.run_since.expect("a spinning task was progressing");
         task.run_since = Some(self.now);
+        self.pause_loop_exit(c);
+        if self.tasks[t].run_since.is_some() {
+            let at = self.now + self.tasks[t].overhead + chunk;
+            self.q.arm(self.tasks[t].done_slot, at);
+        }
+    }
+
+    /// The spin on guest CPU `c` traps (a PAUSE-loop exit, a trapped WFE): its vCPU yields at
+    /// the host, by KVM's directed yield where the exit model says so.
+    pub(super) fn pause_loop_exit(&mut self, c: GCpu) {
         if let Some(b) = self.cpus[c.idx()].backing {
             let (l, e) = (self.ents[b.idx()].level, self.ents[b.idx()].local);
             let pc = self
@@ -125,10 +147,6 @@ impl Simulation {
                     self.do_schedule(pc);
                 }
             }
-        }
-        if self.tasks[t].run_since.is_some() {
-            let at = self.now + self.tasks[t].overhead + chunk;
-            self.q.arm(self.tasks[t].done_slot, at);
         }
     }
 
@@ -310,6 +328,17 @@ impl Simulation {
                     self.begin_compute(t, trap.unwrap_or(NEVER), false);
                     return;
                 }
+                Step::Lock { lock, kind, hist } => {
+                    if !self.lock_acquire(t, c, wl, (lock, kind, hist), measuring) {
+                        return;
+                    }
+                }
+                Step::Unlock { lock, kind } => {
+                    self.lock_release(t, c, wl, lock, kind);
+                    if self.task_cpu(t) != Some(c) {
+                        return;
+                    }
+                }
                 Step::SpinBlock { chan, bound } => {
                     let ch = &mut self.wls[wl].chans[chan as usize];
                     self.tasks[t].pc += 1;
@@ -388,6 +417,12 @@ impl Simulation {
                     self.with_sched(l, |s, ctx| s.yield_(ctx, e));
                     self.do_schedule(c);
                     if self.task_cpu(t) != Some(c) {
+                        return;
+                    }
+                }
+                Step::CallFunc { mask } => {
+                    self.tasks[t].pc += 1;
+                    if !self.call_function(t, c, mask) {
                         return;
                     }
                 }

@@ -16,6 +16,7 @@ pub mod parallel;
 pub mod ping;
 pub mod program;
 pub mod startup;
+pub mod spinlock;
 pub mod stream;
 pub mod video;
 pub mod vmboot;
@@ -69,6 +70,19 @@ pub enum Step {
     /// (WFE in arm64 spinlocks, PAUSE on x86), which an exit model that traps it turns into a
     /// yield of the vCPU (crate::hv::Spin; ERRATA X4).
     Spin { chan: Chan, wfe: bool },
+    /// Take lock `lock` (a channel holding one token while the lock is free) of kind `kind`
+    /// (spinlock.rs), spinning, halting or sleeping as the kind and the guest's PV interfaces
+    /// say (sim/pv.rs); the wait is recorded in histogram `hist`.
+    Lock {
+        lock: Chan,
+        kind: spinlock::LockKind,
+        hist: Hist,
+    },
+    /// Release lock `lock`: hand it to the next waiter or free it, kicking a halted waiter.
+    Unlock {
+        lock: Chan,
+        kind: spinlock::LockKind,
+    },
     /// Spin-then-block (a blocking MPI's wait, parallel.rs): burn the CPU until the channel has
     /// a token, for at most `bound` of CPU time; then sleep until one comes, as `Wait`.
     SpinBlock { chan: Chan, bound: Nanos },
@@ -114,6 +128,12 @@ pub enum Step {
     },
     /// `sched_yield()`.
     Yield,
+    /// Call-function IPIs to the CPUs of `mask` (bit k: CPU k of the task's level; the
+    /// sender's own is left out), waited for by spinning (Linux `smp_call_function_many` with
+    /// `wait`; sim/pv.rs): each is handled at once if that CPU executes, else when its vCPU
+    /// next runs (a halted one is kicked). With PV sched yield (`[domain.pv] pv_sched_yield`)
+    /// and more than one target, the first preempted busy target gets a directed yield.
+    CallFunc { mask: u64 },
     /// An HVM guest's emulated I/O access (ERRATA X9): the vCPU blocks in Xen (runstate
     /// offline) until the driver domain's device model completes it (sim/io.rs).
     Ioreq,
@@ -230,6 +250,8 @@ pub enum WorkloadKind {
     Parallel,
     /// Application start-up time (startup.rs): launches until "ready".
     Startup,
+    /// Threads contending one lock (spinlock.rs).
+    Spinlock,
 }
 
 /// A workload's headline figure in its benchmark's unit.
@@ -255,6 +277,7 @@ pub enum WorkloadConfig {
     VmBoot(vmboot::VmBootConfig),
     Parallel(parallel::ParallelConfig),
     Startup(startup::StartupConfig),
+    Spinlock(spinlock::SpinlockConfig),
 }
 
 impl WorkloadConfig {
@@ -270,6 +293,7 @@ impl WorkloadConfig {
             WorkloadConfig::VmBoot(c) => &c.name,
             WorkloadConfig::Parallel(c) => &c.name,
             WorkloadConfig::Startup(c) => &c.name,
+            WorkloadConfig::Spinlock(c) => &c.name,
         }
     }
 
@@ -306,6 +330,19 @@ impl WorkloadConfig {
             }
             WorkloadConfig::Program(c) => {
                 aff(&c.affinity)?;
+                for (i, s) in c.steps.iter().enumerate() {
+                    if let program::StepConfig::CallFunc { cpus } = s {
+                        if cpus.is_empty() {
+                            return Err((format!("steps.{i}.cpus"), "names no CPU".into()));
+                        }
+                        if let Some(k) = cpus.iter().find(|k| u32::from(**k) >= nr_vcpus.min(64)) {
+                            return Err((
+                                format!("steps.{i}.cpus"),
+                                format!("CPU {k} does not exist ({nr_vcpus} CPUs; at most 64)"),
+                            ));
+                        }
+                    }
+                }
                 c.validate()
             }
             WorkloadConfig::Ping(c) => c.validate(nr_vcpus),
@@ -319,6 +356,10 @@ impl WorkloadConfig {
             WorkloadConfig::Startup(c) => {
                 aff(&c.affinity)?;
                 check_nice(c.nice)?;
+                c.validate()
+            }
+            WorkloadConfig::Spinlock(c) => {
+                aff(&c.affinity)?;
                 c.validate()
             }
         }
@@ -338,6 +379,7 @@ impl WorkloadConfig {
             WorkloadConfig::Video(c) => c.build(),
             WorkloadConfig::VmBoot(c) => c.build(nr_vcpus),
             WorkloadConfig::Startup(c) => c.build(),
+            WorkloadConfig::Spinlock(c) => c.build(nr_vcpus),
             WorkloadConfig::Parallel(c) => WorkloadSpec {
                 name: c.name.clone(),
                 kind: WorkloadKind::Program,
@@ -403,6 +445,7 @@ impl WorkloadKind {
             WorkloadKind::VmBoot => vmboot::figure(executed_ns),
             WorkloadKind::Parallel => parallel::figure(counters),
             WorkloadKind::Startup => startup::figure(hist_mean_us),
+            WorkloadKind::Spinlock => spinlock::figure(counters, secs),
             WorkloadKind::Program => Figure {
                 name: "count".into(),
                 value: counters.first().copied().unwrap_or(0) as f64,

@@ -122,6 +122,13 @@ pub enum StepConfig {
         wfe: bool,
     },
     Yield,
+    /// `smp_call_function_many(cpus, f, wait = 1)`: a call-function IPI to each guest CPU of
+    /// `cpus` (the sender's own left out), then spin (`csd_lock_wait`) until each has run the
+    /// function (sim/pv.rs). With PV sched yield and more than one target, the first preempted
+    /// busy target gets the sender's pCPU (KVM_HC_SCHED_YIELD).
+    CallFunc {
+        cpus: Vec<u16>,
+    },
     Count {
         counter: String,
     },
@@ -347,6 +354,9 @@ impl ProgramConfig {
                     wfe: *wfe,
                 },
                 StepConfig::Yield => Step::Yield,
+                StepConfig::CallFunc { cpus } => Step::CallFunc {
+                    mask: cpus.iter().fold(0u64, |m, c| m | 1u64 << (*c).min(63)),
+                },
                 StepConfig::Ioreq => Step::Ioreq,
                 StepConfig::Count { counter } => Step::Count {
                     counter: Self::index(&self.counters, counter, "counter", i)?,
