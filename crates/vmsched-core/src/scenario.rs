@@ -51,6 +51,12 @@ pub trait ConfigCheck {
         Ok(())
     }
 
+    /// A KVM host's own processes (`[[host.process]]`), which a `sched_task` event without
+    /// `domain` names. The default has none.
+    fn host_processes(&self) -> &[WorkloadConfig] {
+        &[]
+    }
+
     /// A guest kernel's admission of its SCHED_DEADLINE tasks (`sched_setattr`'s period
     /// bounds and `sched_dl_overflow`), given by name and times in declaration order, for a
     /// guest of `vcpus` CPUs. Err((index of the refused task, field, message)). The default
