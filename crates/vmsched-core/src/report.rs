@@ -82,6 +82,20 @@ pub struct Results {
     /// over each `run.xenmon_window_ms` window. In the `xenmon` table, not in the JSON.
     #[serde(skip)]
     pub xenmon: Vec<XenmonRow>,
+    /// Coordinated scheduling's hypercalls per coordinated domain (docs/kvm.md), over the
+    /// measured window.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub coord: Vec<CoordResult>,
+}
+
+/// One coordinated domain's hypercalls (sim/coord.rs): boosts asked, unboosts told, and boosts
+/// the host ended at its bound.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct CoordResult {
+    pub domain: String,
+    pub boost_hypercalls: u64,
+    pub unboost_hypercalls: u64,
+    pub bound_expiries: u64,
 }
 
 /// One row of xenmon's figures: a vCPU or a domain (the sum of its vCPUs), over the measured
@@ -327,6 +341,16 @@ pub(crate) fn collect(sim: &Simulation) -> Results {
         workloads,
         series: sim.series().to_vec(),
         ports: sim.port_rows(),
+        coord: sim
+            .coord_rows()
+            .into_iter()
+            .map(|(domain, c)| CoordResult {
+                domain,
+                boost_hypercalls: c.boosts,
+                unboost_hypercalls: c.unboosts,
+                bound_expiries: c.expired,
+            })
+            .collect(),
         xenmon: xenmon_rows(sim, measured),
     }
 }
@@ -712,6 +736,7 @@ mod tests {
                 },
             ],
             ports: vec![],
+            coord: vec![],
             xenmon: vec![],
         }
     }

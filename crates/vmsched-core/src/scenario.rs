@@ -19,6 +19,7 @@ use crate::sched::{CpuTopo, Policy};
 use crate::time::{time_ns, Nanos, NS_PER_MS, NS_PER_US};
 use crate::workload::WorkloadConfig;
 
+pub mod coord;
 mod errpath;
 mod events;
 pub mod io;
@@ -427,6 +428,10 @@ pub struct DomainConfig<G> {
     /// I/O accesses, `ioreq` steps; ERRATA X9, docs/io.md).
     #[serde(default)]
     pub device_model: io::DeviceModelConfig,
+    /// Coordinated scheduling with a KVM host (seed 003 §VI.B; docs/kvm.md). Read by
+    /// `[host] scheduler = "linux"` only, refused by the others when enabled.
+    #[serde(default)]
+    pub coord: coord::CoordConfig,
 }
 
 fn d_weight() -> u32 {

@@ -466,6 +466,8 @@ fn check_kvm_fields(s: &Scenario) -> Result<(), (String, String)> {
     for (i, d) in s.domains.iter().enumerate() {
         crate::host::kvm::check_vcpu_fields(d, linux)
             .map_err(|(f, m)| (format!("domain.{i}.{f}"), m))?;
+        crate::host::kvm::check_coord(d, linux, &s.events)
+            .map_err(|(f, m)| (format!("domain.{i}.{f}"), m))?;
     }
     Ok(())
 }
@@ -812,6 +814,10 @@ pub fn build(s: &Scenario) -> Simulation {
                     initial_cpu: aff.first().unwrap_or(CpuId(0)),
                 }
             });
+        }
+        if let (HostSchedConfig::Linux(_), true) = (&s.host, d.coord.enable) {
+            let (spec, flag) = crate::host::kvm::coord_spec(d);
+            b.add_coord(guest, spec, flag);
         }
     }
     if let HostSchedConfig::Linux(p) = &s.host {

@@ -816,6 +816,22 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> Scheduler for LinuxCore<F
         self.kvm_host.then(|| LinuxCore::nr_running(self, cpu))
     }
 
+    /// `task_cpu(p)`: the CPU of the task's class's queue.
+    fn task_cpu(&self, e: EntityId) -> Option<CpuId> {
+        let s = &self.cls;
+        Some(if Self::FAIR_ONLY || s.fair_only {
+            s.fair.task_cpu(e)
+        } else {
+            match s.class[e.idx()] {
+                ClassId::Stop => s.stop.task_cpu(e),
+                ClassId::Deadline => s.dl.task_cpu(e),
+                ClassId::Rt => s.rt.task_cpu(e),
+                ClassId::Fair => s.fair.task_cpu(e),
+                ClassId::Idle => s.idle.task_cpu(e),
+            }
+        })
+    }
+
     /// A KVM host's `yield_to(target, preempt = true)` (from `kvm_vcpu_on_spin`); a guest
     /// kernel has no caller of it: None.
     fn yield_to(&mut self, ctx: &mut SchedCtx, curr: EntityId, target: EntityId) -> Option<bool> {

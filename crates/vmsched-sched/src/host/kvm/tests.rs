@@ -425,4 +425,5 @@ fn timer_kworker_puts_the_host_scheduler_on_the_guest_timer_path() {
     assert_eq!(e.field, "host.timer_kworker_ns", "{e}");
 }
 
+mod coord;
 mod runtime;

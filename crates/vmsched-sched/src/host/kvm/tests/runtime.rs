@@ -170,3 +170,35 @@ fn runtime_errors_name_the_field() {
     let e = load_err(&xen, &[]);
     assert_eq!(e.field, "event.0.nice", "{}", e.message);
 }
+
+/// The engine's invariants hold across run-time class switches of vCPU threads (running,
+/// queued and halted ones) and host processes, under CFS and EEVDF hosts.
+#[test]
+fn invariants_hold_across_class_switches() {
+    let evs = [
+        (100, "action = \"sched_vcpu\"\ndomain = \"guest\"\npolicy = \"fifo\"\nrt_priority = 20"),
+        (150, "action = \"sched_task\"\nworkload = \"hostloop\"\ntask = \"hostloop.1\"\npolicy = \"rr\"\nrt_priority = 30"),
+        (200, "action = \"sched_vcpu\"\ndomain = \"guest\"\npolicy = \"batch\"\nnice = 3"),
+        (250, "action = \"sched_task\"\nworkload = \"hostloop\"\npolicy = \"normal\"\nnice = -5"),
+        (300, "action = \"sched_vcpu\"\ndomain = \"guest\"\ncpu = 0\npolicy = \"rr\"\nrt_priority = 1"),
+        (400, "action = \"sched_vcpu\"\ndomain = \"guest\"\npolicy = \"idle\""),
+    ];
+    let src = evs
+        .iter()
+        .fold(SHIPPED.to_string(), |s, (t, b)| s + "\n" + &event(*t, b));
+    for sched in ["eevdf", "cfs", "bfs"] {
+        let set: &[(&str, &str)] = match sched {
+            "eevdf" => &[],
+            _ => &[("host.sched.scheduler", sched)],
+        };
+        let s = build::load("t.toml", &src, &sets(set)).unwrap_or_else(|e| panic!("{sched}: {e}"));
+        let mut sim = build::build(&s);
+        sim.set_debug_checks(true);
+        sim.run();
+        let r = sim.results();
+        for e in &r.entities {
+            let sum = e.running_ns + e.runnable_ns + e.blocked_ns + e.offline_ns;
+            assert_eq!(sum, r.measured_ns, "{sched}: {} runstates", e.name);
+        }
+    }
+}
