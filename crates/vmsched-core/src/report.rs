@@ -434,7 +434,8 @@ impl Results {
     /// where a workload has no such counter or histogram), `counters` (long: one row per
     /// workload and counter, in the workload's order), `histograms` (one row per histogram, with
     /// its buckets as a list) and `series` (long: name, t_ns, value).
-    /// With I/O, a sixth table `ports` (one row per event-channel port).
+    /// With I/O, a sixth table `ports` (one row per event-channel port); with coordinated
+    /// scheduling, a table `coord` (one row per coordinated domain: its hypercalls).
     pub fn tables(&self) -> Vec<Table> {
         let mut v = vec![
             self.entity_table(),
@@ -445,6 +446,9 @@ impl Results {
         ];
         if !self.ports.is_empty() {
             v.push(self.port_table());
+        }
+        if !self.coord.is_empty() {
+            v.push(self.coord_table());
         }
         v.push(self.xenmon_table());
         v
@@ -491,6 +495,20 @@ impl Results {
         );
         t.col("wait_max_wake_ns", u(|r| r.wait_max_wake_ns));
         t.col("wait_max_preempt_ns", u(|r| r.wait_max_preempt_ns));
+        t
+    }
+
+    fn coord_table(&self) -> Table {
+        let c = &self.coord;
+        let u = |f: fn(&CoordResult) -> u64| Column::U64(c.iter().map(f).collect());
+        let mut t = Table::new("coord");
+        t.col(
+            "domain",
+            Column::Str(c.iter().map(|r| r.domain.clone()).collect()),
+        );
+        t.col("boost_hypercalls", u(|r| r.boost_hypercalls));
+        t.col("unboost_hypercalls", u(|r| r.unboost_hypercalls));
+        t.col("bound_expiries", u(|r| r.bound_expiries));
         t
     }
 
