@@ -21,7 +21,8 @@
 //! Not modelled: a flagged task moved to another vCPU by the guest's load balancer (the old
 //! vCPU stays boosted until a flagged task blocks there; the new one is not boosted until a
 //! flagged task wakes there); the unboost's cost when the vCPU goes idle (it halts at once);
-//! any priority change of a boosted thread for a later, higher-priority flagged wake-up.
+//! any priority change of a boosted thread for a later, higher-priority flagged wake-up; a
+//! parallel job's ranks are never flagged (they are added after coordination is set up).
 //! Nothing here runs unless a domain has coordination on: the engine's hooks test one `Option`.
 
 use super::*;
@@ -76,6 +77,14 @@ struct DomCoord {
     counts: CoordCounts,
     /// Counts at the end of the warm-up (the report is of the measured window).
     base: CoordCounts,
+}
+
+impl DomCoord {
+    /// Entities added after coordination was set up (a parallel job's ranks) are not flagged.
+    #[inline]
+    fn is_flagged(&self, e: EntityId) -> bool {
+        self.flagged.get(e.idx()).copied().unwrap_or(false)
+    }
 }
 
 /// Every coordinated guest; `by_level[l]` indexes `doms`.
@@ -159,7 +168,7 @@ impl Simulation {
             return;
         };
         let dom = &self.coord.as_ref().expect("coordinated").doms[d];
-        if !dom.flagged[e.idx()] {
+        if !dom.is_flagged(e) {
             return;
         }
         let lc = self.levels[l.idx()]
@@ -225,7 +234,7 @@ impl Simulation {
         let Some(d) = self.coord_dom(l) else { return };
         let lc = self.cpus[c.idx()].local;
         let dom = &self.coord.as_ref().expect("coordinated").doms[d];
-        if !dom.flagged[e.idx()] || !dom.vcpus[lc.idx()].guest_boosted {
+        if !dom.is_flagged(e) || !dom.vcpus[lc.idx()].guest_boosted {
             return;
         }
         let lv = &self.levels[l.idx()];

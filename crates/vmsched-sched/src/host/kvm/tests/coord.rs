@@ -335,3 +335,20 @@ fn shipped_coordinated_scenario() {
         "CFS host, nice boosts: {cfs_nice:.3}"
     );
 }
+
+/// A parallel job's ranks, added to the guest after coordination is set up, are not flagged
+/// (and do not trip it): only cyclictest's wake-ups boost.
+#[test]
+fn parallel_ranks_are_not_flagged() {
+    let rest = "[[domain]]\nname = \"g\"\nvcpus = 2\n[domain.coord]\nenable = true\n\
+        [domain.sched]\nscheduler = \"cfs\"\n\
+        [[domain.workload]]\nkind = \"cyclictest\"\nname = \"ct\"\ninterval_us = 1000\npriority = 90\n\
+        [[domain.workload]]\nkind = \"parallel\"\nname = \"lu\"\nkernel = \"lu\"\nclass = \"A\"\n\
+        iterations = 2\nplacement = [{ domain = \"g\", ranks = 2 }]\n";
+    let r = run(&scenario(2, "cfs", rest), &[]);
+    let (b, u, _) = counts(&r, "g");
+    assert!(
+        (899..=901).contains(&b) && b.abs_diff(u) <= 1,
+        "{b} boosts, {u} unboosts"
+    );
+}
