@@ -87,7 +87,7 @@ def test_list_names_host_schedulers_and_each_loads(tmp_path):
     p = vmsched("list")
     assert p.returncode == 0
     for name in ("rtds", "null", "arinc653", "rtds_reservation", "null_static",
-                 "arinc653_partitions", "linux", "kvm_host"):
+                 "arinc653_partitions", "linux", "kvm_host", "kvm_coordinated"):
         assert name in p.stdout
     for name, _ in HOST_SCHEDULERS:
         f = tmp_path / f"{name}.toml"

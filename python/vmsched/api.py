@@ -258,6 +258,12 @@ class Result:
         return self.tables.get("ports", pl.DataFrame())
 
     @property
+    def coord(self) -> pl.DataFrame:
+        """Coordinated scheduling with a KVM host (docs/kvm.md): one row per coordinated
+        domain (domain, boost_hypercalls, unboost_hypercalls, bound_expiries); empty without."""
+        return self.tables.get("coord", pl.DataFrame())
+
+    @property
     def xenmon(self) -> pl.DataFrame:
         """xenmon's figures (docs/xenmon.md): one row per domain and per host vCPU over the
         measured run (`window` null) and over each `run.xenmon_window_ms` window: gotten,

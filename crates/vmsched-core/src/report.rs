@@ -82,6 +82,20 @@ pub struct Results {
     /// over each `run.xenmon_window_ms` window. In the `xenmon` table, not in the JSON.
     #[serde(skip)]
     pub xenmon: Vec<XenmonRow>,
+    /// Coordinated scheduling's hypercalls per coordinated domain (docs/kvm.md), over the
+    /// measured window.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub coord: Vec<CoordResult>,
+}
+
+/// One coordinated domain's hypercalls (sim/coord.rs): boosts asked, unboosts told, and boosts
+/// the host ended at its bound.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct CoordResult {
+    pub domain: String,
+    pub boost_hypercalls: u64,
+    pub unboost_hypercalls: u64,
+    pub bound_expiries: u64,
 }
 
 /// One row of xenmon's figures: a vCPU or a domain (the sum of its vCPUs), over the measured
@@ -327,6 +341,16 @@ pub(crate) fn collect(sim: &Simulation) -> Results {
         workloads,
         series: sim.series().to_vec(),
         ports: sim.port_rows(),
+        coord: sim
+            .coord_rows()
+            .into_iter()
+            .map(|(domain, c)| CoordResult {
+                domain,
+                boost_hypercalls: c.boosts,
+                unboost_hypercalls: c.unboosts,
+                bound_expiries: c.expired,
+            })
+            .collect(),
         xenmon: xenmon_rows(sim, measured),
     }
 }
@@ -410,7 +434,8 @@ impl Results {
     /// where a workload has no such counter or histogram), `counters` (long: one row per
     /// workload and counter, in the workload's order), `histograms` (one row per histogram, with
     /// its buckets as a list) and `series` (long: name, t_ns, value).
-    /// With I/O, a sixth table `ports` (one row per event-channel port).
+    /// With I/O, a sixth table `ports` (one row per event-channel port); with coordinated
+    /// scheduling, a table `coord` (one row per coordinated domain: its hypercalls).
     pub fn tables(&self) -> Vec<Table> {
         let mut v = vec![
             self.entity_table(),
@@ -421,6 +446,9 @@ impl Results {
         ];
         if !self.ports.is_empty() {
             v.push(self.port_table());
+        }
+        if !self.coord.is_empty() {
+            v.push(self.coord_table());
         }
         v.push(self.xenmon_table());
         v
@@ -467,6 +495,20 @@ impl Results {
         );
         t.col("wait_max_wake_ns", u(|r| r.wait_max_wake_ns));
         t.col("wait_max_preempt_ns", u(|r| r.wait_max_preempt_ns));
+        t
+    }
+
+    fn coord_table(&self) -> Table {
+        let c = &self.coord;
+        let u = |f: fn(&CoordResult) -> u64| Column::U64(c.iter().map(f).collect());
+        let mut t = Table::new("coord");
+        t.col(
+            "domain",
+            Column::Str(c.iter().map(|r| r.domain.clone()).collect()),
+        );
+        t.col("boost_hypercalls", u(|r| r.boost_hypercalls));
+        t.col("unboost_hypercalls", u(|r| r.unboost_hypercalls));
+        t.col("bound_expiries", u(|r| r.bound_expiries));
         t
     }
 
@@ -714,6 +756,7 @@ mod tests {
                 },
             ],
             ports: vec![],
+            coord: vec![],
             xenmon: vec![],
         }
     }

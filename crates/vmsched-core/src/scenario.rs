@@ -19,6 +19,7 @@ use crate::sched::{CpuTopo, Policy};
 use crate::time::{time_ns, Nanos, NS_PER_MS, NS_PER_US};
 use crate::workload::WorkloadConfig;
 
+pub mod coord;
 mod errpath;
 mod events;
 pub mod io;
@@ -49,6 +50,12 @@ pub trait ConfigCheck {
     /// Err(why not). The default takes every move.
     fn check_policy_change(&self, _from: Policy, _to: Policy) -> Result<(), String> {
         Ok(())
+    }
+
+    /// A KVM host's own processes (`[[host.process]]`), which a `sched_task` event without
+    /// `domain` names. The default has none.
+    fn host_processes(&self) -> &[WorkloadConfig] {
+        &[]
     }
 
     /// A guest kernel's admission of its SCHED_DEADLINE tasks (`sched_setattr`'s period
@@ -425,6 +432,10 @@ pub struct DomainConfig<G> {
     /// I/O accesses, `ioreq` steps; ERRATA X9, docs/io.md).
     #[serde(default)]
     pub device_model: io::DeviceModelConfig,
+    /// Coordinated scheduling with a KVM host (seed 003 §VI.B; docs/kvm.md). Read by
+    /// `[host] scheduler = "linux"` only, refused by the others when enabled.
+    #[serde(default)]
+    pub coord: coord::CoordConfig,
 }
 
 fn d_weight() -> u32 {

@@ -466,6 +466,13 @@ pub trait Scheduler: Send {
         None
     }
 
+    /// The CPU whose queue holds `e` (or that it runs on or last ran on: Linux `task_cpu(p)`),
+    /// for coordinated scheduling (sim/coord.rs: which vCPU a woken interactive task waits
+    /// on). None (the default): the policy does not say. Must be cheap.
+    fn task_cpu(&self, _e: EntityId) -> Option<CpuId> {
+        None
+    }
+
     /// Directed yield (Linux `yield_to(p, preempt = true)`, from KVM's `kvm_vcpu_on_spin`):
     /// `curr`, current on its CPU, offers that CPU to `target` (runnable, not running). Returns
     /// None if the policy has no directed yield (the engine then makes a plain

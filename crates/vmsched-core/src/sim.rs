@@ -287,6 +287,8 @@ enum SlotKind {
     Packet(u32),
     /// The end of a xenmon window (sim/xenmon.rs).
     XenmonWindow,
+    /// The host's bound of the boost of a coordinated guest CPU (sim/coord.rs).
+    CoordBound(GCpu),
     Sample,
     Warmup,
     End,
@@ -351,6 +353,8 @@ pub struct Simulation {
     xenmon: Option<Box<xenmon::Windows>>,
     /// Parallel jobs (sim/job.rs): each one's first workload (part 0) and its number of parts.
     jobs: Vec<(usize, usize)>,
+    /// Coordinated scheduling with a KVM host (sim/coord.rs); None when no guest has it.
+    coord: Option<Box<coord::Coord>>,
 }
 
 /// Events between two looks at the stop flag and at the progress of simulated time (a power of
@@ -372,6 +376,7 @@ struct Watch {
 
 mod builder;
 mod check;
+mod coord;
 mod evtchn;
 mod hotplug;
 mod io;
@@ -384,6 +389,7 @@ mod trace_io;
 mod xenmon;
 
 pub use builder::SimBuilder;
+pub use coord::{CoordCounts, CoordSpec};
 pub use evtchn::ScanOrder;
 pub use io::{DeviceModel, FlowKind, IoSpec, NetFlow};
 pub use lifecycle::TimelineAction;
@@ -591,6 +597,7 @@ impl Simulation {
                 self.q.arm(self.sample_slot, self.now + self.sample_every);
             }
             SlotKind::XenmonWindow => self.xenmon_window_end(),
+            SlotKind::CoordBound(c) => self.coord_bound(c),
             SlotKind::Warmup => self.reset_metrics(),
             SlotKind::End => {}
         }
@@ -937,6 +944,9 @@ impl Simulation {
         let (l, lc) = (self.cpus[vc.idx()].level, self.cpus[vc.idx()].local);
         self.cpus[vc.idx()].executing = true;
         self.levels[l.idx()].cpu_info[lc.idx()].executing = true;
+        if self.coord.is_some() {
+            self.coord_executing(vc);
+        }
         // Deliver what was held: the tick, then the guest timers in expiry order, then the
         // event-channel upcall, then the reschedule. A call-function IPI's function runs at
         // once (its senders stop waiting).
@@ -1091,6 +1101,9 @@ impl Simulation {
         self.levels[l.idx()].ent_info[e.idx()].runnable = false;
         self.with_sched(l, |s, ctx| s.block(ctx, e));
         self.do_schedule(c);
+        if self.coord.is_some() {
+            self.coord_block(g, c);
+        }
     }
 
     fn wake_entity(&mut self, g: GEnt, info: WakeInfo) {
@@ -1112,6 +1125,9 @@ impl Simulation {
         self.with_sched(l, |s, ctx| s.wake(ctx, e, info));
         if self.levels[l.idx()].polls_alone {
             self.end_polls_not_alone(l);
+        }
+        if self.coord.is_some() {
+            self.coord_wake(g);
         }
     }
 

@@ -178,11 +178,37 @@ impl ConfigCheck for HostSchedConfig {
             (HostSchedConfig::Bvt(_), _) => Err(format!(
                 "bvt (historic, Xen 3.0) takes no run-time change of `{field}`"
             )),
-            (HostSchedConfig::Linux(_), "cpu_offline" | "cpu_online") => Ok(()),
+            (
+                HostSchedConfig::Linux(_),
+                "cpu_offline" | "cpu_online" | "nice" | "policy" | "rt_priority",
+            ) => Ok(()),
             (HostSchedConfig::Linux(_), _) => Err(format!(
                 "the linux (KVM) host takes no run-time change of `{field}` (only pCPU \
-                 offline/online)"
+                 offline/online and a vCPU thread's or host process's nice, policy and \
+                 rt_priority)"
             )),
+        }
+    }
+
+    /// A KVM host's vCPU threads and processes move between the fair and the RT class at run
+    /// time (the Linux core's class switch, `guest/linux_core.rs`); SCHED_DEADLINE stays out
+    /// (no runtime, deadline or period is given). A Xen host takes no policy.
+    fn check_policy_change(&self, from: Policy, to: Policy) -> Result<(), String> {
+        match self {
+            HostSchedConfig::Linux(_) if from == Policy::Deadline || to == Policy::Deadline => {
+                Err(format!(
+                    "a move from {from:?} to {to:?} at the KVM host: SCHED_DEADLINE is not \
+                     modelled for host tasks at run time"
+                ))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn host_processes(&self) -> &[WorkloadConfig] {
+        match self {
+            HostSchedConfig::Linux(p) => &p.processes,
+            _ => &[],
         }
     }
 }
@@ -463,6 +489,8 @@ fn check_kvm_fields(s: &Scenario) -> Result<(), (String, String)> {
     let linux = matches!(s.host, HostSchedConfig::Linux(_));
     for (i, d) in s.domains.iter().enumerate() {
         crate::host::kvm::check_vcpu_fields(d, linux)
+            .map_err(|(f, m)| (format!("domain.{i}.{f}"), m))?;
+        crate::host::kvm::check_coord(d, linux, &s.events)
             .map_err(|(f, m)| (format!("domain.{i}.{f}"), m))?;
     }
     Ok(())
@@ -875,6 +903,10 @@ pub fn build(s: &Scenario) -> Simulation {
                 }
             });
         }
+        if let (HostSchedConfig::Linux(_), true) = (&s.host, d.coord.enable) {
+            let (spec, flag) = crate::host::kvm::coord_spec(d);
+            b.add_coord(guest, spec, flag);
+        }
     }
     if let HostSchedConfig::Linux(p) = &s.host {
         add_host_processes(&mut b, host, p, s.domains.len() as u32, s.machine.pcpus);
@@ -1111,6 +1143,47 @@ fn add_events(b: &mut SimBuilder, s: &Scenario, host: LevelId) {
                 let Some(r) = e.ratelimit_us else { continue };
                 let param = GlobalParam::RatelimitUs(r);
                 TimelineAction::Global { level: host, param }
+            }
+            EventAction::SchedTask if e.domain.is_none() => {
+                // A host process: group `nr_domains + i` of the host level.
+                let HostSchedConfig::Linux(p) = &s.host else {
+                    unreachable!("invariant: only a KVM host has processes to change")
+                };
+                let wl = p
+                    .processes
+                    .iter()
+                    .position(|w| Some(w.name()) == e.workload.as_deref())
+                    .expect("invariant: a validated event names a host process");
+                let group = (s.domains.len() + wl) as u32;
+                let task = e.task.as_ref().map(|t| {
+                    b.entity_named(host, group, t)
+                        .expect("invariant: a validated event names a task")
+                });
+                TimelineAction::TaskAttr {
+                    level: host,
+                    group,
+                    task,
+                    nice: e.nice,
+                    policy: e.policy,
+                    rt_priority: e.rt_priority,
+                }
+            }
+            EventAction::SchedVcpu => {
+                // The vCPU threads: group `d` of the host level, thread `k` named `<domain>.vk`.
+                let d = dom(&e.domain);
+                let task = e.cpu.map(|k| {
+                    let name = format!("{}.v{k}", s.domains[d].name);
+                    b.entity_named(host, d as u32, &name)
+                        .expect("invariant: a validated event names a vCPU")
+                });
+                TimelineAction::TaskAttr {
+                    level: host,
+                    group: d as u32,
+                    task,
+                    nice: e.nice,
+                    policy: e.policy,
+                    rt_priority: e.rt_priority,
+                }
             }
             EventAction::SchedTask => {
                 let d = dom(&e.domain);

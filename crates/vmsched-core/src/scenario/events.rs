@@ -19,8 +19,11 @@ pub enum EventAction {
     /// `xl sched-credit -s -t T -r R` (Credit1 4.2+) or `xl sched-credit2 -s -r R`:
     /// scheduler-wide parameters.
     SchedHost,
-    /// `renice` / `sched_setattr` of a workload's tasks (one task with `task`).
+    /// `renice` / `sched_setattr` of a workload's tasks (one task with `task`); without
+    /// `domain`, of a KVM host's process (`workload` names a `[[host.process]]`).
     SchedTask,
+    /// `renice` / `chrt` of a domain's QEMU vCPU threads under a KVM host (one with `cpu`).
+    SchedVcpu,
     /// `xl pause NAME`: every vCPU of the domain stops running (accounted `offline`).
     Pause,
     /// `xl unpause NAME`.
@@ -39,6 +42,7 @@ impl EventAction {
             EventAction::SchedDomain => "sched_domain",
             EventAction::SchedHost => "sched_host",
             EventAction::SchedTask => "sched_task",
+            EventAction::SchedVcpu => "sched_vcpu",
             EventAction::Pause => "pause",
             EventAction::Unpause => "unpause",
             EventAction::CpuOffline => "cpu_offline",
@@ -67,6 +71,7 @@ impl EventAction {
                 "policy",
                 "rt_priority",
             ],
+            EventAction::SchedVcpu => &["domain", "cpu", "nice", "policy", "rt_priority"],
             EventAction::Pause | EventAction::Unpause => &["domain"],
             EventAction::CpuOffline | EventAction::CpuOnline => &["cpu", "domain"],
         }
@@ -149,6 +154,84 @@ impl EventConfig {
             ("rt_priority", self.rt_priority.is_some()),
             ("cpu", self.cpu.is_some()),
         ]
+    }
+
+    /// `nice`, `policy`, `rt_priority` of a `sched_task` or `sched_vcpu` event `i`: one at
+    /// least, in range, and taken by the scheduler `sched` of the level it changes.
+    fn check_attrs<C: ConfigCheck>(&self, i: usize, sched: &C) -> Result<(), (String, String)> {
+        let at = |f: &str| format!("event.{i}.{f}");
+        let a = self.action.name();
+        if self.nice.is_none() && self.policy.is_none() && self.rt_priority.is_none() {
+            return Err((
+                at("nice"),
+                format!("{a} needs `nice`, `policy` or `rt_priority`"),
+            ));
+        }
+        if let Some(n) = self.nice {
+            if !(-20..=19).contains(&n) {
+                return Err((at("nice"), format!("must be in -20..=19, got {n}")));
+            }
+            sched
+                .check_adjust("nice", n.into())
+                .map_err(|m| (at("nice"), m))?;
+        }
+        if let Some(p) = self.policy {
+            sched
+                .check_adjust("policy", p as i64)
+                .map_err(|m| (at("policy"), m))?;
+        }
+        if let Some(r) = self.rt_priority {
+            if r > 99 {
+                return Err((at("rt_priority"), format!("must be 0..=99, got {r}")));
+            }
+            sched
+                .check_adjust("rt_priority", r.into())
+                .map_err(|m| (at("rt_priority"), m))?;
+        }
+        Ok(())
+    }
+
+    /// A `sched_task` event `i` on workload `w` (of `ncpus` CPUs) of a level scheduled by
+    /// `sched`: the task it names exists, and what each task becomes is a policy move the
+    /// scheduler models, with an RT priority in 1..=99 for an RT policy (`sched_setattr`).
+    fn check_task_change<C: ConfigCheck>(
+        &self,
+        i: usize,
+        w: &crate::workload::WorkloadConfig,
+        ncpus: u32,
+        sched: &C,
+    ) -> Result<(), (String, String)> {
+        let at = |f: &str| format!("event.{i}.{f}");
+        let spec = w.build(ncpus);
+        if let Some(tn) = &self.task {
+            if !spec.tasks.iter().any(|t| &t.name == tn) {
+                let names: Vec<&str> = spec.tasks.iter().map(|t| t.name.as_str()).collect();
+                return Err((
+                    at("task"),
+                    format!(
+                        "workload '{}' has no task '{tn}' (its tasks: {})",
+                        w.name(),
+                        names.join(", ")
+                    ),
+                ));
+            }
+        }
+        self.check_attrs(i, sched)?;
+        let targets = spec
+            .tasks
+            .iter()
+            .filter(|t| self.task.as_ref().is_none_or(|tn| &t.name == tn));
+        for t in targets {
+            let policy = self.policy.unwrap_or(t.policy);
+            let prio = self.rt_priority.unwrap_or(t.rt_prio);
+            let what = format!("task '{}'", t.name);
+            check_rt_prio(policy, prio, &what, self.rt_priority.is_some())
+                .map_err(|(f, m)| (at(f), m))?;
+            sched
+                .check_policy_change(t.policy, policy)
+                .map_err(|m| (at("policy"), format!("task '{}': {m}", t.name)))?;
+        }
+        Ok(())
     }
 
     /// Checks event `i` against the scenario. Err((dotted field path, message)).
@@ -282,10 +365,26 @@ impl EventConfig {
                 }
             }
             EventAction::SchedTask => {
-                need("domain", self.domain.is_some())?;
                 need("workload", self.workload.is_some())?;
-                let (_, d) = domain()?;
                 let wname = self.workload.as_deref().unwrap_or_default();
+                if self.domain.is_none() {
+                    // A KVM host's process.
+                    let w = host
+                        .host_processes()
+                        .iter()
+                        .find(|w| w.name() == wname)
+                        .ok_or_else(|| {
+                            (
+                                at("workload"),
+                                format!(
+                                    "the host has no process '{wname}' (a sched_task without \
+                                     `domain` changes a [[host.process]] of a KVM host)"
+                                ),
+                            )
+                        })?;
+                    return self.check_task_change(i, w, pcpus, host);
+                }
+                let (_, d) = domain()?;
                 let w = d
                     .workloads
                     .iter()
@@ -296,76 +395,28 @@ impl EventConfig {
                             format!("domain '{}' has no workload '{wname}'", d.name),
                         )
                     })?;
-                if let Some(tn) = &self.task {
-                    let spec = w.build(d.vcpus);
-                    if !spec.tasks.iter().any(|t| &t.name == tn) {
-                        let names: Vec<&str> = spec.tasks.iter().map(|t| t.name.as_str()).collect();
+                self.check_task_change(i, w, d.vcpus, &d.sched)?;
+            }
+            EventAction::SchedVcpu => {
+                need("domain", self.domain.is_some())?;
+                let (_, d) = domain()?;
+                if let Some(c) = self.cpu {
+                    if c >= d.vcpus {
                         return Err((
-                            at("task"),
-                            format!(
-                                "workload '{wname}' has no task '{tn}' (its tasks: {})",
-                                names.join(", ")
-                            ),
+                            at("cpu"),
+                            format!("domain '{}' has vCPUs 0..{}, got {c}", d.name, d.vcpus),
                         ));
                     }
                 }
-                if self.nice.is_none() && self.policy.is_none() && self.rt_priority.is_none() {
-                    return Err((
-                        at("nice"),
-                        "sched_task needs `nice`, `policy` or `rt_priority`".into(),
-                    ));
-                }
-                if let Some(n) = self.nice {
-                    if !(-20..=19).contains(&n) {
-                        return Err((at("nice"), format!("must be in -20..=19, got {n}")));
-                    }
-                    d.sched
-                        .check_adjust("nice", n.into())
-                        .map_err(|m| (at("nice"), m))?;
-                }
-                if let Some(p) = self.policy {
-                    d.sched
-                        .check_adjust("policy", p as i64)
-                        .map_err(|m| (at("policy"), m))?;
-                }
-                if let Some(r) = self.rt_priority {
-                    if r > 99 {
-                        return Err((at("rt_priority"), format!("must be 0..=99, got {r}")));
-                    }
-                    d.sched
-                        .check_adjust("rt_priority", r.into())
-                        .map_err(|m| (at("rt_priority"), m))?;
-                }
-                // What each task becomes: `sched_setattr` takes an RT policy only with a
-                // priority in 1..=99, and the scheduler says which policy moves it models.
-                let spec = w.build(d.vcpus);
-                let targets = spec
-                    .tasks
-                    .iter()
-                    .filter(|t| self.task.as_ref().is_none_or(|tn| &t.name == tn));
-                for t in targets {
-                    let policy = self.policy.unwrap_or(t.policy);
-                    let prio = self.rt_priority.unwrap_or(t.rt_prio);
-                    let rt = matches!(policy, Policy::Fifo | Policy::Rr);
-                    if rt && !(1..=99).contains(&prio) {
-                        let f = if self.rt_priority.is_some() {
-                            "rt_priority"
-                        } else {
-                            "policy"
-                        };
-                        return Err((
-                            at(f),
-                            format!(
-                                "task '{}' would be {policy:?} with rt_priority {prio}: an RT \
-                                 policy needs rt_priority in 1..=99",
-                                t.name
-                            ),
-                        ));
-                    }
-                    d.sched
-                        .check_policy_change(t.policy, policy)
-                        .map_err(|m| (at("policy"), format!("task '{}': {m}", t.name)))?;
-                }
+                self.check_attrs(i, host)?;
+                let from = d.vcpu_policy.unwrap_or_default();
+                let policy = self.policy.unwrap_or(from);
+                let prio = self.rt_priority.unwrap_or(d.vcpu_rt_priority.unwrap_or(0));
+                let what = format!("the vCPU threads of domain '{}'", d.name);
+                check_rt_prio(policy, prio, &what, self.rt_priority.is_some())
+                    .map_err(|(f, m)| (at(f), m))?;
+                host.check_policy_change(from, policy)
+                    .map_err(|m| (at("policy"), format!("{what}: {m}")))?;
             }
             EventAction::Pause | EventAction::Unpause => {
                 need("domain", self.domain.is_some())?;
@@ -424,6 +475,28 @@ impl EventConfig {
         }
         Ok(())
     }
+}
+
+/// `sched_setattr` takes an RT policy only with a priority in 1..=99. `what` names the
+/// target; `given`: the event sets `rt_priority` (else the field at fault is `policy`).
+fn check_rt_prio(
+    policy: Policy,
+    prio: u32,
+    what: &str,
+    given: bool,
+) -> Result<(), (&'static str, String)> {
+    let rt = matches!(policy, Policy::Fifo | Policy::Rr);
+    if rt && !(1..=99).contains(&prio) {
+        let f = if given { "rt_priority" } else { "policy" };
+        return Err((
+            f,
+            format!(
+                "{what} would be {policy:?} with rt_priority {prio}: an RT policy needs \
+                 rt_priority in 1..=99"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Checks the CPU offline/online events in time order (declaration order at one instant):

@@ -92,6 +92,7 @@ impl SimBuilder {
                 xenmon: None,
                 jobs: Vec::new(),
                 timer_worker: None,
+                coord: None,
             },
             seed,
         }

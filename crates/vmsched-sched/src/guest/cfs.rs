@@ -877,6 +877,15 @@ impl SchedClass for Cfs {
         se.cpu = new_cpu.idx();
     }
 
+    /// A task joining the class from another one: its vruntime was left relative by the
+    /// `dequeue_task(DEQUEUE_SAVE)` it left with, so only its CPU changes (Linux
+    /// `set_task_rq`; `attach_task_cfs_rq` makes it absolute at the enqueue that follows).
+    fn attach_task_cpu(&mut self, _ctx: &mut LinuxCtx, e: EntityId, cpu: CpuId) {
+        let se = &mut self.ses[e.idx()];
+        se.exec_start = 0;
+        se.cpu = cpu.idx();
+    }
+
     /// Linux v5.10: task_fork_fair on the parent's queue (the child's vruntime is left relative
     /// to it) and the child's `recent_used_cpu`.
     #[inline]

@@ -230,6 +230,14 @@ pub trait SchedClass: Send {
     /// is on no queue.
     fn migrate_task_rq(&mut self, ctx: &mut LinuxCtx, e: EntityId, new_cpu: CpuId);
 
+    /// `e`, on no queue of this class (it is joining the class from another one), is on
+    /// `cpu` now (Linux `set_task_rq` of a task that moved while in another class, then
+    /// `attach_task_cfs_rq`'s view of its CPU). The default is [`SchedClass::migrate_task_rq`];
+    /// a class whose `migrate_task_rq` expects a waking task's state overrides it.
+    fn attach_task_cpu(&mut self, ctx: &mut LinuxCtx, e: EntityId, cpu: CpuId) {
+        self.migrate_task_rq(ctx, e, cpu);
+    }
+
     /// A new task is set up on its parent's CPU (`task_fork`, from `sched_fork`).
     fn task_fork(&mut self, ctx: &mut LinuxCtx, e: EntityId, parent_cpu: CpuId);
 
@@ -432,10 +440,15 @@ pub struct Classes<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> {
     name: &'static str,
     /// `p->sched_class` of every task.
     class: Vec<ClassId>,
-    /// Every task is the fair class's (known at build: tasks are inserted then, and none
-    /// changes class), so the other classes have nothing to do: the core skips them (the
-    /// 5.10 fast path of `pick_next_task` when all runnable tasks are fair).
+    /// Every task is the fair class's (known at build: tasks are inserted then; cleared for
+    /// good when a task moves to another class, [`Classes::switch_class`]), so the other
+    /// classes have nothing to do: the core skips them (the 5.10 fast path of
+    /// `pick_next_task` when all runnable tasks are fair).
     fair_only: bool,
+    /// Blocked tasks whose policy names another class than theirs (a `sched_setattr` between
+    /// classes while they slept): they change class at their next wake-up
+    /// ([`Classes::switch_class`]). A count, so the wake path looks only when there are some.
+    pending_switches: u32,
     pub stop: EmptyClass,
     pub dl: Dl,
     pub rt: Rt,
@@ -522,6 +535,7 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> LinuxCore<Fair, Rt, Dl> {
                 name,
                 class: Vec::new(),
                 fair_only: true,
+                pending_switches: 0,
                 stop: EmptyClass,
                 dl,
                 rt,
@@ -606,6 +620,84 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> Classes<Fair, Rt, Dl> {
                 }
             }
         }
+    }
+
+    /// Linux v5.10: `__sched_setscheduler` for a task whose new policy belongs to class `to`
+    /// (`p->sched_class` changes: SCHED_OTHER ↔ SCHED_FIFO/RR under a core with an RT class).
+    /// A runnable task (queued or running on `task_cpu`) is taken out of its old class as
+    /// Linux does it, `dequeue_task(DEQUEUE_SAVE)` and, if it runs, `put_prev_task`; it joins
+    /// the new class on the same CPU (`attach_task_cpu`, the class's `prio_changed` to take its
+    /// attributes, `enqueue_task(ENQUEUE_RESTORE)`, `set_next_task` if it runs); then
+    /// `check_class_changed`: a running task that dropped to a lower class reschedules its CPU
+    /// (`switched_to_fair`), a queued one is checked against the current task
+    /// (`check_preempt_curr`); a running task that rose (`switched_to_rt`) just goes on. A
+    /// blocked task changes class at its next wake-up ([`Classes::wake_switch`]), which keeps
+    /// the old class's sleeping state (EEVDF's delayed dequeue) consistent. The deadline class
+    /// takes no task this way (validation refuses it: no runtime, deadline or period).
+    fn switch_class(&mut self, lx: &mut LinuxCtx, e: EntityId, to: ClassId) {
+        let from = self.class[e.idx()];
+        assert!(
+            from != ClassId::Deadline && to != ClassId::Deadline,
+            "{}: a move of task {} into or out of the deadline class is not modelled",
+            self.name,
+            lx.ent(e).params.name
+        );
+        if !lx.ent(e).runnable {
+            self.pending_switches += 1;
+            return;
+        }
+        let cpu = self.task_cpu(e);
+        let running = lx.cpu(cpu).curr == Some(e);
+        lx.update_rq_clock(cpu.idx());
+        with_class!(self, e, |c| c.dequeue_task(
+            lx,
+            cpu,
+            e,
+            DequeueFlags { sleep: false }
+        ));
+        if running {
+            with_class!(self, e, |c| c.put_prev_task(lx, cpu, e));
+        }
+        self.class[e.idx()] = to;
+        self.fair_only &= to == ClassId::Fair;
+        with_class!(self, e, |c| {
+            if c.task_cpu(e) != cpu {
+                c.attach_task_cpu(lx, e, cpu);
+            }
+            c.prio_changed(lx, e);
+            c.enqueue_task(lx, cpu, e, EnqueueFlags::default());
+            if running {
+                c.set_next_task(lx, cpu, e);
+            }
+        });
+        if running {
+            if to > from {
+                lx.resched_curr(cpu.idx());
+            }
+        } else {
+            self.check_preempt_curr(lx, cpu, e, WakeFlags::default());
+        }
+    }
+
+    /// A class change left for the wake-up of blocked `e` (see [`Classes::switch_class`]):
+    /// `e` wakes in its old class on its previous CPU (`enqueue_task(ENQUEUE_WAKEUP)`, which
+    /// places it or requeues a delayed entity), then moves to the class of its policy as a
+    /// queued task. Returns the CPU it is queued on, or None if `e` keeps its class.
+    fn wake_switch(&mut self, lx: &mut LinuxCtx, e: EntityId) -> Option<CpuId> {
+        let to = self.class_for(lx.ent(e).params.linux.policy);
+        if to == self.class[e.idx()] {
+            return None;
+        }
+        self.pending_switches = self.pending_switches.saturating_sub(1);
+        let cpu = self.task_cpu(e);
+        lx.update_rq_clock(cpu.idx());
+        let f = EnqueueFlags {
+            wakeup: true,
+            migrated: false,
+        };
+        with_class!(self, e, |c| c.enqueue_task(lx, cpu, e, f));
+        self.switch_class(lx, e, to);
+        Some(cpu)
     }
 
     /// Linux v5.10: wake_up_new_task (with sched_fork's `task_fork`).
@@ -724,6 +816,22 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> Scheduler for LinuxCore<F
         self.kvm_host.then(|| LinuxCore::nr_running(self, cpu))
     }
 
+    /// `task_cpu(p)`: the CPU of the task's class's queue.
+    fn task_cpu(&self, e: EntityId) -> Option<CpuId> {
+        let s = &self.cls;
+        Some(if Self::FAIR_ONLY || s.fair_only {
+            s.fair.task_cpu(e)
+        } else {
+            match s.class[e.idx()] {
+                ClassId::Stop => s.stop.task_cpu(e),
+                ClassId::Deadline => s.dl.task_cpu(e),
+                ClassId::Rt => s.rt.task_cpu(e),
+                ClassId::Fair => s.fair.task_cpu(e),
+                ClassId::Idle => s.idle.task_cpu(e),
+            }
+        })
+    }
+
     /// A KVM host's `yield_to(target, preempt = true)` (from `kvm_vcpu_on_spin`); a guest
     /// kernel has no caller of it: None.
     fn yield_to(&mut self, ctx: &mut SchedCtx, curr: EntityId, target: EntityId) -> Option<bool> {
@@ -782,6 +890,12 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> Scheduler for LinuxCore<F
         if info.is_new() {
             s.wake_up_new_task(lx, e, info);
             return;
+        }
+        if s.pending_switches > 0 {
+            if let Some(cpu) = s.wake_switch(lx, e) {
+                with_class!(s, e, |c| c.task_woken(lx, cpu, e));
+                return;
+            }
         }
         let (cpu, migrated) = with_class!(s, e, |c| {
             let prev = c.task_cpu(e);
@@ -907,12 +1021,10 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> Scheduler for LinuxCore<F
         let (s, mut lx) = self.split(ctx);
         let lx = &mut lx;
         let k = s.class_for(lx.ent(e).params.linux.policy);
-        assert!(
-            k == s.class[e.idx()],
-            "{}: moving task {} to another scheduling class at run time is not modelled",
-            s.name,
-            lx.ent(e).params.name
-        );
+        if k != s.class[e.idx()] {
+            s.switch_class(lx, e, k);
+            return;
+        }
         let cpu = s.task_cpu(e);
         lx.update_rq_clock(cpu.idx());
         if with_class!(s, e, |c| c.prio_changed(lx, e)) {

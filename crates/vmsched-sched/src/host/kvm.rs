@@ -188,6 +188,78 @@ pub fn check_vcpu_fields<G>(d: &DomainConfig<G>, linux_host: bool) -> Result<(),
     Ok(())
 }
 
+/// Checks a domain's `[domain.coord]` (coordinated scheduling, sim/coord.rs): only a KVM host
+/// reads it (a Xen host would ignore it: refused when enabled), its fields' ranges, the tasks it
+/// names, and no `sched_vcpu` event on a coordinated domain (the host owns its vCPU threads'
+/// attributes while it boosts them). The field is relative to the domain.
+pub fn check_coord<G>(
+    d: &DomainConfig<G>,
+    linux_host: bool,
+    events: &[vmsched_core::scenario::EventConfig],
+) -> Result<(), (String, String)> {
+    let c = &d.coord;
+    if !c.enable {
+        return Ok(());
+    }
+    if !linux_host {
+        return Err((
+            "coord.enable".into(),
+            "coordinated scheduling is a KVM host's (the host boosts QEMU vCPU threads): only \
+             `[host] scheduler = \"linux\"` reads it"
+                .into(),
+        ));
+    }
+    let workloads: Vec<&str> = d.workloads.iter().map(|w| w.name()).collect();
+    let tasks: Vec<String> = d
+        .workloads
+        .iter()
+        .flat_map(|w| w.build(d.vcpus).tasks.into_iter().map(|t| t.name))
+        .collect();
+    c.validate(&workloads, &tasks)
+        .map_err(|(f, m)| (join("coord", &f), m))?;
+    let vcpu_event = events.iter().any(|e| {
+        e.action == vmsched_core::scenario::EventAction::SchedVcpu
+            && e.domain.as_deref() == Some(d.name.as_str())
+    });
+    if vcpu_event {
+        return Err((
+            "coord.enable".into(),
+            "a coordinated domain's vCPU threads take no sched_vcpu event (the host sets their \
+             attributes while it boosts them)"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The engine's coordination of a domain with `coord.enable` (validated), and which of its
+/// tasks are flagged interactive (by workload, the group of a guest task).
+pub fn coord_spec<G>(
+    d: &DomainConfig<G>,
+) -> (
+    vmsched_core::sim::CoordSpec,
+    impl Fn(&vmsched_core::EntityParams) -> bool + '_,
+) {
+    let c = &d.coord;
+    let rt = matches!(c.boost_policy, Policy::Fifo | Policy::Rr);
+    let spec = vmsched_core::sim::CoordSpec {
+        boost: LinuxAttr {
+            policy: c.boost_policy,
+            nice: if rt { 0 } else { c.boost_nice },
+            rt_priority: if rt { c.boost_rt_priority } else { 0 },
+            ..Default::default()
+        },
+        pass_priority: c.pass_priority,
+        hypercall_ns: c.hypercall_ns,
+        bound_ns: c.bound_ns().expect("invariant: a validated bound fits"),
+    };
+    let flag = move |p: &vmsched_core::EntityParams| {
+        let wl = d.workloads.get(p.group as usize).map_or("", |w| w.name());
+        c.flags(wl, &p.name, p.linux.policy)
+    };
+    (spec, flag)
+}
+
 /// Checks the host processes on `pcpus` pCPUs; the field is relative to `host`. Network
 /// workloads (`ping`, `stream`), `vmboot` and programs with emulated I/O (`ioreq` steps) are
 /// guest workloads and are refused.

@@ -1,6 +1,7 @@
 //! Tests of the KVM host (host/kvm.rs): the Linux core at the host level over vCPU threads and
 //! host processes, halt polling beside other host tasks, directed yield, static prioritising,
 //! and the scenario checks. Each runs a small scenario and asserts what the rule implies.
+//! Topics: run-time changes (`tests/runtime.rs`).
 
 use vmsched_core::report::{EntityResult, Results};
 
@@ -423,3 +424,6 @@ fn timer_kworker_puts_the_host_scheduler_on_the_guest_timer_path() {
     );
     assert_eq!(e.field, "host.timer_kworker_ns", "{e}");
 }
+
+mod coord;
+mod runtime;
