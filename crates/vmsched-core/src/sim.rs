@@ -354,6 +354,7 @@ struct Watch {
 
 mod builder;
 mod check;
+mod cpupool;
 mod evtchn;
 mod hotplug;
 mod io;
@@ -365,6 +366,7 @@ mod trace_io;
 mod xenmon;
 
 pub use builder::SimBuilder;
+pub use cpupool::PoolAction;
 pub use evtchn::ScanOrder;
 pub use io::{DeviceModel, FlowKind, IoSpec, NetFlow};
 pub use lifecycle::TimelineAction;
