@@ -474,3 +474,55 @@ fn the_pool_fields_are_validated_naming_the_field() {
         assert_eq!(&f, field, "{msg}");
     }
 }
+
+/// Seed 000 as shipped (1 s), and with a ninth pCPU in a Credit2 pool of its own that holds
+/// no domain: Pool-0 has exactly the machine of before, so every entity's figures are the
+/// same (the routing through the pools changes no decision).
+#[test]
+fn a_pool_without_domains_changes_nothing_for_pool_0() {
+    let shipped = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../python/vmsched/scenarios/seed000_context1_ratelimit.toml"
+    ))
+    .unwrap();
+    let ov = [("run.duration_ms", "1000")];
+    let s = vmsched_sched::load("seed000.toml", &shipped, &[])
+        .map(|_| ())
+        .and_then(|_| {
+            vmsched_sched::load(
+                "seed000.toml",
+                &shipped,
+                &ov.iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect::<Vec<_>>(),
+            )
+        })
+        .unwrap();
+    let mut sim = vmsched_sched::build(&s);
+    sim.run();
+    let base = sim.results();
+    let pooled_src = shipped.replace("pcpus = 8\n", "pcpus = 9\n").replacen(
+        "\n[[domain]]\n",
+        "\n[[cpupool]]\nname = \"spare\"\npcpus = [8]\n[cpupool.sched]\nscheduler = \"credit2\"\nversion = \"4.20.0\"\n\n[[domain]]\n",
+        1,
+    );
+    assert!(pooled_src.contains("name = \"spare\""));
+    let ov: Vec<(String, String)> = ov
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let s = vmsched_sched::load("seed000_pooled.toml", &pooled_src, &ov).unwrap();
+    let mut sim = vmsched_sched::build(&s);
+    sim.set_debug_checks(true);
+    sim.run();
+    let pooled = sim.results();
+    assert_eq!(
+        serde_json::to_string(&base.entities).unwrap(),
+        serde_json::to_string(&pooled.entities).unwrap()
+    );
+    assert_eq!(
+        serde_json::to_string(&base.workloads).unwrap(),
+        serde_json::to_string(&pooled.workloads).unwrap()
+    );
+    assert_eq!(base.events, pooled.events, "the spare pCPU idles: no event");
+}
