@@ -141,6 +141,22 @@ impl Simulation {
         self.run_actions();
     }
 
+    /// The cpupool entity `g` is in at the end of the run: a vCPU's domain's pool, a task's
+    /// (its guest's vCPUs'); None without pools.
+    pub(crate) fn pool_name_of(&self, g: GEnt) -> Option<&str> {
+        let mut g = g;
+        loop {
+            let e = &self.ents[g.idx()];
+            let lv = &self.levels[e.level.idx()];
+            if let Some(m) = lv.sched.pool_map() {
+                let group = lv.ent_info[e.local.idx()].params.group as usize;
+                return m.dom_pool.get(group).map(|&p| m.names[p as usize].as_str());
+            }
+            // A task: the pool of the vCPU behind its level's first CPU.
+            g = self.cpus[lv.cpu_g.first()?.idx()].backing?;
+        }
+    }
+
     /// Whether host entity `g` is a vCPU whose guest CPU is offline (taken down).
     fn vcpu_is_down(&self, g: GEnt) -> bool {
         match self.ents[g.idx()].kind {
