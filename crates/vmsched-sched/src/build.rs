@@ -340,6 +340,7 @@ pub fn load_with(
 /// Checks that need the host policy and the whole machine together. `names_ratelimit`: the
 /// file or an override sets `host.ratelimit_us` (Credit2 4.2.1 refuses it).
 fn check_layout(s: &Scenario, names_ratelimit: bool) -> Result<(), (String, String)> {
+    crate::cpupool::check_layouts(s)?;
     check_rtds_fields(s)?;
     check_kvm_fields(s)?;
     match &s.host {

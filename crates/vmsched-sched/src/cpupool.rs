@@ -48,6 +48,36 @@ pub(crate) fn check_cpupool(cfg: &HostSchedConfig) -> Result<(), String> {
     }
 }
 
+/// What a pool's scheduler configuration names of the machine, as `build::check_layout`
+/// checks `[host]`'s: an ARINC653 table's slots name domains and their vCPUs. (Credit1's
+/// boost domains are Xen 3.3's, which no pool runs.)
+pub(crate) fn check_layouts(s: &Scenario) -> Result<(), (String, String)> {
+    for (i, c) in s.cpupools.iter().enumerate() {
+        let HostSchedConfig::Arinc653(p) = &c.sched else {
+            continue;
+        };
+        for (k, slot) in p.schedule.iter().flatten().enumerate() {
+            let at = |f: &str| format!("cpupool.{i}.sched.schedule.{k}.{f}");
+            let Some(d) = s.domains.iter().find(|d| d.name == slot.domain) else {
+                return Err((
+                    at("domain"),
+                    format!("no [[domain]] is named {:?}", slot.domain),
+                ));
+            };
+            if slot.vcpu >= d.vcpus {
+                return Err((
+                    at("vcpu"),
+                    format!(
+                        "domain {:?} has {} vCPUs (ids 0..{})",
+                        d.name, d.vcpus, d.vcpus
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The pool number of domain `di` (0: Pool-0, then the `[[cpupool]]` tables in order).
 pub(crate) fn pool_of(s: &Scenario, di: usize) -> u32 {
     pool_named(s, s.domains[di].pool.as_deref())

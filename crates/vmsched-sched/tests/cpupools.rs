@@ -425,6 +425,12 @@ fn the_pool_fields_are_validated_naming_the_field() {
         ),
         // Pool-0 left without pCPUs.
         ("pcpus = [2, 3]\n", "pcpus = [0, 1, 2, 3]\n", "cpupool"),
+        // An ARINC653 pool's table naming no domain.
+        (
+            "scheduler = \"rtds\"\n",
+            "scheduler = \"arinc653\"\nmajor_frame_us = 10000\nschedule = [{ domain = \"nope\", vcpu = 0, runtime_us = 5000 }]\n",
+            "cpupool.0.sched.schedule.0.domain",
+        ),
         // A pinning outside the domain's pool.
         ("pool = \"rt\"\n", "pool = \"rt\"\npcpus = [0]\n", "domain.1.pcpus"),
     ];
