@@ -683,3 +683,24 @@ pool = "Pool-0"
         );
     }
 }
+
+/// The xentrace export of a machine with pools writes the generic scheduler records (a
+/// switch on each pCPU that runs something), whatever pool the pCPU is in.
+#[test]
+fn the_xentrace_export_covers_every_pool() {
+    use vmsched_core::trace::xentrace::{self as xt, XentraceOpts};
+    let (_, tr, _) = run(POOLS);
+    let mut b = Vec::new();
+    let sum = xt::write(&tr, &XentraceOpts::default(), &mut b).unwrap();
+    assert!(sum.records > 0);
+    let switch = sum
+        .by_event
+        .iter()
+        .find(|(id, _)| *id == xt::TRC_SCHED_SWITCH)
+        .map(|(_, n)| *n)
+        .unwrap_or(0);
+    assert!(switch > 0, "{:?}", sum.by_event);
+    // Both pools' domains are named.
+    let names: Vec<&str> = sum.domains.iter().map(|(n, _)| n.as_str()).collect();
+    assert!(names.contains(&"hog") && names.contains(&"rt"), "{names:?}");
+}
