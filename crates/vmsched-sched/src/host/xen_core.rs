@@ -210,7 +210,9 @@ pub trait XenOps: Send {
     }
 
     /// Xen `insert_unit` (with `alloc_udata`): a new vCPU, blocked, joins the policy. Called
-    /// once per vCPU at build, in id order.
+    /// once per vCPU at build, in id order; with cpupools (docs/cpupools.md) only for the
+    /// pool's vCPUs (ids may skip) and again for a vCPU migrated back in after its
+    /// `remove_unit`: keep per-vCPU state with [`put_unit`].
     fn insert_unit(&mut self, x: &mut XenCtx, e: EntityId);
 
     /// Xen `remove_unit`: the vCPU leaves (its domain is destroyed). Called by the core from
