@@ -704,3 +704,39 @@ fn the_xentrace_export_covers_every_pool() {
     let names: Vec<&str> = sum.domains.iter().map(|(n, _)| n.as_str()).collect();
     assert!(names.contains(&"hog") && names.contains(&"rt"), "{names:?}");
 }
+
+/// A domain created during the run in a pool, and destroyed there: its vCPUs run only on the
+/// pool's pCPUs while it lives.
+#[test]
+fn a_domain_created_and_destroyed_in_a_pool_lives_there() {
+    let src = format!(
+        "{POOLS}\n{}",
+        r#"
+[[domain]]
+name = "late"
+vcpus = 1
+pool = "rt"
+budget_us = 2000
+period_us = 10000
+extratime = false
+create_at_ms = 500
+destroy_at_ms = 1500
+[domain.sched]
+scheduler = "cfs"
+[[domain.workload]]
+kind = "cpu_loop"
+name = "loop"
+"#
+    );
+    let (r, tr, _) = run(&src);
+    let late = vcpus_of(&tr, "late.v");
+    assert_eq!(cpus_running(&tr, &late, 0, 500), Vec::<u32>::new());
+    let on = cpus_running(&tr, &late, 500, 1500);
+    assert!(!on.is_empty() && on.iter().all(|c| [2, 3].contains(c)), "{on:?}");
+    assert_eq!(cpus_running(&tr, &late, 1500, 2000), Vec::<u32>::new());
+    let e = ent(&r, "late.v0");
+    assert_eq!(e.pool.as_deref(), Some("rt"));
+    // 2 ms of every 10 ms for its second of life.
+    assert!(e.running_ns.abs_diff(200 * NS_PER_MS) < 5 * NS_PER_MS, "{}", e.running_ns);
+    assert_sums(&r);
+}
