@@ -732,11 +732,18 @@ name = "loop"
     let late = vcpus_of(&tr, "late.v");
     assert_eq!(cpus_running(&tr, &late, 0, 500), Vec::<u32>::new());
     let on = cpus_running(&tr, &late, 500, 1500);
-    assert!(!on.is_empty() && on.iter().all(|c| [2, 3].contains(c)), "{on:?}");
+    assert!(
+        !on.is_empty() && on.iter().all(|c| [2, 3].contains(c)),
+        "{on:?}"
+    );
     assert_eq!(cpus_running(&tr, &late, 1500, 2000), Vec::<u32>::new());
     let e = ent(&r, "late.v0");
     assert_eq!(e.pool.as_deref(), Some("rt"));
     // 2 ms of every 10 ms for its second of life.
-    assert!(e.running_ns.abs_diff(200 * NS_PER_MS) < 5 * NS_PER_MS, "{}", e.running_ns);
+    assert!(
+        e.running_ns.abs_diff(200 * NS_PER_MS) < 5 * NS_PER_MS,
+        "{}",
+        e.running_ns
+    );
     assert_sums(&r);
 }
