@@ -9,7 +9,7 @@ use vmsched_core::scenario::{ScenarioError, SetValue};
 /// The scenarios shipped in python/vmsched/scenarios, as (file name, text), in the order they
 /// were added (so the `overrides` target's older inputs keep selecting theirs); a test checks
 /// that every shipped scenario is here.
-pub const SHIPPED: [(&str, &str); 23] = [
+pub const SHIPPED: [(&str, &str); 24] = [
     (
         "seed000_context1_ratelimit.toml",
         include_str!("../../python/vmsched/scenarios/seed000_context1_ratelimit.toml"),
@@ -71,6 +71,10 @@ pub const SHIPPED: [(&str, &str); 23] = [
         include_str!("../../python/vmsched/scenarios/rtds_reservation.toml"),
     ),
     (
+        "cpupools.toml",
+        include_str!("../../python/vmsched/scenarios/cpupools.toml"),
+    ),
+    (
         "seed001_video_boost_credit.toml",
         include_str!("../../python/vmsched/scenarios/seed001_video_boost_credit.toml"),
     ),
@@ -128,6 +132,11 @@ pub const KEYS: &[&str] = &[
     "host.migrate_resist_us",
     "host.cap_period_ms",
     "host.smt_power_savings",
+    "cpupool.0.name",
+    "cpupool.0.pcpus",
+    "cpupool.0.sched.scheduler",
+    "domain.1.pool",
+    "event.0.pool",
     "domain.0.name",
     "domain.0.vcpus",
     "domain.0.weight",

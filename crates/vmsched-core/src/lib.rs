@@ -5,6 +5,7 @@
 //! [`sched::Scheduler`] trait, workloads, metrics and the scenario schema. It knows no policy:
 //! schedulers live in `vmsched-sched`. It has no Python in it.
 
+pub mod cpupool;
 pub mod cpuset;
 pub mod hv;
 pub mod ids;

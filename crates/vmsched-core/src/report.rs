@@ -36,6 +36,10 @@ pub struct EntityResult {
     pub final_state: RunState,
     /// If runnable at the end: how long it has been waiting (a lost wake-up shows here).
     pub open_wait_ns: Nanos,
+    /// The cpupool its domain is in at the end of the run (docs/cpupools.md); only on a
+    /// machine with `[[cpupool]]` tables.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pool: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -276,7 +280,8 @@ pub(crate) fn collect(sim: &Simulation) -> Results {
     let measured = sim.now().saturating_sub(sim.warmup()).max(1);
     let entities = sim
         .ent_rows()
-        .map(|r| {
+        .enumerate()
+        .map(|(i, r)| {
             let t = &r.stats.time;
             let w = r.stats.wait.summary();
             EntityResult {
@@ -299,6 +304,9 @@ pub(crate) fn collect(sim: &Simulation) -> Results {
                 wait_max_ns: w.max_ns,
                 final_state: r.state,
                 open_wait_ns: r.open_wait,
+                pool: sim
+                    .pool_name_of(crate::ids::GEnt(i as u32))
+                    .map(str::to_string),
             }
         })
         .collect();
@@ -552,6 +560,10 @@ impl Results {
         t.col("wait_max_ns", u(|r| r.wait_max_ns));
         t.col("final_state", s(|r| serde_name(&r.final_state)));
         t.col("open_wait_ns", u(|r| r.open_wait_ns));
+        // Only with cpupools, so that a machine without them has the table it always had.
+        if e.iter().any(|r| r.pool.is_some()) {
+            t.col("pool", s(|r| r.pool.clone().unwrap_or_default()));
+        }
         t
     }
 

@@ -20,10 +20,12 @@ use crate::time::{time_ns, Nanos, NS_PER_MS, NS_PER_US};
 use crate::workload::WorkloadConfig;
 
 pub mod coord;
+mod cpupool;
 mod errpath;
 mod events;
 pub mod io;
 mod overrides;
+pub use cpupool::CpupoolConfig;
 pub use events::{EventAction, EventConfig};
 pub use overrides::SetValue;
 use overrides::{lookup, set_path, typed_value};
@@ -69,6 +71,12 @@ pub trait ConfigCheck {
     ) -> Result<(), (usize, String, String)> {
         Ok(())
     }
+
+    /// Whether a host scheduler can be a cpupool's (docs/cpupools.md): Err(why not). The
+    /// default takes it.
+    fn check_cpupool(&self) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -82,6 +90,14 @@ pub struct Scenario<H, G> {
     pub run: RunConfig,
     pub machine: MachineConfig,
     pub host: H,
+    /// Cpupools beside Pool-0 (docs/cpupools.md): each with its own host scheduler over its
+    /// pCPUs; `[host]` is Pool-0's and holds the pCPUs none of them names.
+    #[serde(
+        default = "Vec::new",
+        rename = "cpupool",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub cpupools: Vec<CpupoolConfig<H>>,
     #[serde(rename = "domain")]
     pub domains: Vec<DomainConfig<G>>,
     /// The `[[event]]` timeline: run-time changes, in time order (ties in declaration order).
@@ -400,6 +416,9 @@ pub struct DomainConfig<G> {
     /// Soft affinity of every vCPU; default all.
     #[serde(default)]
     pub soft_pcpus: Option<Vec<u32>>,
+    /// The cpupool the domain is created in (a `[[cpupool]]` name; default Pool-0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool: Option<String>,
     #[serde(default)]
     pub kernel: KernelConfig,
     /// The guest's paravirtual interfaces (crate::pv, docs/pvops.md); absent fields take the
@@ -897,9 +916,18 @@ where
                 (None, None) => {}
             }
         }
+        let pooled = !self.cpupools.is_empty();
         for (i, e) in self.events.iter().enumerate() {
-            e.validate(i, end, &self.host, self.machine.pcpus, &self.domains)?;
+            e.validate(
+                i,
+                end,
+                &self.host,
+                self.machine.pcpus,
+                &self.domains,
+                pooled,
+            )?;
         }
+        cpupool::check(self)?;
         events::check_hotplug(&self.events, self.machine.pcpus, &self.domains)?;
         // An event on a domain falls within its life.
         for (i, e) in self.events.iter().enumerate() {

@@ -406,6 +406,23 @@ impl<'a> SchedCtx<'a> {
     pub fn set_timer(&mut self, key: u32, at: Option<SimTime>) {
         self.out.push(Request::Timer(key, at));
     }
+
+    /// How many requests the hooks have made so far (for [`crate::cpupool`], which shifts the
+    /// timer keys of one pool's scheduler by the pool's base).
+    #[inline]
+    pub(crate) fn mark(&self) -> usize {
+        self.out.len()
+    }
+
+    /// Adds `base` to the key of every timer request made since `from` ([`Self::mark`]).
+    #[inline]
+    pub(crate) fn offset_timers(&mut self, from: usize, base: u32) {
+        for r in &mut self.out[from..] {
+            if let Request::Timer(k, _) = r {
+                *k += base;
+            }
+        }
+    }
 }
 
 /// A scheduling policy. See the module doc for the order in which the engine calls the hooks.
@@ -573,6 +590,39 @@ pub trait Scheduler: Send {
     fn set_down(&mut self, _ctx: &mut SchedCtx, _e: EntityId, _down: bool) {
         panic!("{}: taking vCPUs down is not supported", self.name())
     }
+
+    /// A cpupool operation (docs/cpupools.md): only a host level built with `[[cpupool]]`
+    /// tables ([`crate::cpupool::PoolSched`]) takes one; the default refuses (validation lets
+    /// pool events through only for such a machine). Called by the engine from a cpupool
+    /// timeline event, outside any CPU's code; what holds is said per [`PoolOp`].
+    fn cpupool(&mut self, _ctx: &mut SchedCtx, op: PoolOp) {
+        panic!("{}: no cpupools ({op:?})", self.name())
+    }
+
+    /// Which pool each pCPU and domain is in, for a host level with cpupools (the engine
+    /// reads it in cpupool operations and results); None (the default): no pools.
+    fn pool_map(&self) -> Option<&crate::cpupool::PoolMap> {
+        None
+    }
+}
+
+/// A cpupool operation ([`Scheduler::cpupool`]). Pools are numbered as Xen numbers them:
+/// Pool-0 is 0, the `[[cpupool]]` tables 1, 2, ... in their order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PoolOp {
+    /// `xl cpupool-cpu-add`: the free pCPU `cpu` (offline for the engine, in no pool) now
+    /// belongs to `pool`; the engine then brings it online ([`Scheduler::cpu_online`], which
+    /// the pool's scheduler takes as `schedule_cpu_add`).
+    AssignCpu { cpu: CpuId, pool: u32 },
+    /// `xl cpupool-migrate` (Xen `sched_move_domain`): every vCPU of domain `group` leaves
+    /// its pool's scheduler (`remove_unit`) and joins `pool`'s (`insert_unit`), in id order,
+    /// paused there ([`Scheduler::set_paused`]). The engine paused them in the old pool first
+    /// (each is on no CPU) and wrote their new parameters (attributes, affinities, first CPU);
+    /// it unpauses them afterwards.
+    MoveDomain { group: u32, pool: u32 },
+    /// `xl sched-credit2 -s -p POOL` (`xl sched-credit -s -p POOL`): a scheduler-wide
+    /// parameter of `pool`'s scheduler ([`Scheduler::adjust_global`] there).
+    Global { pool: u32, param: GlobalParam },
 }
 
 /// A scheduler-wide parameter changed at run time ([`Scheduler::adjust_global`]).

@@ -377,6 +377,7 @@ struct Watch {
 mod builder;
 mod check;
 mod coord;
+mod cpupool;
 mod evtchn;
 mod hotplug;
 mod io;
@@ -390,6 +391,7 @@ mod xenmon;
 
 pub use builder::SimBuilder;
 pub use coord::{CoordCounts, CoordSpec};
+pub use cpupool::PoolAction;
 pub use evtchn::ScanOrder;
 pub use io::{DeviceModel, FlowKind, IoSpec, NetFlow};
 pub use lifecycle::TimelineAction;

@@ -211,6 +211,10 @@ impl ConfigCheck for HostSchedConfig {
             _ => &[],
         }
     }
+
+    fn check_cpupool(&self) -> Result<(), String> {
+        crate::cpupool::check_cpupool(self)
+    }
 }
 
 impl ConfigCheck for GuestSchedConfig {
@@ -385,6 +389,7 @@ pub fn load_with(
 /// Checks that need the host policy and the whole machine together. `names_ratelimit`: the
 /// file or an override sets `host.ratelimit_us` (Credit2 4.2.1 refuses it).
 fn check_layout(s: &Scenario, names_ratelimit: bool) -> Result<(), (String, String)> {
+    crate::cpupool::check_layouts(s)?;
     check_rtds_fields(s)?;
     check_kvm_fields(s)?;
     check_pv_fields(s)?;
@@ -454,9 +459,11 @@ fn check_layout(s: &Scenario, names_ratelimit: bool) -> Result<(), (String, Stri
 /// A domain's RTDS fields (`budget_us`, `period_us`, `extratime`): checked as `xl sched-rtds`
 /// checks them under an RTDS host, refused under any other (they would be silently ignored).
 fn check_rtds_fields(s: &Scenario) -> Result<(), (String, String)> {
-    let rtds = matches!(s.host, HostSchedConfig::Rtds(_));
-    let sedf = matches!(s.host, HostSchedConfig::Sedf(_));
     for (i, d) in s.domains.iter().enumerate() {
+        // With cpupools, the scheduler of the domain's pool reads them.
+        let host = crate::cpupool::host_of(s, i);
+        let rtds = matches!(host, HostSchedConfig::Rtds(_));
+        let sedf = matches!(host, HostSchedConfig::Sedf(_));
         if sedf {
             // SEDF reads the same fields as its period, slice and extra flag.
             crate::host::sedf::validate_domain(d.period_us, d.budget_us, d.weight, d.cap)
@@ -476,7 +483,9 @@ fn check_rtds_fields(s: &Scenario) -> Result<(), (String, String)> {
         if let Some((f, _)) = given.iter().find(|(_, g)| *g) {
             return Err((
                 format!("domain.{i}.{f}"),
-                "an RTDS parameter: only `[host] scheduler = \"rtds\"` reads it".into(),
+                "an RTDS parameter: only an RTDS host (`[host]` or the domain's cpupool) reads \
+                 it"
+                .into(),
             ));
         }
     }
@@ -569,7 +578,7 @@ impl HostSchedConfig {
     }
 
     /// The host policy's configuration, for what it owns ([`HostConfig`]).
-    fn config(&self) -> &dyn HostConfig {
+    pub(crate) fn config(&self) -> &dyn HostConfig {
         match self {
             HostSchedConfig::Credit(p) => p,
             HostSchedConfig::Credit2(p) => p,
@@ -731,13 +740,14 @@ pub fn build(s: &Scenario) -> Simulation {
     let ptopo = s.machine.topology();
     let host = b.add_level(
         "host",
-        make_host(
-            &s.host,
+        crate::cpupool::make_host_level(
+            s,
             &ptopo,
             &s.domains
                 .iter()
                 .map(|d| d.name.as_str())
                 .collect::<Vec<_>>(),
+            make_host,
         ),
         LevelOpts {
             clock: LevelClock::default(),
@@ -805,10 +815,12 @@ pub fn build(s: &Scenario) -> Simulation {
                 (CpuSet::single(CpuId(c)), c)
             } else {
                 let hard = CpuSet::from_ids(d.hard_affinity(v, s.machine.pcpus));
-                // Xen 4.20: vCPU 0 on the first allowed CPU, vCPU k after vCPU k-1's.
+                // Xen 4.20: vCPU 0 on the first allowed CPU, vCPU k after vCPU k-1's (of
+                // its cpupool's: all of them without pools).
+                let allowed = hard.and(&crate::cpupool::boot_cpus(s, di));
                 let initial = match prev_cpu {
-                    Some(p) if v > 0 => hard.cycle(CpuId(p)).unwrap().0,
-                    _ => hard.first().unwrap().0,
+                    Some(p) if v > 0 => allowed.cycle(CpuId(p)).unwrap().0,
+                    _ => allowed.first().unwrap().0,
                 };
                 (hard, initial)
             };
@@ -824,7 +836,7 @@ pub fn build(s: &Scenario) -> Simulation {
                 EntityParams {
                     name: format!("{}.v{v}", d.name),
                     group: di as u32,
-                    xen: s.host.vcpu_attr(d),
+                    xen: crate::cpupool::host_of(s, di).vcpu_attr(d),
                     linux: s.host.vcpu_linux_attr(d),
                     hard_affinity: hard,
                     soft_affinity: soft,
@@ -1123,6 +1135,13 @@ fn add_events(b: &mut SimBuilder, s: &Scenario, host: LevelId) {
         let at = e
             .at_ns("at_ms")
             .expect("invariant: a validated event time fits");
+        // Cpupool events, and `sched_host` on a machine with pools (docs/cpupools.md).
+        if let Some(actions) = crate::cpupool::event_actions(s, e, host) {
+            for a in actions {
+                b.add_event(at, a);
+            }
+            continue;
+        }
         let action = match e.action {
             EventAction::SchedDomain => TimelineAction::DomainAttr {
                 level: host,
@@ -1224,6 +1243,9 @@ fn add_events(b: &mut SimBuilder, s: &Scenario, host: LevelId) {
                 ),
                 online: e.action == EventAction::CpuOnline,
             },
+            EventAction::CpupoolCpuAdd
+            | EventAction::CpupoolCpuRemove
+            | EventAction::CpupoolMigrate => unreachable!("cpupool events are handled above"),
         };
         b.add_event(at, action);
     }

@@ -1,6 +1,7 @@
 //! vmsched-sched: every scheduling policy of vmsched, one file each, and the registries that
 //! turn a scenario into a simulation.
 pub mod build;
+pub mod cpupool;
 pub mod guest;
 pub mod host;
 pub mod import;

@@ -34,10 +34,18 @@ pub enum EventAction {
     CpuOffline,
     /// `xen-hptool cpu-online N`, or `echo 1 > .../cpuN/online` in `domain` (`VCPUOP_up`).
     CpuOnline,
+    /// `xl cpupool-cpu-add POOL CPU`: the free pCPU `cpu` joins `pool` (docs/cpupools.md).
+    CpupoolCpuAdd,
+    /// `xl cpupool-cpu-remove POOL CPU`: pCPU `cpu` leaves `pool` and is free.
+    CpupoolCpuRemove,
+    /// `xl cpupool-migrate DOMAIN POOL`: `domain` moves to `pool`; its vCPUs take the new
+    /// scheduler's defaults, or the `weight`, `cap`, `budget_us`, `period_us`, `extratime`
+    /// given.
+    CpupoolMigrate,
 }
 
 impl EventAction {
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             EventAction::SchedDomain => "sched_domain",
             EventAction::SchedHost => "sched_host",
@@ -47,6 +55,9 @@ impl EventAction {
             EventAction::Unpause => "unpause",
             EventAction::CpuOffline => "cpu_offline",
             EventAction::CpuOnline => "cpu_online",
+            EventAction::CpupoolCpuAdd => "cpupool_cpu_add",
+            EventAction::CpupoolCpuRemove => "cpupool_cpu_remove",
+            EventAction::CpupoolMigrate => "cpupool_migrate",
         }
     }
 
@@ -62,7 +73,7 @@ impl EventAction {
                 "period_us",
                 "extratime",
             ],
-            EventAction::SchedHost => &["ratelimit_us", "tslice_ms"],
+            EventAction::SchedHost => &["ratelimit_us", "tslice_ms", "pool"],
             EventAction::SchedTask => &[
                 "domain",
                 "workload",
@@ -74,6 +85,16 @@ impl EventAction {
             EventAction::SchedVcpu => &["domain", "cpu", "nice", "policy", "rt_priority"],
             EventAction::Pause | EventAction::Unpause => &["domain"],
             EventAction::CpuOffline | EventAction::CpuOnline => &["cpu", "domain"],
+            EventAction::CpupoolCpuAdd | EventAction::CpupoolCpuRemove => &["pool", "cpu"],
+            EventAction::CpupoolMigrate => &[
+                "domain",
+                "pool",
+                "weight",
+                "cap",
+                "budget_us",
+                "period_us",
+                "extratime",
+            ],
         }
     }
 }
@@ -128,6 +149,9 @@ pub struct EventConfig {
     /// The CPU of `cpu_offline`/`cpu_online`: a pCPU of the host, or a vCPU of `domain`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu: Option<u32>,
+    /// The cpupool of `cpupool_*` and of `sched_host` (default: Pool-0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool: Option<String>,
 }
 
 impl EventConfig {
@@ -137,7 +161,7 @@ impl EventConfig {
     }
 
     /// The optional fields given, by name.
-    fn given(&self) -> [(&'static str, bool); 14] {
+    fn given(&self) -> [(&'static str, bool); 15] {
         [
             ("domain", self.domain.is_some()),
             ("workload", self.workload.is_some()),
@@ -153,6 +177,7 @@ impl EventConfig {
             ("policy", self.policy.is_some()),
             ("rt_priority", self.rt_priority.is_some()),
             ("cpu", self.cpu.is_some()),
+            ("pool", self.pool.is_some()),
         ]
     }
 
@@ -242,6 +267,7 @@ impl EventConfig {
         host: &H,
         pcpus: u32,
         domains: &[DomainConfig<G>],
+        pooled: bool,
     ) -> Result<(), (String, String)> {
         let at = |f: &str| format!("event.{i}.{f}");
         let a = self.action;
@@ -283,7 +309,12 @@ impl EventConfig {
                 .find(|(_, d)| d.name == name)
                 .ok_or_else(|| (at("domain"), format!("no domain is named '{name}'")))
         };
+        // With cpupools the scheduler a change reaches depends on the pool and the time:
+        // scenario/cpupool.rs checks it.
         let host_takes = |f: &str, v: i64| -> Result<(), (String, String)> {
+            if pooled {
+                return Ok(());
+            }
             host.check_adjust(f, v).map_err(|m| (at(f), m))
         };
         match a {
@@ -422,6 +453,11 @@ impl EventConfig {
                 need("domain", self.domain.is_some())?;
                 domain()?;
                 host_takes("pause", 0)?;
+            }
+            EventAction::CpupoolCpuAdd
+            | EventAction::CpupoolCpuRemove
+            | EventAction::CpupoolMigrate => {
+                // Checked in time order with the pools (scenario/cpupool.rs).
             }
             EventAction::CpuOffline | EventAction::CpuOnline => {
                 need("cpu", self.cpu.is_some())?;

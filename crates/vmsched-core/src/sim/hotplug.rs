@@ -104,6 +104,8 @@ impl Simulation {
     /// not created yet is left alone (its creation fits it, [`Self::fit_affinity_to_online`]);
     /// a task not started or forked yet, or gone, is widened without a word (upstream its
     /// placement at fork would fall back).
+    /// With cpupools only the vCPUs of `lc`'s pool are looked at, against that pool's
+    /// online pCPUs (Xen `cpu_disable_scheduler` walks the pool's domains).
     fn break_affinities(&mut self, l: LevelId, lc: CpuId) {
         let lv = &self.levels[l.idx()];
         let mut online = CpuSet::empty();
@@ -112,8 +114,15 @@ impl Simulation {
                 online.insert(CpuId(c as u32));
             }
         }
+        let pool = self.pool_online(l, lc);
+        if let Some((_, cpus)) = pool {
+            online = cpus;
+        }
         let all = CpuSet::first_n(lv.cpu_info.len());
         for k in 0..lv.ent_info.len() {
+            if pool.is_some_and(|(p, _)| !self.in_pool(l, k, p)) {
+                continue;
+            }
             let lv = &self.levels[l.idx()];
             let hard = &lv.ent_info[k].params.hard_affinity;
             if !hard.contains(lc) || hard.intersects(&online) {

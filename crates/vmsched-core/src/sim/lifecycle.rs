@@ -72,6 +72,12 @@ pub enum TimelineAction {
         cpu: CpuId,
         online: bool,
     },
+    /// A cpupool operation on the host `level` (`xl cpupool-cpu-add/-cpu-remove/-migrate`,
+    /// `xl sched-* -s -p`): sim/cpupool.rs.
+    Cpupool {
+        level: LevelId,
+        op: super::PoolAction,
+    },
 }
 
 impl SimBuilder {
@@ -163,6 +169,7 @@ impl Simulation {
                 group,
                 guest,
             } => self.destroy_domain(level, group, guest),
+            TimelineAction::Cpupool { level, op } => self.cpupool_event(level, op),
             TimelineAction::CpuHotplug { level, cpu, online } => {
                 if online {
                     self.cpu_online(level, cpu);

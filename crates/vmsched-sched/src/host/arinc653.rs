@@ -47,7 +47,7 @@
 //!   `timer_entry_ns`); a slot shorter than the slop is stretched to it, as on hardware.
 
 use crate::host::xen_core::{
-    XenCore, XenCtx, XenOps, TIMER_ENTRY_DEFAULT_NS, TIMER_SLOP_DEFAULT_NS,
+    put_unit, XenCore, XenCtx, XenOps, TIMER_ENTRY_DEFAULT_NS, TIMER_SLOP_DEFAULT_NS,
 };
 use vmsched_core::cpuset::{CpuSet, MAX_CPUS};
 use vmsched_core::ids::{CpuId, EntityId};
@@ -272,15 +272,17 @@ impl XenOps for Arinc653 {
     /// Xen: a653sched_alloc_udata. With the default table a vCPU of domain 0 appends a 10 ms
     /// slot; the slots find their vCPUs. The vCPU starts asleep on its initial CPU.
     fn insert_unit(&mut self, x: &mut XenCtx, e: EntityId) {
-        assert_eq!(
-            e.idx(),
-            self.units.len(),
-            "arinc653: entities are inserted in id order"
-        );
         let p = &x.ent(e).params;
         let domain = p.group;
-        let vcpu = self.units.iter().filter(|u| u.domain == domain).count() as u32;
-        if self.default_table && domain == 0 && self.slots.len() < MAX_SLOTS {
+        // Its number in its domain: the domain's vCPUs before it (with cpupools one may come
+        // again after a migration, and then keeps its number and its default slot).
+        let before = e.idx().min(self.units.len());
+        let vcpu = self.units[..before]
+            .iter()
+            .filter(|u| u.domain == domain)
+            .count() as u32;
+        let again = e.idx() < self.units.len();
+        if self.default_table && domain == 0 && !again && self.slots.len() < MAX_SLOTS {
             self.slots.push(Slot::new(0, vcpu, DEFAULT_TIMESLICE_NS));
             self.major_frame += DEFAULT_TIMESLICE_NS;
         }
@@ -289,13 +291,22 @@ impl XenOps for Arinc653 {
         } else {
             self.online.first().expect("arinc653: an online CPU")
         };
-        self.units.push(Unit {
-            domain,
-            vcpu,
-            awake: false,
-            gone: false,
-            processor,
-        });
+        put_unit(
+            &mut self.units,
+            e,
+            Unit {
+                domain,
+                vcpu,
+                awake: false,
+                gone: false,
+                processor,
+            },
+            |u| Unit {
+                domain: u32::MAX,
+                gone: true,
+                ..u.clone()
+            },
+        );
         self.update_schedule_units();
     }
 

@@ -94,7 +94,7 @@ use vmsched_core::sched::{CpuTopo, GlobalParam, Pick, WakeInfo};
 use vmsched_core::trace::SchedEvent;
 
 use crate::host::xen_core::{
-    XenCore, XenCtx, XenOps, TIMER_ENTRY_DEFAULT_NS, TIMER_SLOP_DEFAULT_NS,
+    put_unit, XenCore, XenCtx, XenOps, TIMER_ENTRY_DEFAULT_NS, TIMER_SLOP_DEFAULT_NS,
 };
 
 mod acct;
@@ -768,11 +768,6 @@ impl XenOps for Credit1 {
     /// MIGRATING, so the first wake is not boosted; 3.3: the vCPU stays where it was created).
     /// The first insertion starts the tickers (and 4.x's master timer) as CPU bring-up does.
     fn insert_unit(&mut self, ctx: &mut XenCtx, e: EntityId) {
-        assert_eq!(
-            e.idx(),
-            self.units.len(),
-            "credit1: entities are inserted in id order"
-        );
         let p = &ctx.ent(e).params;
         let d = p.group as usize;
         assert!(
@@ -804,28 +799,37 @@ impl XenOps for Credit1 {
             hard.first().expect("non-empty")
         };
         let (weight, cap) = (p.xen.weight as i64, p.xen.cap_pct as i64);
-        self.units.push(Unit {
-            credit: 0,
-            pri: PRI_UNDER,
-            parked: false,
-            yield_: false,
-            migrating: false,
-            pinned: hard.len() == 1,
-            start_time: 0,
-            residual: 0,
-            last_sched_time: 0,
-            switch_in: 0,
-            dom: d,
-            processor,
-            on_runq: false,
-            active: false,
-            removed: false,
-            hard,
-            soft,
-            has_soft,
-            boost_credit: 0,
-            picked_at: 0,
-        });
+        put_unit(
+            &mut self.units,
+            e,
+            Unit {
+                credit: 0,
+                pri: PRI_UNDER,
+                parked: false,
+                yield_: false,
+                migrating: false,
+                pinned: hard.len() == 1,
+                start_time: 0,
+                residual: 0,
+                last_sched_time: 0,
+                switch_in: 0,
+                dom: d,
+                processor,
+                on_runq: false,
+                active: false,
+                removed: false,
+                hard,
+                soft,
+                has_soft,
+                boost_credit: 0,
+                picked_at: 0,
+            },
+            |u| Unit {
+                removed: true,
+                dom: usize::MAX,
+                ..u.clone()
+            },
+        );
         let dom = &mut self.doms[d];
         if dom.units.is_empty() {
             dom.weight = weight;

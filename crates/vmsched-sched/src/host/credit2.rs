@@ -112,7 +112,7 @@
 //! replenishment), `lifecycle.rs` and `hotplug.rs`. The unit tests are in `credit2/tests.rs`
 //! (shared helpers) and `credit2/tests/`, one file per topic.
 
-use crate::host::xen_core::{XenCore, XenCtx, XenOps};
+use crate::host::xen_core::{put_unit, XenCore, XenCtx, XenOps};
 use vmsched_core::cpuset::{CpuSet, MAX_CPUS};
 use vmsched_core::ids::{CpuId, EntityId};
 use vmsched_core::sched::{CpuTopo, GlobalParam, Pick, WakeInfo};
@@ -733,11 +733,6 @@ impl XenOps for Credit2 {
     /// domain applied through csched2_dom_cntl). Picks the vCPU's CPU by load and assigns it to
     /// that CPU's runqueue; the vCPU starts blocked.
     fn insert_unit(&mut self, ctx: &mut XenCtx, e: EntityId) {
-        assert_eq!(
-            e.idx(),
-            self.units.len(),
-            "credit2: entities are inserted in id order"
-        );
         let p = &ctx.ent(e).params;
         let now = ctx.now() as i64;
         let d = p.group as usize;
@@ -772,30 +767,38 @@ impl XenOps for Credit2 {
         let soft_and_hard = soft.and(&hard);
         let has_soft =
             !soft_and_hard.is_empty() && !hard.is_subset(&soft) && !self.online.is_subset(&soft);
-        self.units.push(Unit {
-            credit: CREDIT_INIT,
-            weight: p.xen.weight as i64,
-            residual: 0,
-            budget: 0,
-            start_time: now,
-            switch_in: now,
-            avgload: 1i64 << (self.load_precision - 1),
-            load_last_update: now >> LOADAVG_GRANULARITY_SHIFT,
-            rq: 0,
-            processor: p.initial_cpu,
-            tickled_cpu: None,
-            migrate_rq: None,
-            dom: d,
-            on_runq: false,
-            scheduled: false,
-            delayed_runq_add: false,
-            yield_: false,
-            pinned: hard.len() == 1,
-            hard,
-            soft,
-            soft_and_hard,
-            has_soft,
-        });
+        put_unit(
+            &mut self.units,
+            e,
+            Unit {
+                credit: CREDIT_INIT,
+                weight: p.xen.weight as i64,
+                residual: 0,
+                budget: 0,
+                start_time: now,
+                switch_in: now,
+                avgload: 1i64 << (self.load_precision - 1),
+                load_last_update: now >> LOADAVG_GRANULARITY_SHIFT,
+                rq: 0,
+                processor: p.initial_cpu,
+                tickled_cpu: None,
+                migrate_rq: None,
+                dom: d,
+                on_runq: false,
+                scheduled: false,
+                delayed_runq_add: false,
+                yield_: false,
+                pinned: hard.len() == 1,
+                hard,
+                soft,
+                soft_and_hard,
+                has_soft,
+            },
+            |u| Unit {
+                dom: usize::MAX,
+                ..u.clone()
+            },
+        );
         // 4.2.1's csched_vcpu_insert assigns the vCPU to the runqueue of its initial CPU;
         // 4.20's picks a CPU by runqueue load first.
         let cpu = if self.v42 {

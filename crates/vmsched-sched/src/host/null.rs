@@ -38,7 +38,7 @@
 //!   the leaving CPU to a waiting vCPU; here the CPU leaves first and no waiting vCPU is handed
 //!   a CPU that is going away.
 
-use crate::host::xen_core::{XenCore, XenCtx, XenOps};
+use crate::host::xen_core::{put_unit, XenCore, XenCtx, XenOps};
 use vmsched_core::cpuset::{CpuSet, MAX_CPUS};
 use vmsched_core::ids::{CpuId, EntityId};
 use vmsched_core::sched::{Pick, WakeInfo};
@@ -242,21 +242,21 @@ impl XenOps for Null {
     /// Xen: null_unit_insert. Picks a CPU; a free one takes the vCPU; if none was picked free
     /// while one of its affinity is, picks again; else the vCPU waits.
     fn insert_unit(&mut self, x: &mut XenCtx, e: EntityId) {
-        assert_eq!(
-            e.idx(),
-            self.units.len(),
-            "null: entities are inserted in id order"
-        );
         let p = &x.ent(e).params;
         assert!(
             p.hard_affinity.intersects(&self.online),
             "null: hard affinity of {} holds no CPU",
             p.name
         );
-        self.units.push(Unit {
-            processor: p.initial_cpu,
-            in_waitq: false,
-        });
+        put_unit(
+            &mut self.units,
+            e,
+            Unit {
+                processor: p.initial_cpu,
+                in_waitq: false,
+            },
+            Unit::clone,
+        );
         self.waitq
             .reserve(self.units.len().saturating_sub(self.waitq.len()));
         if x.is_down(e) {

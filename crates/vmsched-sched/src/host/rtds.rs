@@ -53,7 +53,7 @@
 //!   shorter than the slop overruns the budget by the difference, as on hardware.
 
 use crate::host::xen_core::{
-    XenCore, XenCtx, XenOps, TIMER_ENTRY_DEFAULT_NS, TIMER_SLOP_DEFAULT_NS,
+    put_unit, XenCore, XenCtx, XenOps, TIMER_ENTRY_DEFAULT_NS, TIMER_SLOP_DEFAULT_NS,
 };
 use vmsched_core::cpuset::{CpuSet, MAX_CPUS};
 use vmsched_core::ids::{CpuId, EntityId};
@@ -505,11 +505,6 @@ impl XenOps for Rtds {
     /// deadline one period after boot (or after now for a domain created later); it starts
     /// blocked, so it joins no queue.
     fn insert_unit(&mut self, ctx: &mut XenCtx, e: EntityId) {
-        assert_eq!(
-            e.idx(),
-            self.units.len(),
-            "rtds: entities are inserted in id order"
-        );
         let p = &ctx.ent(e).params;
         let (budget, period, extratime) = Self::attr_params(&p.xen);
         assert!(
@@ -523,21 +518,26 @@ impl XenOps for Rtds {
             p.name
         );
         let processor = p.initial_cpu;
-        self.units.push(Unit {
-            period,
-            budget,
-            cur_budget: 0,
-            cur_deadline: 0,
-            last_start: 0,
-            priority_level: 0,
-            extratime,
-            scheduled: false,
-            delayed_runq_add: false,
-            depleted: false,
-            q: Q::None,
-            on_replq: false,
-            processor,
-        });
+        put_unit(
+            &mut self.units,
+            e,
+            Unit {
+                period,
+                budget,
+                cur_budget: 0,
+                cur_deadline: 0,
+                last_start: 0,
+                priority_level: 0,
+                extratime,
+                scheduled: false,
+                delayed_runq_add: false,
+                depleted: false,
+                q: Q::None,
+                on_replq: false,
+                processor,
+            },
+            Unit::clone,
+        );
         let cpu = self.res_pick(ctx, e);
         self.units[e.idx()].processor = cpu;
         let now = ctx.now() as i64;

@@ -210,7 +210,9 @@ pub trait XenOps: Send {
     }
 
     /// Xen `insert_unit` (with `alloc_udata`): a new vCPU, blocked, joins the policy. Called
-    /// once per vCPU at build, in id order.
+    /// once per vCPU at build, in id order; with cpupools (docs/cpupools.md) only for the
+    /// pool's vCPUs (ids may skip) and again for a vCPU migrated back in after its
+    /// `remove_unit`: keep per-vCPU state with [`put_unit`].
     fn insert_unit(&mut self, x: &mut XenCtx, e: EntityId);
 
     /// Xen `remove_unit`: the vCPU leaves (its domain is destroyed). Called by the core from
@@ -315,6 +317,24 @@ pub trait XenOps: Send {
     }
 }
 
+/// Puts the new state `u` of vCPU `e` into a policy's per-vCPU vector at `e`'s id: pushed
+/// when `e` is the next id (always, without cpupools); with cpupools (docs/cpupools.md) a
+/// pool's policy gets only its pool's vCPUs, so the ids before `e` that were never its own
+/// are filled with `hole(&u)` (state no hook of this policy ever reads: the core routes
+/// nothing of those vCPUs here), and a vCPU that left the pool and comes back
+/// (`cpupool-migrate`) overwrites its old state (Xen: a fresh `alloc_udata`).
+pub fn put_unit<U>(units: &mut Vec<U>, e: EntityId, u: U, hole: impl Fn(&U) -> U) {
+    if e.idx() < units.len() {
+        units[e.idx()] = u;
+        return;
+    }
+    while units.len() < e.idx() {
+        let h = hole(&u);
+        units.push(h);
+    }
+    units.push(u);
+}
+
 /// The Xen core of one cpupool (every CPU of the level) around policy `P`.
 pub struct XenCore<P: XenOps> {
     pub ops: P,
@@ -395,13 +415,20 @@ impl<P: XenOps> Scheduler for XenCore<P> {
 
     /// Xen: sched_init_vcpu → insert_unit: at build, or when the vCPU's domain is created
     /// during the run (`create_at_ms`); in id order either way.
+    /// With cpupools (docs/cpupools.md) a pool's core gets only its pool's vCPUs: the ids
+    /// skipped are holes, kept `GONE`; a vCPU migrated back into a pool it left comes again.
     fn insert(&mut self, ctx: &mut SchedCtx, e: EntityId) {
-        assert_eq!(
-            e.idx(),
-            self.pause.len(),
-            "xen core: vCPUs come in id order"
-        );
-        self.pause.push(0);
+        if e.idx() < self.pause.len() {
+            assert!(
+                self.pause[e.idx()] & GONE != 0,
+                "xen core: vCPU {} inserted twice",
+                e.0
+            );
+            self.pause[e.idx()] = 0;
+        } else {
+            self.pause.resize(e.idx(), GONE);
+            self.pause.push(0);
+        }
         self.pause
             .reserve(ctx.nr_entities().saturating_sub(self.pause.len()));
         self.with_ops(ctx, |ops, x| ops.insert_unit(x, e));
