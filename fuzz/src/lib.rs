@@ -9,7 +9,7 @@ use vmsched_core::scenario::{ScenarioError, SetValue};
 /// The scenarios shipped in python/vmsched/scenarios, as (file name, text), in the order they
 /// were added (so the `overrides` target's older inputs keep selecting theirs); a test checks
 /// that every shipped scenario is here.
-pub const SHIPPED: [(&str, &str); 24] = [
+pub const SHIPPED: [(&str, &str); 27] = [
     (
         "seed000_context1_ratelimit.toml",
         include_str!("../../python/vmsched/scenarios/seed000_context1_ratelimit.toml"),
@@ -105,6 +105,17 @@ pub const SHIPPED: [(&str, &str); 24] = [
     (
         "kvm_host.toml",
         include_str!("../../python/vmsched/scenarios/kvm_host.toml"),
+    ),    (
+        "seed003_kvm_latency.toml",
+        include_str!("../../python/vmsched/scenarios/seed003_kvm_latency.toml"),
+    ),
+    (
+        "kvm_coordinated.toml",
+        include_str!("../../python/vmsched/scenarios/kvm_coordinated.toml"),
+    ),
+    (
+        "kvm_lock_holder.toml",
+        include_str!("../../python/vmsched/scenarios/kvm_lock_holder.toml"),
     ),
 ];
 
@@ -305,6 +316,10 @@ pub fn small_enough(s: &vmsched_sched::Scenario) -> bool {
                         j.placement.iter().map(|p| p.ranks).sum::<u32>() <= 16
                             && j.compute_us.is_none_or(|c| c >= 10)
                     }
+                    // A launch is `reads` chunks of at least a µs; a few launches in a row.
+                    W::Startup(c) => c.reads <= 10_000 && c.work_us >= 10,
+                    // One acquisition per critical section: keep it to a µs or more.
+                    W::Spinlock(c) => c.threads.is_none_or(|t| t <= 16) && c.cs_ns >= 1_000,
                 })
         })
 }

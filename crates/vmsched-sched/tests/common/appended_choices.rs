@@ -529,7 +529,8 @@ fn deadline_tasks(p: &mut Pick, s: &mut String, ndoms: usize) {
 /// and up to two `[[host.process]]`es (a CPU loop or a compute/sleep program, fair or FIFO);
 /// each domain now and then with `vcpu_nice`, `vcpu_policy` and `vcpu_rt_priority`. What the
 /// linux host refuses is dropped: PV guests, the Xen-family domain fields (`period_us`,
-/// `budget_us`, `extratime`) and every event but a pCPU's `cpu_offline`/`cpu_online`. One time in 32 one
+/// `budget_us`, `extratime`), every event but a pCPU's `cpu_offline`/`cpu_online`, and a guest
+/// scheduler's `vcpu_is_preempted = true` on arm64 or without steal time. One time in 32 one
 /// of them is kept (or the timer kworker put on x86, or a priority on a fair vCPU thread), to be
 /// refused.
 fn kvm_host(p: &mut Pick, s: &mut String, ndoms: usize) {
@@ -542,9 +543,9 @@ fn kvm_host(p: &mut Pick, s: &mut String, ndoms: usize) {
     let edge = (p.pick(32) == 31).then(|| p.pick(5));
     let arm64 = s.contains("arch = \"arm64\"");
     let kworker = (arm64 || edge == Some(1)) && p.pick(3) == 0;
+    let steal = p.pick(4) != 0;
     let mut host = format!(
-        "[host]\nscheduler = \"linux\"\nsteal_time = {}\ntimer_kworker = {kworker}\n",
-        p.pick(4) != 0
+        "[host]\nscheduler = \"linux\"\nsteal_time = {steal}\ntimer_kworker = {kworker}\n"
     );
     if kworker && p.pick(2) == 0 {
         host += &format!(
@@ -661,6 +662,12 @@ fn kvm_host(p: &mut Pick, s: &mut String, ndoms: usize) {
         d += 1;
     }
     out += &s[last..];
+    // Under KVM the guest reads a preempted flag only on x86 with steal time (docs/pvops.md):
+    // a guest scheduler's `vcpu_is_preempted = true` drawn earlier is refused there, so it is
+    // turned off but at an edge.
+    if (arm64 || !steal) && edge.is_none() && out.contains("hypervisor = \"kvm\"") {
+        out = out.replace("vcpu_is_preempted = true", "vcpu_is_preempted = false");
+    }
     *s = out;
 }
 
