@@ -90,6 +90,7 @@
 pub(crate) mod balance; // load balancing: newidle, periodic, NOHZ idle (§1.17)
 mod hotplug; // CPU offline and online in the guest
 mod lifecycle; // run-time nice and policy changes
+pub(crate) mod pelt; // per-entity load tracking (PELT)
 pub(crate) mod select; // CPU selection at wake-up and fork (§1.16)
 pub mod sysctl;
 mod v3_17; // the Linux 3.17 differences (seed 003)
@@ -101,6 +102,7 @@ use vmsched_core::sched::{CpuTopo, Policy, WakeInfo};
 use vmsched_core::time::NS_PER_S;
 
 use balance::{BalanceFair, LbState};
+use pelt::{RqAvg, RqLoad, SchedAvg, SeLoad};
 use select::SelectFair;
 use weights::{calc_delta, calc_delta_fair, LoadWeight};
 
@@ -343,6 +345,10 @@ struct Se {
     wakee_flip_decay_ts: u64,
     last_wakee: Option<usize>,
     recent_used_cpu: usize,
+    /// PELT signal (`se->avg`).
+    avg: SchedAvg,
+    /// A new task not yet attached: `post_init_entity_util_avg` runs at its first enqueue.
+    pelt_fresh: bool,
 }
 
 /// One vCPU's run queue: the `cfs_rq` and the few `rq` fields CFS uses.
@@ -359,6 +365,8 @@ struct CfsRq {
     nr_running: u32,
     idle_nr_running: u32,
     load: u64,
+    /// PELT signal (`cfs_rq->avg`, `cfs_rq->removed`).
+    pelt: RqAvg,
     lb: LbState,
 }
 
@@ -466,6 +474,52 @@ impl Cfs {
         rq.min_vruntime = max_vruntime(rq.min_vruntime, v);
     }
 
+    // --- load tracking (cfs/pelt.rs) ----------------------------------------------------------
+
+    /// What `cpu`'s queue signal accumulates now.
+    #[inline]
+    fn rq_pelt_load(&self, cpu: usize) -> RqLoad {
+        let rq = &self.rqs[cpu];
+        RqLoad {
+            weight: rq.load,
+            nr: rq.nr_running,
+            curr: rq.curr.is_some(),
+        }
+    }
+
+    /// Linux v5.10: update_load_avg(cfs_rq, se, flags) at the rq's `clock_task` (the PELT
+    /// clock); `attach`: DO_ATTACH.
+    #[inline]
+    fn update_load_avg(&mut self, ctx: &LinuxCtx, cpu: usize, e: usize, attach: bool) {
+        let now = ctx.rq_clock_task(cpu);
+        let load = self.rq_pelt_load(cpu);
+        let rq = &mut self.rqs[cpu];
+        let se = &mut self.ses[e];
+        let s = SeLoad {
+            on_rq: se.on_rq,
+            running: rq.curr == Some(e),
+            weight: se.load.weight,
+        };
+        rq.pelt
+            .update_load_avg(now, load, &mut se.avg, s, attach, &mut se.pelt_fresh);
+    }
+
+    /// Linux v5.10: update_blocked_averages (no groups: the root queue's signal).
+    #[inline]
+    pub(super) fn update_blocked_averages(&mut self, ctx: &LinuxCtx, cpu: usize) {
+        let now = ctx.rq_clock_task(cpu);
+        let load = self.rq_pelt_load(cpu);
+        self.rqs[cpu].pelt.update_blocked(now, load);
+    }
+
+    /// A queued task leaves `cpu` (after its dequeue). Linux v5.10: detach_entity_cfs_rq
+    fn detach_entity_cfs_rq(&mut self, cpu: usize, e: usize) {
+        let se = &mut self.ses[e];
+        self.rqs[cpu]
+            .pelt
+            .detach_entity(&mut se.avg, se.load.weight);
+    }
+
     // --- the timeline --------------------------------------------------------------------------
 
     /// Linux v5.10: __enqueue_entity
@@ -548,6 +602,8 @@ impl Cfs {
     ) {
         let renorm = !wakeup || migrated;
         let is_curr = self.rqs[cpu].curr == Some(e);
+        // enqueue_task_fair: util_est_enqueue comes first.
+        pelt::util_est_enqueue(&mut self.rqs[cpu].pelt.avg, &self.ses[e].avg);
         if renorm && is_curr {
             self.ses[e].vruntime = self.ses[e]
                 .vruntime
@@ -559,6 +615,7 @@ impl Cfs {
                 .vruntime
                 .wrapping_add(self.rqs[cpu].min_vruntime);
         }
+        self.update_load_avg(ctx, cpu, e, true);
         let rq = &mut self.rqs[cpu];
         rq.load += self.ses[e].load.weight;
         rq.nr_running += 1;
@@ -577,7 +634,10 @@ impl Cfs {
     /// Linux v5.10: dequeue_entity (+ dequeue_task_fair counters). `sleep`: DEQUEUE_SLEEP, the
     /// vruntime stays absolute; otherwise it is made relative to this queue's min_vruntime.
     fn dequeue_entity(&mut self, ctx: &LinuxCtx, cpu: usize, e: usize, sleep: bool) {
+        // dequeue_task_fair (5.10.13): util_est_dequeue comes first.
+        pelt::util_est_dequeue(&mut self.rqs[cpu].pelt.avg, &mut self.ses[e].avg, sleep);
         self.update_curr(ctx, cpu);
+        self.update_load_avg(ctx, cpu, e, false);
         self.clear_buddies(cpu, e);
         if self.rqs[cpu].curr != Some(e) {
             self.timeline_remove(cpu, e);
@@ -724,6 +784,7 @@ impl Cfs {
         if self.ses[prev].on_rq {
             self.update_curr(ctx, cpu);
             self.timeline_insert(cpu, prev);
+            self.update_load_avg(ctx, cpu, prev, false);
         }
         self.rqs[cpu].curr = None;
     }
@@ -760,6 +821,7 @@ impl Cfs {
     #[inline]
     fn set_next_entity(&mut self, ctx: &LinuxCtx, cpu: usize, e: usize) {
         self.timeline_remove(cpu, e);
+        self.update_load_avg(ctx, cpu, e, false);
         let now = ctx.rq_clock_task(cpu);
         let se = &mut self.ses[e];
         se.exec_start = now;
@@ -830,6 +892,12 @@ impl SchedClass for Cfs {
             policy: p.linux.policy,
             allowed,
             recent_used_cpu: cpu,
+            // init_entity_runnable_average: a new task starts at its full load.
+            avg: SchedAvg {
+                load_avg: LoadWeight::of_task(p.linux.nice, p.linux.policy).weight,
+                ..Default::default()
+            },
+            pelt_fresh: true,
             ..Default::default()
         });
         let n = self.ses.len();
@@ -868,12 +936,16 @@ impl SchedClass for Cfs {
         CpuId(cpu as u32)
     }
 
-    /// Linux v5.10: migrate_task_rq_fair (the vruntime made relative to the old queue) and
-    /// set_task_cpu.
+    /// Linux v5.10: migrate_task_rq_fair (the vruntime made relative to the old queue, the
+    /// sleeper's load left behind as removed load, `remove_entity_load_avg`) and set_task_cpu.
     #[inline]
     fn migrate_task_rq(&mut self, _ctx: &mut LinuxCtx, e: EntityId, new_cpu: CpuId) {
         let se = &mut self.ses[e.idx()];
-        se.vruntime = se.vruntime.wrapping_sub(self.rqs[se.cpu].min_vruntime);
+        let old = &mut self.rqs[se.cpu];
+        se.vruntime = se.vruntime.wrapping_sub(old.min_vruntime);
+        if se.avg.last_update_time != 0 {
+            old.pelt.remove_entity(&mut se.avg, se.load.weight);
+        }
         se.exec_start = 0;
         se.cpu = new_cpu.idx();
     }
@@ -956,6 +1028,9 @@ impl SchedClass for Cfs {
     #[inline]
     fn pick_next_task(&mut self, ctx: &mut LinuxCtx, cpu: CpuId) -> Option<EntityId> {
         let cpu = cpu.idx();
+        if self.rqs[cpu].lb.push_cpu.is_some() {
+            BalanceFair::active_load_balance(self, ctx, cpu);
+        }
         if self.rqs[cpu].nr_running == 0 {
             // A task pulled here needs no resched request: this very pick serves it.
             ctx.rq_mut(cpu).need_resched = true;
@@ -985,6 +1060,7 @@ impl SchedClass for Cfs {
         let cpu = cpu.idx();
         if let Some(curr) = self.rqs[cpu].curr.filter(|&c| self.ses[c].on_rq) {
             self.update_curr(ctx, cpu);
+            self.update_load_avg(ctx, cpu, curr, false);
             if self.rqs[cpu].nr_running > 1 {
                 self.check_preempt_tick(ctx, cpu, curr);
             }
@@ -1003,11 +1079,18 @@ impl SchedClass for Cfs {
         BalanceFair::trigger_load_balance(self, ctx, cpu.idx());
     }
 
-    /// Linux v5.10: task_dead_fair removes the task's PELT load, which this model does not
-    /// keep; the run queue lost the task at its dequeue (DEQUEUE_SLEEP from `block`) and its
-    /// buddies were cleared there. Nothing is left to drop: a waker's `last_wakee` may still
-    /// name it, as upstream's pointer does, and ids are never reused, so it never matches again.
-    fn task_dead(&mut self, _ctx: &mut LinuxCtx, _e: EntityId) {}
+    /// Linux v5.10: task_dead_fair: the task's decayed PELT load leaves its last queue
+    /// (`remove_entity_load_avg`); the run queue lost the task at its dequeue (DEQUEUE_SLEEP
+    /// from `block`) and its buddies were cleared there. A waker's `last_wakee` may still name
+    /// it, as upstream's pointer does, and ids are never reused, so it never matches again.
+    fn task_dead(&mut self, _ctx: &mut LinuxCtx, e: EntityId) {
+        let se = &mut self.ses[e.idx()];
+        if se.avg.last_update_time != 0 {
+            self.rqs[se.cpu]
+                .pelt
+                .remove_entity(&mut se.avg, se.load.weight);
+        }
+    }
 
     /// Linux v5.10: set_user_nice / sched_setattr within the fair class (`reweight_task`,
     /// `prio_changed_fair`).
