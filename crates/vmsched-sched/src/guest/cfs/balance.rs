@@ -337,6 +337,13 @@ pub(crate) trait BalanceFair: SelectFair {
                     break;
                 }
             }
+            // The running task is on `cfs_tasks` too: its affinity alone clears LBF_ALL_PINNED.
+            if self
+                .rq_curr(src)
+                .is_some_and(|c| self.se_allowed(c).contains(CpuId(dst as u32)))
+            {
+                all_pinned = false;
+            }
             if moved == 0 && all_pinned && !self.queued(src).is_empty() {
                 // LBF_ALL_PINNED (the one busiest of a flat domain): out_all_pinned.
                 self.out_one_pinned(dst, idle);
