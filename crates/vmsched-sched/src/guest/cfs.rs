@@ -44,34 +44,54 @@
 //! path: `task_fork_fair` on the parent's queue, then the idlest allowed CPU. Hard affinity is
 //! honoured everywhere.
 //!
-//! # Load balancing (§1.17, the simulator-level model)
+//! # Load tracking (PELT, `cfs/pelt.rs`)
 //!
-//! One balancing domain spans all vCPUs (`span_weight = ncpus`, imbalance_pct 117,
-//! cache_nice_tries 1, at most 32 tasks a pass); loads are runnable weights.
+//! Every task and every run queue carries 5.10's PELT signal (`load_avg`, `runnable_avg`,
+//! `util_avg`, 1024-µs periods, y^32 = 1/2, the kernel's integer arithmetic), brought up to date
+//! where `fair.c` calls `update_load_avg`: enqueue (attaching a new or migrated task), dequeue,
+//! `put_prev_entity`, `set_next_entity` and the tick; a task that wakes on another vCPU leaves
+//! its decayed load behind as removed load; a moved queued task is detached and attached. Idle
+//! vCPUs' blocked load decays when balancing looks at them (`update_blocked_averages`, the NOHZ
+//! stats refresh every 32 ms). util_est (5.10.13: updated at the sleeping dequeue) feeds
+//! `cpu_util`. The PELT clock is `clock_task`.
+//!
+//! # Load balancing (§1.17, `cfs/balance.rs`, Linux v5.10's rules)
+//!
+//! One balancing domain spans all vCPUs, each vCPU a group of its own (imbalance_pct 117,
+//! cache_nice_tries 1, at most 32 tasks a pass). Each vCPU is classified from its PELT signals
+//! (`group_overloaded`: more than one task and util or runnable over capacity × 117 %;
+//! `group_fully_busy`; `group_has_spare`), the busiest picked as `update_sd_pick_busiest` does,
+//! and `calculate_imbalance` chooses the kind: a destination with spare capacity takes
+//! `migrate_task` (half the difference in tasks), a busy one `migrate_load` (PELT load, against
+//! the domain's average; a task fits if `load >> nr_balance_failed` does); across LLCs an
+//! overloaded source gives `migrate_util`. A busy destination balances only against an overloaded
+//! source. When nothing could be moved, `nr_balance_failed` grows, and past
+//! `cache_nice_tries + 2` the source vCPU's stopper pushes a task (its current one included) to
+//! the destination at its next `schedule` (active balance).
 //! * **Newidle**, when `schedule` finds the queue empty: skipped if `avg_idle < migration_cost` or
 //!   no vCPU has ≥ 2 runnable; pulls one task, trying the destination's LLC first.
 //! * **Periodic**, from the tick of a busy vCPU every `span_weight` ms × 16 (the interval doubles
-//!   up to 2 × span while balanced): if the busiest load exceeds ours by 117 % and ours is below
-//!   the average, pulls queued tasks worth up to min(busiest − avg, avg − ours) of load (a task
-//!   fits if `weight >> nr_balance_failed` does).
+//!   up to 2 × span while balanced).
 //! * **NOHZ idle balance**: the tick of a vCPU with ≥ 2 runnable balances, for each idle vCPU whose
-//!   own (unscaled) interval expired, half the busiest's runnable count (at least 1) to it.
+//!   own (unscaled) interval expired, as CPU_IDLE.
 //!
-//! The busiest vCPU has the most runnable tasks (idle destination) or the most load (busy
-//! destination), ≥ 2 runnable and a queued task allowed on the destination. Tasks are tried coldest
-//! first (oldest `exec_start`; a migration clears it). Cache-hot: ran on the source less than
-//! `migration_cost` ago, or a next/last buddy while the destination is busy. Moves re-run the
-//! wakeup-preemption check on the destination. There is no active balance.
+//! Tasks are tried coldest first (oldest `exec_start`; a migration clears it). Cache-hot: ran on
+//! the source less than `migration_cost` ago, or a next/last buddy while the destination is busy.
+//! Moves re-run the wakeup-preemption check on the destination.
 //!
 //! # Other simplifications
 //!
-//! * Tasks only: no group scheduling, bandwidth control, PELT. CFS is the fair class of the Linux
+//! * Tasks only: no group scheduling or bandwidth control. CFS is the fair class of the Linux
 //!   core, under the RT class (`guest/rt.rs`); in a core without one, CFS accepts FIFO/RR tasks
 //!   and treats them as SCHED_NORMAL at their nice value; nice is clamped to −20..19. The idle
 //!   test of wake placement counts a vCPU's RT tasks (`Rq::rt_nr_running`); load balancing does
 //!   not see them (no RT capacity scaling).
-//! * `wake_affine_weight` compares runnable weights, so the wakee's load is *not* subtracted from
-//!   its previous CPU (PELT would still carry the sleeper's decaying load there).
+//! * `wake_affine_weight` and fork placement read PELT loads; Linux 3.17's rules
+//!   (`cfs/v3_17.rs`) still compare runnable weights. PELT's `lost_idle_time` and capacity
+//!   scaling are not modelled (every vCPU has capacity 1024: RT and IRQ pressure are not
+//!   subtracted); `rd->overload` is read as "some vCPU has ≥ 2 runnable now" rather than the
+//!   flag the balancer last left; one set of balancing state per vCPU serves both newidle
+//!   passes (LLC, then all) of a guest with several LLCs.
 //! * SIS_PROP: the budget `nr = max(4, span·(avg_idle/512)/(avg_scan_cost+1))` is as in 5.10, and at
 //!   most `nr − 1` CPUs are tested from target+1 (L7; 5.10.13 starts the wrap at target). Scans take
 //!   no simulated time, so `avg_scan_cost` is 0 and the scan is in practice full (always for ≤ 8

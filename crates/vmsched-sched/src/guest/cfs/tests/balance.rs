@@ -92,7 +92,8 @@ fn periodic_balance_moves_load_not_pinned_tasks() {
     assert_eq!(h.sched.cls.fair.rqs[0].nr_running, 4, "not yet due");
     h.advance(ms(4));
     h.tick(1);
-    // avg 2560, imbalance min(4096 − 2560, 2560 − 1024) = 1536: one nice-0 task moves.
+    // vCPU 1's one task is young (util about 740 of 1024: group_has_spare), vCPU 0 is
+    // overloaded: migrate_task, (4 − 1) >> 1 = 1 task moves, the coldest movable one.
     assert_eq!(h.sched.cls.fair.rqs[0].nr_running, 3);
     assert_eq!(h.sched.cls.fair.rqs[1].nr_running, 2);
     assert_eq!(cpu_of(&h, 0), 0, "the pinned task stayed");
