@@ -44,7 +44,8 @@ pub(crate) struct LbState {
     /// Set on a busiest CPU: its stopper is to push one task to this CPU
     /// (`rq->active_balance`, `rq->push_cpu`).
     pub(crate) push_cpu: Option<usize>,
-    /// When a busy CPU's tick last refreshed the idle CPUs' blocked load (`nohz.next_blocked`).
+    /// When a busy CPU's tick last refreshed the idle CPUs' blocked load (`nohz.next_blocked`,
+    /// one for the level: read in vCPU 0's state).
     pub(crate) last_blocked: u64,
 }
 
@@ -480,12 +481,13 @@ pub(crate) trait BalanceFair: SelectFair {
             self.update_blocked_averages(ctx, cpu);
             self.load_balance(ctx, cpu, idle, false);
         }
-        let stats_due = now >= self.lb(cpu).last_blocked + BLOCKED_UPDATE_NS;
+        // `nohz.next_blocked` is one for the whole system: kept in vCPU 0's state.
+        let stats_due = now >= self.lb(0).last_blocked + BLOCKED_UPDATE_NS;
         if self.rq_nr_running(cpu) < 2 && !stats_due {
             return;
         }
         if stats_due {
-            self.lb_mut(cpu).last_blocked = now;
+            self.lb_mut(0).last_blocked = now;
         }
         for d in 0..self.nr_cpus() {
             if d == cpu
