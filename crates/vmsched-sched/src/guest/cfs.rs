@@ -44,34 +44,54 @@
 //! path: `task_fork_fair` on the parent's queue, then the idlest allowed CPU. Hard affinity is
 //! honoured everywhere.
 //!
-//! # Load balancing (§1.17, the simulator-level model)
+//! # Load tracking (PELT, `cfs/pelt.rs`)
 //!
-//! One balancing domain spans all vCPUs (`span_weight = ncpus`, imbalance_pct 117,
-//! cache_nice_tries 1, at most 32 tasks a pass); loads are runnable weights.
+//! Every task and every run queue carries 5.10's PELT signal (`load_avg`, `runnable_avg`,
+//! `util_avg`, 1024-µs periods, y^32 = 1/2, the kernel's integer arithmetic), brought up to date
+//! where `fair.c` calls `update_load_avg`: enqueue (attaching a new or migrated task), dequeue,
+//! `put_prev_entity`, `set_next_entity` and the tick; a task that wakes on another vCPU leaves
+//! its decayed load behind as removed load; a moved queued task is detached and attached. Idle
+//! vCPUs' blocked load decays when balancing looks at them (`update_blocked_averages`, the NOHZ
+//! stats refresh every 32 ms). util_est (5.10.13: updated at the sleeping dequeue) feeds
+//! `cpu_util`. The PELT clock is `clock_task`.
+//!
+//! # Load balancing (§1.17, `cfs/balance.rs`, Linux v5.10's rules)
+//!
+//! One balancing domain spans all vCPUs, each vCPU a group of its own (imbalance_pct 117,
+//! cache_nice_tries 1, at most 32 tasks a pass). Each vCPU is classified from its PELT signals
+//! (`group_overloaded`: more than one task and util or runnable over capacity × 117 %;
+//! `group_fully_busy`; `group_has_spare`), the busiest picked as `update_sd_pick_busiest` does,
+//! and `calculate_imbalance` chooses the kind: a destination with spare capacity takes
+//! `migrate_task` (half the difference in tasks), a busy one `migrate_load` (PELT load, against
+//! the domain's average; a task fits if `load >> nr_balance_failed` does); across LLCs an
+//! overloaded source gives `migrate_util`. A busy destination balances only against an overloaded
+//! source. When nothing could be moved, `nr_balance_failed` grows, and past
+//! `cache_nice_tries + 2` the source vCPU's stopper pushes a task (its current one included) to
+//! the destination at its next `schedule` (active balance).
 //! * **Newidle**, when `schedule` finds the queue empty: skipped if `avg_idle < migration_cost` or
 //!   no vCPU has ≥ 2 runnable; pulls one task, trying the destination's LLC first.
 //! * **Periodic**, from the tick of a busy vCPU every `span_weight` ms × 16 (the interval doubles
-//!   up to 2 × span while balanced): if the busiest load exceeds ours by 117 % and ours is below
-//!   the average, pulls queued tasks worth up to min(busiest − avg, avg − ours) of load (a task
-//!   fits if `weight >> nr_balance_failed` does).
+//!   up to 2 × span while balanced).
 //! * **NOHZ idle balance**: the tick of a vCPU with ≥ 2 runnable balances, for each idle vCPU whose
-//!   own (unscaled) interval expired, half the busiest's runnable count (at least 1) to it.
+//!   own (unscaled) interval expired, as CPU_IDLE.
 //!
-//! The busiest vCPU has the most runnable tasks (idle destination) or the most load (busy
-//! destination), ≥ 2 runnable and a queued task allowed on the destination. Tasks are tried coldest
-//! first (oldest `exec_start`; a migration clears it). Cache-hot: ran on the source less than
-//! `migration_cost` ago, or a next/last buddy while the destination is busy. Moves re-run the
-//! wakeup-preemption check on the destination. There is no active balance.
+//! Tasks are tried coldest first (oldest `exec_start`; a migration clears it). Cache-hot: ran on
+//! the source less than `migration_cost` ago, or a next/last buddy while the destination is busy.
+//! Moves re-run the wakeup-preemption check on the destination.
 //!
 //! # Other simplifications
 //!
-//! * Tasks only: no group scheduling, bandwidth control, PELT. CFS is the fair class of the Linux
+//! * Tasks only: no group scheduling or bandwidth control. CFS is the fair class of the Linux
 //!   core, under the RT class (`guest/rt.rs`); in a core without one, CFS accepts FIFO/RR tasks
 //!   and treats them as SCHED_NORMAL at their nice value; nice is clamped to −20..19. The idle
 //!   test of wake placement counts a vCPU's RT tasks (`Rq::rt_nr_running`); load balancing does
 //!   not see them (no RT capacity scaling).
-//! * `wake_affine_weight` compares runnable weights, so the wakee's load is *not* subtracted from
-//!   its previous CPU (PELT would still carry the sleeper's decaying load there).
+//! * `wake_affine_weight` and fork placement read PELT loads; Linux 3.17's rules
+//!   (`cfs/v3_17.rs`) still compare runnable weights. PELT's `lost_idle_time` and capacity
+//!   scaling are not modelled (every vCPU has capacity 1024: RT and IRQ pressure are not
+//!   subtracted); `rd->overload` is read as "some vCPU has ≥ 2 runnable now" rather than the
+//!   flag the balancer last left; one set of balancing state per vCPU serves both newidle
+//!   passes (LLC, then all) of a guest with several LLCs.
 //! * SIS_PROP: the budget `nr = max(4, span·(avg_idle/512)/(avg_scan_cost+1))` is as in 5.10, and at
 //!   most `nr − 1` CPUs are tested from target+1 (L7; 5.10.13 starts the wrap at target). Scans take
 //!   no simulated time, so `avg_scan_cost` is 0 and the scan is in practice full (always for ≤ 8
@@ -90,6 +110,7 @@
 pub(crate) mod balance; // load balancing: newidle, periodic, NOHZ idle (§1.17)
 mod hotplug; // CPU offline and online in the guest
 mod lifecycle; // run-time nice and policy changes
+pub(crate) mod pelt; // per-entity load tracking (PELT)
 pub(crate) mod select; // CPU selection at wake-up and fork (§1.16)
 pub mod sysctl;
 mod v3_17; // the Linux 3.17 differences (seed 003)
@@ -101,6 +122,7 @@ use vmsched_core::sched::{CpuTopo, Policy, WakeInfo};
 use vmsched_core::time::NS_PER_S;
 
 use balance::{BalanceFair, LbState};
+use pelt::{RqAvg, RqLoad, SchedAvg, SeLoad};
 use select::SelectFair;
 use weights::{calc_delta, calc_delta_fair, LoadWeight};
 
@@ -342,6 +364,10 @@ struct Se {
     wakee_flip_decay_ts: u64,
     last_wakee: Option<usize>,
     recent_used_cpu: usize,
+    /// PELT signal (`se->avg`).
+    avg: SchedAvg,
+    /// A new task not yet attached: `post_init_entity_util_avg` runs at its first enqueue.
+    pelt_fresh: bool,
 }
 
 /// One vCPU's run queue: the `cfs_rq` and the few `rq` fields CFS uses.
@@ -358,6 +384,8 @@ struct CfsRq {
     nr_running: u32,
     idle_nr_running: u32,
     load: u64,
+    /// PELT signal (`cfs_rq->avg`, `cfs_rq->removed`).
+    pelt: RqAvg,
     lb: LbState,
 }
 
@@ -465,6 +493,52 @@ impl Cfs {
         rq.min_vruntime = max_vruntime(rq.min_vruntime, v);
     }
 
+    // --- load tracking (cfs/pelt.rs) ----------------------------------------------------------
+
+    /// What `cpu`'s queue signal accumulates now.
+    #[inline]
+    fn rq_pelt_load(&self, cpu: usize) -> RqLoad {
+        let rq = &self.rqs[cpu];
+        RqLoad {
+            weight: rq.load,
+            nr: rq.nr_running,
+            curr: rq.curr.is_some(),
+        }
+    }
+
+    /// Linux v5.10: update_load_avg(cfs_rq, se, flags) at the rq's `clock_task` (the PELT
+    /// clock); `attach`: DO_ATTACH.
+    #[inline]
+    fn update_load_avg(&mut self, ctx: &LinuxCtx, cpu: usize, e: usize, attach: bool) {
+        let now = ctx.rq_clock_task(cpu);
+        let load = self.rq_pelt_load(cpu);
+        let rq = &mut self.rqs[cpu];
+        let se = &mut self.ses[e];
+        let s = SeLoad {
+            on_rq: se.on_rq,
+            running: rq.curr == Some(e),
+            weight: se.load.weight,
+        };
+        rq.pelt
+            .update_load_avg(now, load, &mut se.avg, s, attach, &mut se.pelt_fresh);
+    }
+
+    /// Linux v5.10: update_blocked_averages (no groups: the root queue's signal).
+    #[inline]
+    pub(super) fn update_blocked_averages(&mut self, ctx: &LinuxCtx, cpu: usize) {
+        let now = ctx.rq_clock_task(cpu);
+        let load = self.rq_pelt_load(cpu);
+        self.rqs[cpu].pelt.update_blocked(now, load);
+    }
+
+    /// A queued task leaves `cpu` (after its dequeue). Linux v5.10: detach_entity_cfs_rq
+    fn detach_entity_cfs_rq(&mut self, cpu: usize, e: usize) {
+        let se = &mut self.ses[e];
+        self.rqs[cpu]
+            .pelt
+            .detach_entity(&mut se.avg, se.load.weight);
+    }
+
     // --- the timeline --------------------------------------------------------------------------
 
     /// Linux v5.10: __enqueue_entity
@@ -547,6 +621,8 @@ impl Cfs {
     ) {
         let renorm = !wakeup || migrated;
         let is_curr = self.rqs[cpu].curr == Some(e);
+        // enqueue_task_fair: util_est_enqueue comes first.
+        pelt::util_est_enqueue(&mut self.rqs[cpu].pelt.avg, &self.ses[e].avg);
         if renorm && is_curr {
             self.ses[e].vruntime = self.ses[e]
                 .vruntime
@@ -558,6 +634,7 @@ impl Cfs {
                 .vruntime
                 .wrapping_add(self.rqs[cpu].min_vruntime);
         }
+        self.update_load_avg(ctx, cpu, e, true);
         let rq = &mut self.rqs[cpu];
         rq.load += self.ses[e].load.weight;
         rq.nr_running += 1;
@@ -576,7 +653,10 @@ impl Cfs {
     /// Linux v5.10: dequeue_entity (+ dequeue_task_fair counters). `sleep`: DEQUEUE_SLEEP, the
     /// vruntime stays absolute; otherwise it is made relative to this queue's min_vruntime.
     fn dequeue_entity(&mut self, ctx: &LinuxCtx, cpu: usize, e: usize, sleep: bool) {
+        // dequeue_task_fair (5.10.13): util_est_dequeue comes first.
+        pelt::util_est_dequeue(&mut self.rqs[cpu].pelt.avg, &mut self.ses[e].avg, sleep);
         self.update_curr(ctx, cpu);
+        self.update_load_avg(ctx, cpu, e, false);
         self.clear_buddies(cpu, e);
         if self.rqs[cpu].curr != Some(e) {
             self.timeline_remove(cpu, e);
@@ -723,6 +803,7 @@ impl Cfs {
         if self.ses[prev].on_rq {
             self.update_curr(ctx, cpu);
             self.timeline_insert(cpu, prev);
+            self.update_load_avg(ctx, cpu, prev, false);
         }
         self.rqs[cpu].curr = None;
     }
@@ -759,6 +840,7 @@ impl Cfs {
     #[inline]
     fn set_next_entity(&mut self, ctx: &LinuxCtx, cpu: usize, e: usize) {
         self.timeline_remove(cpu, e);
+        self.update_load_avg(ctx, cpu, e, false);
         let now = ctx.rq_clock_task(cpu);
         let se = &mut self.ses[e];
         se.exec_start = now;
@@ -829,6 +911,12 @@ impl SchedClass for Cfs {
             policy: p.linux.policy,
             allowed,
             recent_used_cpu: cpu,
+            // init_entity_runnable_average: a new task starts at its full load.
+            avg: SchedAvg {
+                load_avg: LoadWeight::of_task(p.linux.nice, p.linux.policy).weight,
+                ..Default::default()
+            },
+            pelt_fresh: true,
             ..Default::default()
         });
         let n = self.ses.len();
@@ -867,12 +955,16 @@ impl SchedClass for Cfs {
         CpuId(cpu as u32)
     }
 
-    /// Linux v5.10: migrate_task_rq_fair (the vruntime made relative to the old queue) and
-    /// set_task_cpu.
+    /// Linux v5.10: migrate_task_rq_fair (the vruntime made relative to the old queue, the
+    /// sleeper's load left behind as removed load, `remove_entity_load_avg`) and set_task_cpu.
     #[inline]
     fn migrate_task_rq(&mut self, _ctx: &mut LinuxCtx, e: EntityId, new_cpu: CpuId) {
         let se = &mut self.ses[e.idx()];
-        se.vruntime = se.vruntime.wrapping_sub(self.rqs[se.cpu].min_vruntime);
+        let old = &mut self.rqs[se.cpu];
+        se.vruntime = se.vruntime.wrapping_sub(old.min_vruntime);
+        if se.avg.last_update_time != 0 {
+            old.pelt.remove_entity(&mut se.avg, se.load.weight);
+        }
         se.exec_start = 0;
         se.cpu = new_cpu.idx();
     }
@@ -964,6 +1056,9 @@ impl SchedClass for Cfs {
     #[inline]
     fn pick_next_task(&mut self, ctx: &mut LinuxCtx, cpu: CpuId) -> Option<EntityId> {
         let cpu = cpu.idx();
+        if self.rqs[cpu].lb.push_cpu.is_some() {
+            BalanceFair::active_load_balance(self, ctx, cpu);
+        }
         if self.rqs[cpu].nr_running == 0 {
             // A task pulled here needs no resched request: this very pick serves it.
             ctx.rq_mut(cpu).need_resched = true;
@@ -993,6 +1088,7 @@ impl SchedClass for Cfs {
         let cpu = cpu.idx();
         if let Some(curr) = self.rqs[cpu].curr.filter(|&c| self.ses[c].on_rq) {
             self.update_curr(ctx, cpu);
+            self.update_load_avg(ctx, cpu, curr, false);
             if self.rqs[cpu].nr_running > 1 {
                 self.check_preempt_tick(ctx, cpu, curr);
             }
@@ -1011,11 +1107,18 @@ impl SchedClass for Cfs {
         BalanceFair::trigger_load_balance(self, ctx, cpu.idx());
     }
 
-    /// Linux v5.10: task_dead_fair removes the task's PELT load, which this model does not
-    /// keep; the run queue lost the task at its dequeue (DEQUEUE_SLEEP from `block`) and its
-    /// buddies were cleared there. Nothing is left to drop: a waker's `last_wakee` may still
-    /// name it, as upstream's pointer does, and ids are never reused, so it never matches again.
-    fn task_dead(&mut self, _ctx: &mut LinuxCtx, _e: EntityId) {}
+    /// Linux v5.10: task_dead_fair: the task's decayed PELT load leaves its last queue
+    /// (`remove_entity_load_avg`); the run queue lost the task at its dequeue (DEQUEUE_SLEEP
+    /// from `block`) and its buddies were cleared there. A waker's `last_wakee` may still name
+    /// it, as upstream's pointer does, and ids are never reused, so it never matches again.
+    fn task_dead(&mut self, _ctx: &mut LinuxCtx, e: EntityId) {
+        let se = &mut self.ses[e.idx()];
+        if se.avg.last_update_time != 0 {
+            self.rqs[se.cpu]
+                .pelt
+                .remove_entity(&mut se.avg, se.load.weight);
+        }
+    }
 
     /// Linux v5.10: set_user_nice / sched_setattr within the fair class (`reweight_task`,
     /// `prio_changed_fair`).

@@ -95,6 +95,7 @@ use vmsched_core::sched::{CpuTopo, Policy, WakeInfo};
 use vmsched_core::time::NS_PER_S;
 
 use crate::guest::cfs::balance::{BalanceFair, LbState};
+use crate::guest::cfs::pelt::{self, RqAvg, SchedAvg};
 use crate::guest::cfs::select::SelectFair;
 use crate::guest::cfs::tunable_factor;
 use crate::guest::cfs::weights::{calc_delta_fair, LoadWeight};
@@ -165,6 +166,10 @@ struct Se {
     wakee_flip_decay_ts: u64,
     last_wakee: Option<usize>,
     recent_used_cpu: usize,
+    /// PELT signal (`se->avg`, cfs/pelt.rs).
+    avg: SchedAvg,
+    /// A new task not yet attached (`post_init_entity_util_avg` at its first enqueue).
+    pelt_fresh: bool,
 }
 
 /// One vCPU's `cfs_rq` (and the `rq` fields the class uses).
@@ -184,6 +189,8 @@ struct EevdfRq {
     idle_nr_running: u32,
     /// Σ weights of those entities (`cfs_rq->load.weight`).
     load: u64,
+    /// PELT signal (`cfs_rq->avg`, `cfs_rq->removed`).
+    pelt: RqAvg,
     lb: LbState,
 }
 
@@ -355,7 +362,9 @@ impl Eevdf {
         if is_curr {
             self.place_entity(cpu, e, initial);
         }
+        pelt::util_est_enqueue(&mut self.rqs[cpu].pelt.avg, &self.ses[e].avg);
         self.update_curr(ctx, cpu, true);
+        self.update_load_avg(ctx, cpu, e, true);
         if !is_curr {
             self.place_entity(cpu, e, initial);
         }
@@ -406,6 +415,7 @@ impl Eevdf {
         delayed: bool,
     ) -> bool {
         self.update_curr(ctx, cpu, true);
+        self.update_load_avg(ctx, cpu, e, false);
         if !delayed && sleep && self.feat.delay_dequeue && !self.entity_eligible(cpu, e) {
             if self.rqs[cpu].next == Some(e) {
                 self.rqs[cpu].next = None;
@@ -414,6 +424,7 @@ impl Eevdf {
             return false;
         }
         self.clear_buddies(cpu, e);
+        pelt::util_est_dequeue(&mut self.rqs[cpu].pelt.avg, &mut self.ses[e].avg, sleep);
         self.update_entity_lag(cpu, e);
         if self.feat.place_rel_deadline && !sleep {
             let se = &mut self.ses[e];
@@ -534,6 +545,7 @@ impl Eevdf {
         self.clear_buddies(cpu, e);
         if self.ses[e].on_rq {
             self.queue_remove(cpu, e);
+            self.update_load_avg(ctx, cpu, e, false);
             self.set_protect_slice(cpu, e);
         }
         let now = ctx.rq_clock_task(cpu);
@@ -552,6 +564,7 @@ impl Eevdf {
         if self.ses[prev].on_rq {
             self.update_curr(ctx, cpu, false);
             self.queue_insert(cpu, prev);
+            self.update_load_avg(ctx, cpu, prev, false);
         }
         self.rqs[cpu].curr = None;
     }
@@ -628,6 +641,11 @@ impl SchedClass for Eevdf {
             policy: p.linux.policy,
             allowed,
             recent_used_cpu: cpu,
+            avg: SchedAvg {
+                load_avg: LoadWeight::of_task(p.linux.nice, p.linux.policy).weight,
+                ..Default::default()
+            },
+            pelt_fresh: true,
             ..Default::default()
         });
         let n = self.ses.len();
@@ -668,6 +686,11 @@ impl SchedClass for Eevdf {
     #[inline]
     fn migrate_task_rq(&mut self, _ctx: &mut LinuxCtx, e: EntityId, new_cpu: CpuId) {
         let se = &mut self.ses[e.idx()];
+        if se.avg.last_update_time != 0 {
+            self.rqs[se.cpu]
+                .pelt
+                .remove_entity(&mut se.avg, se.load.weight);
+        }
         se.exec_start = 0;
         se.cpu = new_cpu.idx();
     }
@@ -753,6 +776,9 @@ impl SchedClass for Eevdf {
     /// entities the pick meets are dequeued on the way.
     fn pick_next_task(&mut self, ctx: &mut LinuxCtx, cpu: CpuId) -> Option<EntityId> {
         let cpu = cpu.idx();
+        if self.rqs[cpu].lb.push_cpu.is_some() {
+            BalanceFair::active_load_balance(self, ctx, cpu);
+        }
         if self.rqs[cpu].nr_running > 0 {
             if let Some(n) = self.pick_next_entity(ctx, cpu) {
                 return Some(EntityId(n as u32));
@@ -782,8 +808,9 @@ impl SchedClass for Eevdf {
     #[inline]
     fn task_tick(&mut self, ctx: &mut LinuxCtx, cpu: CpuId, _curr: EntityId) {
         let cpu = cpu.idx();
-        if self.rqs[cpu].curr.is_some_and(|c| self.ses[c].on_rq) {
+        if let Some(c) = self.rqs[cpu].curr.filter(|&c| self.ses[c].on_rq) {
             self.update_curr(ctx, cpu, true);
+            self.update_load_avg(ctx, cpu, c, false);
         }
     }
 
@@ -800,6 +827,12 @@ impl SchedClass for Eevdf {
             let cpu = self.ses[e].cpu;
             ctx.update_rq_clock(cpu);
             self.dequeue_entity(ctx, cpu, e, true, true);
+        }
+        let se = &mut self.ses[e];
+        if se.avg.last_update_time != 0 {
+            self.rqs[se.cpu]
+                .pelt
+                .remove_entity(&mut se.avg, se.load.weight);
         }
     }
 

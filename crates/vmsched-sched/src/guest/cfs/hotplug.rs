@@ -41,6 +41,7 @@ impl Cfs {
     pub(super) fn move_queued(&mut self, ctx: &mut LinuxCtx, e: usize, src: usize, dst: usize) {
         debug_assert!(self.ses[e].on_rq && self.rqs[src].curr != Some(e));
         self.dequeue_entity(ctx, src, e, false);
+        self.detach_entity_cfs_rq(src, e);
         let se = &mut self.ses[e];
         se.cpu = dst;
         se.exec_start = 0;

@@ -32,6 +32,11 @@ impl Cfs {
         let (old_w, old_policy) = (se.load.weight, se.policy);
         se.load = new;
         se.policy = p.policy;
+        if se.avg.last_update_time != 0 {
+            // reweight_entity: the task's load average is re-scaled to the new weight.
+            let rq = &mut self.rqs[cpu].pelt.avg;
+            super::pelt::reweight(rq, &mut se.avg, old_w, new.weight);
+        }
         if queued {
             let rq = &mut self.rqs[cpu];
             rq.load = rq.load - old_w + new.weight;

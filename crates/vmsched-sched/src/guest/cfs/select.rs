@@ -59,6 +59,29 @@ macro_rules! select_fair_fields {
             self.rqs[c].curr
         }
         #[inline]
+        fn cpu_load(&self, c: usize) -> u64 {
+            self.rqs[c].pelt.avg.load_avg
+        }
+        #[inline]
+        fn cpu_runnable(&self, c: usize) -> u64 {
+            self.rqs[c].pelt.avg.runnable_avg
+        }
+        #[inline]
+        fn cpu_util(&self, c: usize) -> u64 {
+            let a = &self.rqs[c].pelt.avg;
+            a.util_avg
+                .max(a.util_est.enqueued as u64)
+                .min($crate::guest::cfs::pelt::SCHED_CAPACITY_SCALE)
+        }
+        #[inline]
+        fn task_load(&self, p: usize) -> u64 {
+            self.ses[p].avg.load_avg
+        }
+        #[inline]
+        fn task_util_est(&self, p: usize) -> u64 {
+            $crate::guest::cfs::pelt::task_util_est(&self.ses[p].avg)
+        }
+        #[inline]
         fn se_cpu(&self, p: usize) -> usize {
             self.ses[p].cpu
         }
@@ -114,8 +137,19 @@ pub(crate) trait SelectFair {
     fn rq_nr_running(&self, c: usize) -> u32;
     /// `cfs_rq->idle_nr_running`: SCHED_IDLE tasks among them.
     fn rq_idle_nr_running(&self, c: usize) -> u32;
-    /// The CPU's load: the runnable weight of its fair tasks (the model's stand-in for PELT).
+    /// The runnable weight of the CPU's fair tasks (`cfs_rq->load.weight`; Linux 3.17's
+    /// placement reads it).
     fn rq_load(&self, c: usize) -> u64;
+    /// Linux v5.10: cpu_load (the queue's PELT `load_avg` as of its last update).
+    fn cpu_load(&self, c: usize) -> u64;
+    /// Linux v5.10: cpu_runnable (`runnable_avg`).
+    fn cpu_runnable(&self, c: usize) -> u64;
+    /// Linux v5.10: cpu_util (`util_avg`, at least `util_est.enqueued`, at most the capacity).
+    fn cpu_util(&self, c: usize) -> u64;
+    /// Linux v5.10: task_h_load (no groups: the task's own PELT `load_avg`).
+    fn task_load(&self, p: usize) -> u64;
+    /// Linux v5.10: task_util_est.
+    fn task_util_est(&self, p: usize) -> u64;
     /// The fair task running on `c`.
     fn rq_curr(&self, c: usize) -> Option<usize>;
     /// `task_cpu(p)`.
@@ -197,25 +231,27 @@ pub(crate) trait SelectFair {
         (w.sync && self.rq_nr_running(w.this) == 1).then_some(w.this)
     }
 
-    /// Linux v5.10: wake_affine_weight, with runnable weights as loads (see the module doc).
-    /// Both capacities are 1024 and cancel out.
+    /// Linux v5.10: wake_affine_weight, with PELT loads: the waker's load comes off its CPU
+    /// for a sync wake-up, and the wakee's (not decayed since it slept) off its previous CPU,
+    /// whose load still carries it. Both capacities are 1024 and cancel out.
     fn wake_affine_weight(&self, w: Wakeup) -> Option<usize> {
-        let mut this_eff = self.rq_load(w.this) as i64;
+        let mut this_eff = self.cpu_load(w.this) as i64;
         if w.sync {
-            let current = w.waker.map_or(0, |k| self.se_weight(k)) as i64;
+            let current = w.waker.map_or(0, |k| self.task_load(k)) as i64;
             if current > this_eff {
                 return Some(w.this);
             }
             this_eff -= current;
         }
-        this_eff = (this_eff + self.se_weight(w.p) as i64) * 100;
+        let task_load = self.task_load(w.p) as i64;
+        this_eff = (this_eff + task_load) * 100;
         // WA_BIAS: (imbalance_pct − 100) / 2, imbalance_pct = 110 (SMT) or 117.
         let bias = if self.smt_siblings(w.this, w.prev) {
             5
         } else {
             8
         };
-        let prev_eff = self.rq_load(w.prev) as i64 * (100 + bias) + w.sync as i64;
+        let prev_eff = (self.cpu_load(w.prev) as i64 - task_load) * (100 + bias) + w.sync as i64;
         (this_eff < prev_eff).then_some(w.this)
     }
 
@@ -382,7 +418,7 @@ pub(crate) trait SelectFair {
                     idlest = Some((c, stamp));
                 }
             } else {
-                let load = self.rq_load(c);
+                let load = self.cpu_load(c);
                 if least.is_none_or(|(_, l)| load < l || (load == l && c == parent)) {
                     least = Some((c, load));
                 }

@@ -9,6 +9,7 @@ use vmsched_core::time::ms;
 mod balance;
 mod hotplug;
 mod params;
+mod pelt;
 mod select;
 mod v3_17;
 

@@ -10,6 +10,7 @@ use vmsched_core::sched::{CpuTopo, Policy};
 
 use super::{Eevdf, LoadWeight};
 use crate::guest::cfs::balance::{BalanceFair, LbState};
+use crate::guest::cfs::pelt::{RqLoad, SeLoad};
 use crate::guest::cfs::select::{select_fair_fields, SelectFair, WakeeMut};
 use crate::guest::linux_core::LinuxCtx;
 
@@ -81,6 +82,12 @@ impl BalanceFair for Eevdf {
     fn lb_mut(&mut self, c: usize) -> &mut LbState {
         &mut self.rqs[c].lb
     }
+    #[inline]
+    fn update_blocked_averages(&mut self, ctx: &LinuxCtx, c: usize) {
+        let now = ctx.rq_clock_task(c);
+        let load = self.rq_pelt_load(c);
+        self.rqs[c].pelt.update_blocked(now, load);
+    }
 
     /// Linux 6.x: detach_task (dequeue without DEQUEUE_SLEEP: the lag is saved, the deadline
     /// kept relative), set_task_cpu, attach_task (placed on `dst` with that lag), then the
@@ -92,6 +99,33 @@ impl BalanceFair for Eevdf {
 }
 
 impl Eevdf {
+    /// What `cpu`'s queue signal accumulates now (delayed entities still count, as in 6.12).
+    #[inline]
+    fn rq_pelt_load(&self, cpu: usize) -> RqLoad {
+        let rq = &self.rqs[cpu];
+        RqLoad {
+            weight: rq.load,
+            nr: rq.nr_running,
+            curr: rq.curr.is_some(),
+        }
+    }
+
+    /// Linux 6.x: update_load_avg (as 5.10's, cfs/pelt.rs); `attach`: DO_ATTACH.
+    #[inline]
+    pub(super) fn update_load_avg(&mut self, ctx: &LinuxCtx, cpu: usize, e: usize, attach: bool) {
+        let now = ctx.rq_clock_task(cpu);
+        let load = self.rq_pelt_load(cpu);
+        let rq = &mut self.rqs[cpu];
+        let se = &mut self.ses[e];
+        let s = SeLoad {
+            on_rq: se.on_rq,
+            running: rq.curr == Some(e),
+            weight: se.load.weight,
+        };
+        rq.pelt
+            .update_load_avg(now, load, &mut se.avg, s, attach, &mut se.pelt_fresh);
+    }
+
     /// `cpu` went offline or came online: every task's `allowed` from its (possibly widened)
     /// affinity and the CPUs online now; an offline CPU's delayed tasks are dequeued for good
     /// (upstream's `migrate_tasks` picks them, and the pick completes their dequeue).
@@ -127,6 +161,9 @@ impl Eevdf {
         debug_assert!(!self.ses[e].sched_delayed);
         self.dequeue_entity(ctx, src, e, false, false);
         let se = &mut self.ses[e];
+        self.rqs[src]
+            .pelt
+            .detach_entity(&mut se.avg, se.load.weight);
         se.cpu = dst;
         se.exec_start = 0;
         self.enqueue_entity(ctx, dst, e, false);
@@ -166,6 +203,14 @@ impl Eevdf {
             let se = &mut self.ses[i];
             let vslice = super::vdiff(se.deadline, v_avg) * ow / nw;
             se.deadline = v_avg.wrapping_add(vslice as u64);
+            if se.avg.last_update_time != 0 {
+                crate::guest::cfs::pelt::reweight(
+                    &mut self.rqs[cpu].pelt.avg,
+                    &mut se.avg,
+                    old_w,
+                    new.weight,
+                );
+            }
             se.load = new;
             se.policy = p.policy;
             if !running {
@@ -174,6 +219,14 @@ impl Eevdf {
             self.update_min_vruntime(cpu);
         } else {
             let se = &mut self.ses[i];
+            if se.avg.last_update_time != 0 {
+                crate::guest::cfs::pelt::reweight(
+                    &mut self.rqs[cpu].pelt.avg,
+                    &mut se.avg,
+                    old_w,
+                    new.weight,
+                );
+            }
             se.vlag = se.vlag * old_w as i64 / new.weight as i64;
             se.load = new;
             se.policy = p.policy;

@@ -84,10 +84,15 @@ fn all_busy_non_sync_wake_affine_weight_keeps_prev() {
 #[test]
 fn wake_affine_weight_picks_lighter_waker_cpu() {
     let mut h = sis_setup(&[1, 2, 3], CfsParams::default());
-    // Make prev heavier: a second task queued on vCPU 1.
-    h.sched.cls.fair.rqs[1].load += 2048;
+    // Make prev heavier: 2048 more PELT load on vCPU 1 (the loads are PELT's load_avg, with
+    // the wakee's load taken off its previous vCPU).
+    h.sched.cls.fair.rqs[1].pelt.avg.load_avg += 2048;
     wake_from(&mut h, P, 0, false);
-    assert_eq!(cpu_of(&h, P), 0, "(1024+1024)·100 < 3072·108");
+    assert_eq!(
+        cpu_of(&h, P),
+        0,
+        "(load(0) + load(P))·100 < (load(1) − load(P))·108"
+    );
 }
 
 /// §1.16 wake_wide: an M:N waker pattern is not pulled to the waker.
