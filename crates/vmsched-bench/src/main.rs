@@ -108,6 +108,7 @@ fn load(b: &Bench, seconds: f64) -> vmsched_sched::Scenario {
 
 /// Runs `sim` to its end in `SAMPLES` pieces, returning the mean queue length over the second
 /// half of the pieces.
+#[inline(never)]
 fn run_sampled(sim: &mut vmsched_core::sim::Simulation) -> f64 {
     let (start, end) = (sim.now(), sim.end());
     let mut live = 0usize;
@@ -187,32 +188,32 @@ fn measure(b: &Bench, seconds: f64) -> Row {
         floor_events_per_s,
         x_floor: floor_events_per_s / events_per_s.max(1e-9),
         instructions_per_event: None,
+        instructions_source: None,
         digest: format!("{d:016x}"),
     }
 }
 
 const CHILD_TAG: &str = "vmsched-bench-row ";
 
-/// Measures `b` in a fresh process of this binary (under `perf stat` when `hw` is set).
-fn measure_isolated(b: &Bench, seconds: f64, hw: bool) -> Row {
+/// Where instructions per event come from.
+#[derive(Clone, Copy, PartialEq)]
+enum Counter {
+    None,
+    /// `perf stat -e instructions:u` around the child: the whole process.
+    Perf,
+    /// A second child under callgrind collecting only inside `run_sampled`: the run alone.
+    Callgrind,
+}
+
+/// Runs this binary as the child measuring `b`, under `wrap` (a command and its arguments)
+/// if given, and returns its row.
+fn child(b: &Bench, seconds: f64, wrap: &[String]) -> Row {
     let exe = std::env::current_exe().expect("the benchmark's own path");
     let secs = seconds.to_string();
-    let child_args = [b.name.as_str(), "--seconds", secs.as_str(), "--child"];
-    let perf_out = std::env::temp_dir().join(format!(
-        "vmsched-bench-perf-{}-{}.txt",
-        std::process::id(),
-        b.name
-    ));
-    let out = if hw {
-        Command::new("perf")
-            .args(["stat", "-x", ",", "-e", "instructions:u", "-o"])
-            .arg(&perf_out)
-            .arg("--")
-            .arg(&exe)
-            .args(child_args)
-            .output()
-    } else {
-        Command::new(&exe).args(child_args).output()
+    let args = [b.name.as_str(), "--seconds", secs.as_str(), "--child"];
+    let out = match wrap.split_first() {
+        Some((cmd, rest)) => Command::new(cmd).args(rest).arg(&exe).args(args).output(),
+        None => Command::new(&exe).args(args).output(),
     }
     .unwrap_or_else(|e| panic!("{}: cannot start the child: {e}", b.name));
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -224,14 +225,66 @@ fn measure_isolated(b: &Bench, seconds: f64, hw: bool) -> Row {
             String::from_utf8_lossy(&out.stderr)
         );
     };
-    let mut row: Row = serde_json::from_str(json).expect("the child's row");
-    if hw {
-        let text = std::fs::read_to_string(&perf_out).unwrap_or_default();
-        let _ = std::fs::remove_file(&perf_out);
-        row.instructions_per_event =
-            report::parse_perf_instructions(&text).map(|n| n as f64 / row.events.max(1) as f64);
+    serde_json::from_str(json).expect("the child's row")
+}
+
+/// Measures `b` in a fresh process of this binary, with instructions per event from `counter`.
+fn measure_isolated(b: &Bench, seconds: f64, counter: Counter) -> Row {
+    let tmp = |what: &str| {
+        std::env::temp_dir()
+            .join(format!(
+                "vmsched-bench-{what}-{}-{}",
+                std::process::id(),
+                b.name
+            ))
+            .to_string_lossy()
+            .into_owned()
+    };
+    match counter {
+        Counter::None => child(b, seconds, &[]),
+        Counter::Perf => {
+            let path = tmp("perf");
+            let wrap: Vec<String> = ["perf", "stat", "-x", ",", "-e", "instructions:u", "-o"]
+                .iter()
+                .map(|s| s.to_string())
+                .chain([path.clone(), "--".to_string()])
+                .collect();
+            let mut row = child(b, seconds, &wrap);
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            let _ = std::fs::remove_file(&path);
+            row.instructions_per_event =
+                report::parse_perf_instructions(&text).map(|n| n as f64 / row.events.max(1) as f64);
+            row.instructions_source = Some("perf stat, whole process".to_string());
+            row
+        }
+        Counter::Callgrind => {
+            let mut row = child(b, seconds, &[]);
+            let path = tmp("callgrind");
+            let wrap: Vec<String> = [
+                "valgrind",
+                "--tool=callgrind",
+                "--collect-atstart=no",
+                "--toggle-collect=vmsched_bench::run_sampled",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .chain([format!("--callgrind-out-file={path}")])
+            .collect();
+            let under = child(b, seconds, &wrap);
+            assert_eq!(
+                (under.events, &under.digest),
+                (row.events, &row.digest),
+                "{}: the run under callgrind is not the native run",
+                b.name
+            );
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            let _ = std::fs::remove_file(&path);
+            row.instructions_per_event =
+                report::parse_callgrind_total(&text).map(|n| n as f64 / row.events.max(1) as f64);
+            row.instructions_source = Some("callgrind, the run only".to_string());
+            row
+        }
     }
-    row
 }
 
 fn line(r: &Row) -> String {
@@ -274,7 +327,7 @@ callgrind's total Ir / events, e.g. \
 (the count includes scenario load and build; compare versions at the same --seconds).";
 
 const USAGE: &str = "usage: vmsched-bench [NAME|GROUP ...] [--seconds S] [--isolate] \
-[--format text|md] [--json FILE] [--compare OLD.json] [--list]\n\
+[--format text|md] [--json FILE] [--compare OLD.json] [--callgrind] [--list]\n\
 GROUP: all (seed000 + large, the default), scale (x1024 + x4096), sizes, extra, set, small; \
 --list prints the names. S may be fractional; without it each scenario runs its default length.";
 
@@ -292,6 +345,7 @@ struct Args {
     json: Option<String>,
     compare: Option<String>,
     list: bool,
+    callgrind: bool,
 }
 
 fn parse_args() -> Args {
@@ -304,6 +358,7 @@ fn parse_args() -> Args {
         json: None,
         compare: None,
         list: false,
+        callgrind: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -329,6 +384,7 @@ fn parse_args() -> Args {
             "--json" => a.json = Some(value("--json")),
             "--compare" => a.compare = Some(value("--compare")),
             "--list" => a.list = true,
+            "--callgrind" => a.callgrind = true,
             f if f.starts_with("--") => usage(&format!("unknown option {f}")),
             n => match scenarios::expand(n) {
                 Some(v) => a.names.extend(v),
@@ -367,7 +423,13 @@ fn main() {
             .unwrap_or_else(|e| usage(&format!("--compare: {p} is not a benchmark report: {e}")))
     });
     let machine = report::machine();
-    let hw = args.isolate && machine.hw_counters;
+    let counter = if args.callgrind {
+        Counter::Callgrind
+    } else if args.isolate && machine.hw_counters {
+        Counter::Perf
+    } else {
+        Counter::None
+    };
     let mut rep = Report {
         clock: if cpu_time_s().is_some() {
             "cpu".to_string()
@@ -376,7 +438,7 @@ fn main() {
         },
         commit: report::commit(),
         machine,
-        isolated: args.isolate,
+        isolated: args.isolate || args.callgrind,
         seconds: args.seconds,
         rows: Vec::new(),
     };
@@ -385,8 +447,8 @@ fn main() {
     for n in &args.names {
         let b = scenarios::get(n).expect("expanded");
         let secs = args.seconds.unwrap_or(b.default_seconds);
-        let row = if args.isolate {
-            measure_isolated(&b, secs, hw)
+        let row = if args.isolate || args.callgrind {
+            measure_isolated(&b, secs, counter)
         } else {
             measure(&b, secs)
         };

@@ -38,9 +38,12 @@ pub struct Row {
     pub floor_events_per_s: f64,
     /// floor events/s ÷ scenario events/s: how many times slower than the queue alone.
     pub x_floor: f64,
-    /// Instructions per event from hardware counters (whole process: load and build included),
-    /// or None where the machine has none.
+    /// Instructions per event: from hardware counters (`perf stat`, the whole process: load
+    /// and build included) or from callgrind (`--callgrind`: the run alone), or None.
     pub instructions_per_event: Option<f64>,
+    /// Which of the two, when there is a figure.
+    #[serde(default)]
+    pub instructions_source: Option<String>,
     /// FNV-1a 64 of the results JSON: equal digests, same schedule.
     pub digest: String,
 }
@@ -96,6 +99,14 @@ pub fn hw_counters() -> bool {
         return false;
     };
     parse_perf_instructions(&String::from_utf8_lossy(&out.stderr)).is_some()
+}
+
+/// The total instruction count of a callgrind output file (its `totals:` line).
+pub fn parse_callgrind_total(text: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix("totals:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
 }
 
 /// The instruction count in `perf stat -x ,` output, if it counted.
@@ -168,6 +179,15 @@ fn mib(kib: Option<u64>) -> String {
     kib.map_or("?".to_string(), |k| format!("{:.1}", k as f64 / 1024.0))
 }
 
+/// `v` with at least three significant digits (small rates stay readable).
+fn sig(v: f64) -> String {
+    if v.is_nan() || v <= 0.0 || v >= 1.0 {
+        return format!("{v:.2}");
+    }
+    let digits = (2.0 - v.log10().floor()).clamp(0.0, 12.0) as usize;
+    format!("{v:.digits$}")
+}
+
 fn ipe(v: Option<f64>) -> String {
     v.map_or("n/a".to_string(), |v| format!("{v:.0}"))
 }
@@ -202,7 +222,7 @@ fn cells(r: &Row) -> Vec<String> {
         format!("{:.3}", r.run_s),
         format!("{:.2}", r.events_per_s / 1e6),
         format!("{:.2}", r.events_per_wall_s / 1e6),
-        format!("{:.3}", r.sim_s_per_wall_s),
+        sig(r.sim_s_per_wall_s),
         mib(r.peak_rss_kib),
         format!("{:.0}", r.live_timers),
         format!("{:.1}", r.floor_events_per_s / 1e6),
@@ -280,11 +300,17 @@ pub fn describe(rep: &Report) -> String {
         } else {
             "wall"
         },
-        if m.hw_counters {
-            "hardware counters (perf stat, whole process)"
-        } else {
-            "n/a (no hardware counters here: perf stat -e instructions says <not supported>; \
-             measure with callgrind, docs/performance.md)"
+        match rep
+            .rows
+            .iter()
+            .find_map(|r| r.instructions_source.as_deref())
+        {
+            Some(src) => src,
+            None if m.hw_counters => "hardware counters with --isolate (perf stat)",
+            None => {
+                "n/a (no hardware counters here: perf stat -e instructions says <not \
+                 supported>; --callgrind measures them)"
+            }
         }
     )
 }
@@ -381,6 +407,7 @@ mod tests {
             floor_events_per_s: 1e7,
             x_floor: 2.0,
             instructions_per_event: None,
+            instructions_source: None,
             digest: digest.to_string(),
         }
     }
@@ -432,6 +459,14 @@ mod tests {
     }
 
     #[test]
+    fn small_figures_keep_three_significant_digits() {
+        assert_eq!(sig(2.5), "2.50");
+        assert_eq!(sig(0.0314159), "0.0314");
+        assert_eq!(sig(0.000123456), "0.000123");
+        assert_eq!(sig(0.0), "0.00");
+    }
+
+    #[test]
     fn perf_output_is_parsed_only_when_it_counted() {
         assert_eq!(
             parse_perf_instructions("123456,,instructions:u,1000,100.00,,\n"),
@@ -441,5 +476,10 @@ mod tests {
             parse_perf_instructions("<not supported>,,instructions:u,0,100.00,,\n"),
             None
         );
+        assert_eq!(
+            parse_callgrind_total("events: Ir\nsummary: 42\ntotals: 33128473\n"),
+            Some(33128473)
+        );
+        assert_eq!(parse_callgrind_total("events: Ir\n"), None);
     }
 }
