@@ -440,6 +440,12 @@ fn main() {
         machine,
         isolated: args.isolate || args.callgrind,
         seconds: args.seconds,
+        counter: match counter {
+            Counter::None => "none",
+            Counter::Perf => "perf",
+            Counter::Callgrind => "callgrind",
+        }
+        .to_string(),
         rows: Vec::new(),
     };
     println!("{DEFINITION}");

@@ -72,6 +72,9 @@ pub struct Report {
     pub isolated: bool,
     /// `--seconds` if given (otherwise each scenario's default length).
     pub seconds: Option<f64>,
+    /// Where instructions per event come from: "perf", "callgrind" or "none".
+    #[serde(default)]
+    pub counter: String,
     pub rows: Vec<Row>,
 }
 
@@ -419,6 +422,7 @@ mod tests {
             machine: machine(),
             isolated: true,
             seconds: None,
+            counter: "none".to_string(),
             rows,
         }
     }
