@@ -151,7 +151,9 @@ pub fn machine() -> Machine {
     }
 }
 
-/// The commit of the tree the binary was built from (`-dirty` with uncommitted changes).
+/// The commit of the tree the binary was built from (`-dirty` when the sources it is built
+/// from, `crates/` and the workspace's Cargo files, have uncommitted changes: a docs edit does
+/// not make a measurement dirty).
 pub fn commit() -> String {
     let dir = env!("CARGO_MANIFEST_DIR");
     let git = |args: &[&str]| {
@@ -166,8 +168,16 @@ pub fn commit() -> String {
     };
     match git(&["rev-parse", "--short=12", "HEAD"]) {
         Some(c) => {
-            let dirty = git(&["status", "--porcelain", "--untracked-files=no"])
-                .is_some_and(|s| !s.is_empty());
+            let dirty = git(&[
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "--",
+                "../../crates",
+                "../../Cargo.toml",
+                "../../Cargo.lock",
+            ])
+            .is_some_and(|s| !s.is_empty());
             if dirty {
                 format!("{c}-dirty")
             } else {
