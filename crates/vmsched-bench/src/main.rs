@@ -1,66 +1,69 @@
 //! `vmsched-bench`: throughput of the engine on fixed scenarios (a benchmark, not a test).
 //!
 //! ```text
-//! cargo run --release -p vmsched-bench -- [seed000|seed001|seed002|large|rtds|x1024|x4096|all|scale] [--seconds S]
+//! cargo run --release -p vmsched-bench -- [NAME|GROUP ...] [--seconds S] [--isolate]
+//!     [--format text|md] [--json FILE] [--compare OLD.json] [--list]
 //! ```
-//! Scenarios: `seed000` (the shipped seed-000 scenario, 8 pCPUs), `seed001` (the shipped seed-001
-//! scenario: a video guest and two booting guests on Xen 3.3 Credit1, 4 pCPUs, the baseline),
-//! `seed002` (the shipped seed-002
-//! scenario, 16 domains on one pCPU under Xen 3.3 Credit1 with the I/O path, run with the
-//! round-robin fix so that packets flow), `large` (64 pCPUs), `rtds` (the same mix on 64 pCPUs
-//! under Xen RTDS with 64 domains, 256 vCPUs, at RTDS's default 4 ms / 10 ms with extratime:
-//! issue 17's RTDS benchmark; not in `all`), `x1024` and `x4096` (the same
-//! Credit2-over-CFS mix at 1,024 and 4,096 pCPUs); `all` runs `seed000` and `large` (as before
-//! `seed002` existed, so that totals stay comparable), `scale` the last two. Prints the definition of an event, then per scenario the events and the
-//! same-instant actions, events per second, simulated seconds per wall second and peak memory
-//! (VmHWM, the process's high-water mark: run one scenario per process to read its own). Wall
-//! times on shared machines are noisy: compare versions with instruction counts too
-//! (`valgrind --tool=callgrind target/release/vmsched-bench seed000 --seconds 1`; divide the
-//! total Ir by the events printed). docs/performance.md records the numbers.
+//! NAME is a scenario of `scenarios.rs` (`--list` prints them): the size family
+//! `<ctx1|cyclic|mixed>-p<8|64|256|1024|4096>` and `vm1000-p256`; the scheduler family
+//! `eevdf-p64`, `seed003like`, `kvm64`, `deadline-p64`, `bfs-p64`, `nas`, `rtds`; and the
+//! former names `seed000`, `seed001`, `seed002`, `large`, `x1024`, `x4096`. GROUP is `all`
+//! (seed000 + large, the default, as before), `scale` (x1024 + x4096), `sizes`, `extra`,
+//! `set` (sizes + extra: what `bench/baseline.json` records) or `small` (set without the
+//! 1,024- and 4,096-pCPU rows).
+//!
+//! Per scenario: events and same-instant actions, load and build time apart from the run,
+//! events per second, simulated seconds per wall second, peak memory (VmHWM: with `--isolate`
+//! the binary re-executes itself once per scenario, so the figure is the scenario's own), the
+//! mean number of live timers (the event queue's length over the second half of the run), the
+//! bare-heap floor for that many timers run in the same process right after (`floor.rs`) and the
+//! ratio to it, instructions per event where the machine has hardware counters (`perf stat`,
+//! with `--isolate`; "n/a" elsewhere: measure them with callgrind, docs/performance.md) and a
+//! digest of the results (same digest, same schedule). Wall times on shared machines are noisy:
+//! compare versions with instruction counts too. docs/performance.md records the numbers.
 
+mod floor;
+mod report;
+mod scenarios;
+
+use std::process::Command;
 use std::time::Instant;
 
-const SEED000: &str =
-    include_str!("../../../python/vmsched/scenarios/seed000_context1_ratelimit.toml");
-const SEED001: &str =
-    include_str!("../../../python/vmsched/scenarios/seed001_video_boost_credit.toml");
-const SEED002: &str = include_str!("../../../python/vmsched/scenarios/seed002_io_ping.toml");
+use report::{Report, Row};
+use scenarios::Bench;
 
-/// A Credit2 host over CFS guests with `pcpus` pCPUs in `sockets` sockets and `pcpus / 2`
-/// domains of 4 vCPUs (2 vCPUs per pCPU), cycling through four workload mixes: Context1 pairs
-/// with CPU hogs, cyclictest with a hog, CPU loops, and a sleep/compute program.
-fn mixed_scenario(name: &str, pcpus: u32, sockets: u32) -> String {
-    mixed_on(name, pcpus, sockets, "credit2", pcpus / 2)
+/// This thread's time on a CPU so far, in seconds (`CLOCK_THREAD_CPUTIME_ID`): on a shared
+/// machine it leaves out the time spent waiting for a CPU, which wall time counts. None where
+/// the clock is missing (it reads zero).
+fn cpu_time_s() -> Option<f64> {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    let s = t.tv_sec as f64 + t.tv_nsec as f64 / 1e9;
+    (s > 0.0).then_some(s)
 }
 
-/// The same mix under host scheduler `host` with `domains` domains of 4 vCPUs.
-fn mixed_on(name: &str, pcpus: u32, sockets: u32, host: &str, domains: u32) -> String {
-    let mut s = format!(
-        "name = \"{name}\"\n[run]\nduration_ms = 1000\n[machine]\npcpus = {pcpus}\n\
-         sockets = {sockets}\n[host]\nscheduler = \"{host}\"\n",
-    );
-    for d in 0..domains {
-        s += &format!(
-            "[[domain]]\nname = \"d{d}\"\nvcpus = 4\n[domain.sched]\nscheduler = \"cfs\"\n"
-        );
-        s += match d % 4 {
-            0 => {
-                "[[domain.workload]]\nkind = \"context1\"\nname = \"ctx\"\naffinity = [0]\n\
-                  [[domain.workload]]\nkind = \"cpu_loop\"\nname = \"hog\"\ncopies = 2\n"
-            }
-            1 => {
-                "[[domain.workload]]\nkind = \"cyclictest\"\nname = \"ct\"\nthreads = 4\n\
-                  [[domain.workload]]\nkind = \"cpu_loop\"\nname = \"hog\"\ncopies = 1\n"
-            }
-            2 => "[[domain.workload]]\nkind = \"cpu_loop\"\nname = \"hog\"\ncopies = 4\n",
-            _ => {
-                "[[domain.workload]]\nkind = \"program\"\nname = \"io\"\ncopies = 4\nsteps = [\n\
-                  { op = \"compute\", exp_us = 300 },\n{ op = \"sleep\", exp_us = 700 },\n\
-                  { op = \"loop\", to = 0 },\n]\n"
-            }
-        };
+/// A stopwatch reading both clocks.
+struct Watch {
+    wall: Instant,
+    cpu: Option<f64>,
+}
+
+impl Watch {
+    fn start() -> Self {
+        Watch {
+            wall: Instant::now(),
+            cpu: cpu_time_s(),
+        }
     }
-    s
+
+    /// (wall seconds, CPU seconds: the wall ones where the CPU clock is missing).
+    fn read(&self) -> (f64, f64) {
+        let wall = self.wall.elapsed().as_secs_f64();
+        let cpu = match (self.cpu, cpu_time_s()) {
+            (Some(a), Some(b)) => b - a,
+            _ => wall,
+        };
+        (wall, cpu)
+    }
 }
 
 fn peak_rss_kib() -> Option<u64> {
@@ -69,41 +72,245 @@ fn peak_rss_kib() -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// What one run measured.
-struct Outcome {
-    events: u64,
-    actions: u64,
-    wall_s: f64,
+/// Samples of the queue length taken during a run (the run is cut into this many equal
+/// pieces; cutting does not change the schedule, a test checks it).
+const SAMPLES: u64 = 20;
+/// The floor runs this many events at most (and at least `FLOOR_MIN`): its rate is steady
+/// well before.
+const FLOOR_MAX: u64 = 5_000_000;
+const FLOOR_MIN: u64 = 1_000_000;
+
+/// A run's schedule-level outcome: what the determinism test compares.
+pub struct Outcome {
+    pub events: u64,
+    pub actions: u64,
+    pub digest: u64,
+    /// Mean queue length over the second half of the samples.
+    pub live_timers: f64,
 }
 
-fn bench(name: &str, src: &str, seconds: f64, extra: &[(&str, &str)]) -> Outcome {
+/// Loads `b` for `seconds` simulated seconds. A scenario whose own warm-up is not shorter than
+/// that runs without one (the warm-up only decides what the results count).
+fn load(b: &Bench, seconds: f64) -> vmsched_sched::Scenario {
     let ms = (seconds * 1000.0).round().max(1.0) as u64;
     let mut ov = vec![("run.duration_ms".to_string(), ms.to_string())];
-    ov.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-    let s = vmsched_sched::load(name, src, &ov).unwrap_or_else(|e| panic!("{e}"));
-    let t0 = Instant::now();
-    let mut sim = vmsched_sched::build(&s);
-    let built = t0.elapsed();
-    let t1 = Instant::now();
-    sim.run();
-    let wall = t1.elapsed().as_secs_f64();
-    let (ev, act) = (sim.events(), sim.actions());
-    let simulated = ms as f64 / 1000.0;
-    println!(
-        "{name:>8}: {pcpus:>5} pCPUs, {simulated:>6.3} s simulated, {ev:>11} events + {act:>11} actions \
-         in {wall:>8.3} s wall (build {:.3} s): {:>6.2} M events/s, {:>8.2} simulated s per wall s, \
-         peak RSS {} KiB",
-        built.as_secs_f64(),
-        ev as f64 / wall / 1e6,
-        simulated / wall,
-        peak_rss_kib().map_or("?".into(), |v| v.to_string()),
-        pcpus = s.machine.pcpus,
-    );
-    Outcome {
-        events: ev,
-        actions: act,
-        wall_s: wall,
+    ov.extend(b.overrides.iter().cloned());
+    let go = |ov: &[(String, String)]| vmsched_sched::load(&b.name, &b.src, ov);
+    match go(&ov) {
+        Ok(s) => s,
+        Err(e) if e.to_string().contains("run.warmup_ms") => {
+            ov.push(("run.warmup_ms".to_string(), "0".to_string()));
+            go(&ov).unwrap_or_else(|e| panic!("{}: {e}", b.name))
+        }
+        Err(e) => panic!("{}: {e}", b.name),
     }
+}
+
+/// Runs `sim` to its end in `SAMPLES` pieces, returning the mean queue length over the second
+/// half of the pieces.
+#[inline(never)]
+fn run_sampled(sim: &mut vmsched_core::sim::Simulation) -> f64 {
+    let (start, end) = (sim.now(), sim.end());
+    let mut live = 0usize;
+    for k in 1..=SAMPLES {
+        sim.run_until(start + (end - start) * k / SAMPLES);
+        if k > SAMPLES / 2 {
+            live += sim.queued();
+        }
+    }
+    sim.run();
+    live as f64 / (SAMPLES - SAMPLES / 2) as f64
+}
+
+fn digest(sim: &vmsched_core::sim::Simulation) -> u64 {
+    let json = serde_json::to_vec(&sim.results()).expect("results serialise");
+    report::fnv1a(&json)
+}
+
+/// Runs `b` once and reports its outcome (for the determinism test; no timing).
+pub fn outcome(b: &Bench, seconds: f64, sampled: bool) -> Outcome {
+    let s = load(b, seconds);
+    let mut sim = vmsched_sched::build(&s);
+    let live_timers = if sampled {
+        run_sampled(&mut sim)
+    } else {
+        sim.run();
+        0.0
+    };
+    Outcome {
+        events: sim.events(),
+        actions: sim.actions(),
+        digest: digest(&sim),
+        live_timers,
+    }
+}
+
+/// Measures `b` in this process.
+fn measure(b: &Bench, seconds: f64) -> Row {
+    let w = Watch::start();
+    let s = load(b, seconds);
+    let (_, load_s) = w.read();
+    let w = Watch::start();
+    let mut sim = vmsched_sched::build(&s);
+    let (_, build_s) = w.read();
+    let w = Watch::start();
+    let live_timers = run_sampled(&mut sim);
+    let (run_wall_s, run_s) = w.read();
+    let peak = peak_rss_kib();
+    let (events, actions) = (sim.events(), sim.actions());
+    let simulated_s = sim.end() as f64 / 1e9;
+    let d = digest(&sim);
+    drop(sim);
+    let floor_events = events.clamp(FLOOR_MIN, FLOOR_MAX);
+    let w = Watch::start();
+    floor::run(live_timers.round() as usize, floor_events);
+    let (_, floor_s) = w.read();
+    let per = |n: f64, t: f64| n / t.max(1e-9);
+    let events_per_s = per(events as f64, run_s);
+    let floor_events_per_s = per(floor_events as f64, floor_s);
+    Row {
+        name: b.name.clone(),
+        pcpus: s.machine.pcpus,
+        simulated_s,
+        events,
+        actions,
+        load_s,
+        build_s,
+        run_s,
+        run_wall_s,
+        events_per_s,
+        events_per_wall_s: per(events as f64, run_wall_s),
+        sim_s_per_wall_s: per(simulated_s, run_wall_s),
+        sim_s_per_cpu_s: per(simulated_s, run_s),
+        peak_rss_kib: peak,
+        live_timers,
+        floor_events,
+        floor_events_per_s,
+        x_floor: floor_events_per_s / events_per_s.max(1e-9),
+        instructions_per_event: None,
+        instructions_source: None,
+        digest: format!("{d:016x}"),
+    }
+}
+
+const CHILD_TAG: &str = "vmsched-bench-row ";
+
+/// Where instructions per event come from.
+#[derive(Clone, Copy, PartialEq)]
+enum Counter {
+    None,
+    /// `perf stat -e instructions:u` around the child: the whole process.
+    Perf,
+    /// A second child under callgrind collecting only inside `run_sampled`: the run alone.
+    Callgrind,
+}
+
+/// Runs this binary as the child measuring `b`, under `wrap` (a command and its arguments)
+/// if given, and returns its row.
+fn child(b: &Bench, seconds: f64, wrap: &[String]) -> Row {
+    let exe = std::env::current_exe().expect("the benchmark's own path");
+    let secs = seconds.to_string();
+    let args = [b.name.as_str(), "--seconds", secs.as_str(), "--child"];
+    let out = match wrap.split_first() {
+        Some((cmd, rest)) => Command::new(cmd).args(rest).arg(&exe).args(args).output(),
+        None => Command::new(&exe).args(args).output(),
+    }
+    .unwrap_or_else(|e| panic!("{}: cannot start the child: {e}", b.name));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let Some(json) = stdout.lines().find_map(|l| l.strip_prefix(CHILD_TAG)) else {
+        panic!(
+            "{}: the child gave no row ({}):\n{}",
+            b.name,
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    serde_json::from_str(json).expect("the child's row")
+}
+
+/// Measures `b` in a fresh process of this binary, with instructions per event from `counter`.
+fn measure_isolated(b: &Bench, seconds: f64, counter: Counter) -> Row {
+    let tmp = |what: &str| {
+        std::env::temp_dir()
+            .join(format!(
+                "vmsched-bench-{what}-{}-{}",
+                std::process::id(),
+                b.name
+            ))
+            .to_string_lossy()
+            .into_owned()
+    };
+    match counter {
+        Counter::None => child(b, seconds, &[]),
+        Counter::Perf => {
+            let path = tmp("perf");
+            let wrap: Vec<String> = ["perf", "stat", "-x", ",", "-e", "instructions:u", "-o"]
+                .iter()
+                .map(|s| s.to_string())
+                .chain([path.clone(), "--".to_string()])
+                .collect();
+            let mut row = child(b, seconds, &wrap);
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            let _ = std::fs::remove_file(&path);
+            row.instructions_per_event =
+                report::parse_perf_instructions(&text).map(|n| n as f64 / row.events.max(1) as f64);
+            row.instructions_source = Some("perf stat, whole process".to_string());
+            row
+        }
+        Counter::Callgrind => {
+            let mut row = child(b, seconds, &[]);
+            let path = tmp("callgrind");
+            let wrap: Vec<String> = [
+                "valgrind",
+                "--tool=callgrind",
+                "--collect-atstart=no",
+                "--toggle-collect=vmsched_bench::run_sampled",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .chain([format!("--callgrind-out-file={path}")])
+            .collect();
+            let under = child(b, seconds, &wrap);
+            assert_eq!(
+                (under.events, &under.digest),
+                (row.events, &row.digest),
+                "{}: the run under callgrind is not the native run",
+                b.name
+            );
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            let _ = std::fs::remove_file(&path);
+            row.instructions_per_event =
+                report::parse_callgrind_total(&text).map(|n| n as f64 / row.events.max(1) as f64);
+            row.instructions_source = Some("callgrind, the run only".to_string());
+            row
+        }
+    }
+}
+
+fn line(r: &Row) -> String {
+    format!(
+        "{:>14}: {:>5} pCPUs, {:>6} s simulated, {:>11} events + {:>10} actions in {:.3} s CPU \
+         ({:.3} s wall; load {:.3} s, build {:.3} s): {:.2} M events/s ({:.2} M per wall s), \
+         {:.3} simulated s per wall s, peak {} KiB, {:.0} live timers, floor {:.1} M events/s \
+         ({:.1}x), digest {}",
+        r.name,
+        r.pcpus,
+        r.simulated_s,
+        r.events,
+        r.actions,
+        r.run_s,
+        r.run_wall_s,
+        r.load_s,
+        r.build_s,
+        r.events_per_s / 1e6,
+        r.events_per_wall_s / 1e6,
+        r.sim_s_per_wall_s,
+        r.peak_rss_kib.map_or("?".to_string(), |v| v.to_string()),
+        r.live_timers,
+        r.floor_events_per_s / 1e6,
+        r.x_floor,
+        r.digest,
+    )
 }
 
 const DEFINITION: &str = "\
@@ -111,156 +318,166 @@ An event is one queue entry dispatched (Simulation::events): a timer, IPI, tick,
 sleep end or task start popped from the event queue and handled. The same-instant follow-up \
 actions it triggers (reschedule deliveries, ticks and timers delivered to a vCPU that just \
 came back, task steps, idle checks; Simulation::actions) are counted apart and are not events. \
-Instructions per event = callgrind's total Ir / events, e.g. \
+Times are the thread's CPU time (/proc/thread-self/schedstat; wall time where that is \
+missing): events/s is per CPU second, simulated s per wall s is per wall second. The floor is a bare (time, seq) binary heap doing one pop and one push per event with the \
+scenario's mean number of live timers; x floor = floor events/s / scenario events/s. \
+Instructions per event: hardware counters where perf stat counts them (with --isolate), else \
+callgrind's total Ir / events, e.g. \
 `valgrind --tool=callgrind target/release/vmsched-bench seed000 --seconds 1` \
-(the count includes scenario build; compare versions at the same --seconds).";
+(the count includes scenario load and build; compare versions at the same --seconds).";
+
+const USAGE: &str = "usage: vmsched-bench [NAME|GROUP ...] [--seconds S] [--isolate] \
+[--format text|md] [--json FILE] [--compare OLD.json] [--callgrind] [--list]\n\
+GROUP: all (seed000 + large, the default), scale (x1024 + x4096), sizes, extra, set, small; \
+--list prints the names. S may be fractional; without it each scenario runs its default length.";
+
+fn usage(msg: &str) -> ! {
+    eprintln!("vmsched-bench: {msg}\n{USAGE}");
+    std::process::exit(2);
+}
+
+struct Args {
+    names: Vec<String>,
+    seconds: Option<f64>,
+    isolate: bool,
+    child: bool,
+    md: bool,
+    json: Option<String>,
+    compare: Option<String>,
+    list: bool,
+    callgrind: bool,
+}
+
+fn parse_args() -> Args {
+    let mut a = Args {
+        names: Vec::new(),
+        seconds: None,
+        isolate: false,
+        child: false,
+        md: false,
+        json: None,
+        compare: None,
+        list: false,
+        callgrind: false,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        let mut value = |flag: &str| {
+            it.next()
+                .unwrap_or_else(|| usage(&format!("{flag} needs a value")))
+        };
+        match arg.as_str() {
+            "--seconds" => {
+                let v = value("--seconds");
+                match v.parse::<f64>() {
+                    Ok(s) if s > 0.0 && s.is_finite() => a.seconds = Some(s),
+                    _ => usage(&format!("--seconds: not a positive number: {v}")),
+                }
+            }
+            "--isolate" => a.isolate = true,
+            "--child" => a.child = true,
+            "--format" => match value("--format").as_str() {
+                "md" => a.md = true,
+                "text" => a.md = false,
+                f => usage(&format!("--format: unknown format {f} (text or md)")),
+            },
+            "--json" => a.json = Some(value("--json")),
+            "--compare" => a.compare = Some(value("--compare")),
+            "--list" => a.list = true,
+            "--callgrind" => a.callgrind = true,
+            f if f.starts_with("--") => usage(&format!("unknown option {f}")),
+            n => match scenarios::expand(n) {
+                Some(v) => a.names.extend(v),
+                None => usage(&format!("unknown scenario or group {n}")),
+            },
+        }
+    }
+    if a.names.is_empty() {
+        a.names = scenarios::expand("all").expect("all");
+    }
+    a
+}
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let which = args
-        .first()
-        .map(String::as_str)
-        .filter(|a| !a.starts_with("--"))
-        .unwrap_or("all");
-    let seconds: f64 = args
-        .iter()
-        .position(|a| a == "--seconds")
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(10.0);
-    let known = [
-        "seed000", "seed001", "seed002", "large", "rtds", "x1024", "x4096", "all", "scale",
-    ];
-    if !known.contains(&which) || seconds.is_nan() || seconds <= 0.0 {
-        eprintln!(
-            "usage: vmsched-bench [seed000|seed001|seed002|large|rtds|x1024|x4096|all|scale] [--seconds S]\n\
-             (all = seed000 + large; scale = x1024 + x4096; S may be fractional)"
+    let args = parse_args();
+    if args.list {
+        for n in scenarios::all_names() {
+            let b = scenarios::get(&n).expect("listed");
+            println!("{n:<14} {:>5} s  {}", b.default_seconds, b.what);
+        }
+        return;
+    }
+    if args.child {
+        let b = scenarios::get(&args.names[0]).expect("expanded");
+        let row = measure(&b, args.seconds.unwrap_or(b.default_seconds));
+        println!(
+            "{CHILD_TAG}{}",
+            serde_json::to_string(&row).expect("row serialises")
         );
-        std::process::exit(2);
+        return;
     }
+    let old: Option<Report> = args.compare.as_ref().map(|p| {
+        let text = std::fs::read_to_string(p)
+            .unwrap_or_else(|e| usage(&format!("--compare: cannot read {p}: {e}")));
+        serde_json::from_str(&text)
+            .unwrap_or_else(|e| usage(&format!("--compare: {p} is not a benchmark report: {e}")))
+    });
+    let machine = report::machine();
+    let counter = if args.callgrind {
+        Counter::Callgrind
+    } else if args.isolate && machine.hw_counters {
+        Counter::Perf
+    } else {
+        Counter::None
+    };
+    let mut rep = Report {
+        clock: if cpu_time_s().is_some() {
+            "cpu".to_string()
+        } else {
+            "wall".to_string()
+        },
+        commit: report::commit(),
+        machine,
+        isolated: args.isolate || args.callgrind,
+        seconds: args.seconds,
+        counter: match counter {
+            Counter::None => "none",
+            Counter::Perf => "perf",
+            Counter::Callgrind => "callgrind",
+        }
+        .to_string(),
+        rows: Vec::new(),
+    };
     println!("{DEFINITION}");
-    let mut total = Outcome {
-        events: 0,
-        actions: 0,
-        wall_s: 0.0,
-    };
-    let mut add = |o: Outcome| {
-        total.events += o.events;
-        total.actions += o.actions;
-        total.wall_s += o.wall_s;
-    };
-    if matches!(which, "seed000" | "all") {
-        add(bench("seed000", SEED000, seconds, &[]));
+    println!("{}", report::describe(&rep));
+    for n in &args.names {
+        let b = scenarios::get(n).expect("expanded");
+        let secs = args.seconds.unwrap_or(b.default_seconds);
+        let row = if args.isolate || args.callgrind {
+            measure_isolated(&b, secs, counter)
+        } else {
+            measure(&b, secs)
+        };
+        println!("{}", line(&row));
+        rep.rows.push(row);
     }
-    if which == "seed001" {
-        add(bench("seed001", SEED001, seconds, &[]));
-    }
-    if which == "seed002" {
-        let fix = [("domain.0.kernel.evtchn_order", "round_robin")];
-        add(bench("seed002", SEED002, seconds, &fix));
-    }
-    if matches!(which, "large" | "all") {
-        add(bench(
-            "large",
-            &mixed_scenario("bench_large", 64, 2),
-            seconds,
-            &[],
-        ));
-    }
-    if which == "rtds" {
-        add(bench(
-            "rtds",
-            &mixed_on("bench_rtds", 64, 2, "rtds", 64),
-            seconds,
-            &[],
-        ));
-    }
-    if matches!(which, "x1024" | "scale") {
-        add(bench(
-            "x1024",
-            &mixed_scenario("bench_x1024", 1024, 8),
-            seconds,
-            &[],
-        ));
-    }
-    if matches!(which, "x4096" | "scale") {
-        add(bench(
-            "x4096",
-            &mixed_scenario("bench_x4096", 4096, 16),
-            seconds,
-            &[],
-        ));
-    }
+    let (ev, act, wall) = rep.rows.iter().fold((0, 0, 0.0), |(e, a, w), r| {
+        (e + r.events, a + r.actions, w + r.run_s)
+    });
     println!(
-        "   total: {} events, {} actions ({:.2} actions per event), {:.3} s wall",
-        total.events,
-        total.actions,
-        total.actions as f64 / total.events.max(1) as f64,
-        total.wall_s
+        "   total: {ev} events, {act} actions ({:.2} actions per event), {wall:.3} s CPU\n",
+        act as f64 / ev.max(1) as f64
     );
+    print!("{}", report::table(&rep, args.md));
+    if let Some(p) = &args.json {
+        let text = serde_json::to_string_pretty(&rep).expect("report serialises");
+        std::fs::write(p, text + "\n").unwrap_or_else(|e| usage(&format!("--json {p}: {e}")));
+    }
+    if let Some(old) = &old {
+        println!();
+        print!("{}", report::compare(&rep, old));
+    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Fraction of the pCPUs' time that vCPUs ran, over `ms` ms of `mixed_scenario(pcpus)`.
-    fn host_busy(pcpus: u32, sockets: u32, ms: u64) -> f64 {
-        let ov = vec![
-            ("run.duration_ms".to_string(), ms.to_string()),
-            ("run.warmup_ms".to_string(), (ms / 2).to_string()),
-        ];
-        let src = mixed_scenario("busy", pcpus, sockets);
-        let s = vmsched_sched::load("busy", &src, &ov).unwrap_or_else(|e| panic!("{e}"));
-        let mut sim = vmsched_sched::build(&s);
-        sim.run();
-        assert!(sim.events() > 0 && sim.actions() > 0);
-        let r = sim.results();
-        let vcpus: Vec<_> = r.entities.iter().filter(|e| e.kind == "vcpu").collect();
-        assert_eq!(vcpus.len(), 2 * pcpus as usize);
-        let busy: u64 = vcpus.iter().map(|e| e.running_ns).sum();
-        busy as f64 / (pcpus as u64 * r.measured_ns) as f64
-    }
-
-    /// The 1,024-pCPU scenario loads, builds and runs, and its pCPUs are as busy as those of the
-    /// same mix on 256 pCPUs over the same window (a 256-CPU ceiling would leave three quarters
-    /// of them idle). Both still ramp up at 40 ms: Credit2 spreads the vCPUs over its runqueues
-    /// gradually (at 64 pCPUs the host is already about 97 % busy then).
-    #[test]
-    fn x1024_runs_and_uses_its_pcpus_like_256_does() {
-        let (old_max, big) = (host_busy(256, 2, 40), host_busy(1024, 8, 40));
-        assert!(
-            big > 0.5 && (big - old_max).abs() < 0.03,
-            "256 pCPUs: {old_max}, 1024 pCPUs: {big}"
-        );
-    }
-
-    /// The RTDS benchmark scenario loads and runs: 256 vCPUs on 64 pCPUs, every pCPU busy
-    /// (hogs with extratime leave no idle time).
-    #[test]
-    fn rtds_bench_runs_256_vcpus_on_64_pcpus() {
-        let ov = vec![("run.duration_ms".to_string(), "30".to_string())];
-        let src = mixed_on("r", 64, 2, "rtds", 64);
-        let s = vmsched_sched::load("r", &src, &ov).unwrap_or_else(|e| panic!("{e}"));
-        let mut sim = vmsched_sched::build(&s);
-        sim.run();
-        let r = sim.results();
-        let vcpus: Vec<_> = r.entities.iter().filter(|e| e.kind == "vcpu").collect();
-        assert_eq!(vcpus.len(), 256);
-        let busy: u64 = vcpus.iter().map(|e| e.running_ns).sum();
-        assert!(busy as f64 / (64 * r.measured_ns) as f64 > 0.99, "{busy}");
-    }
-
-    #[test]
-    fn pcpus_above_the_ceiling_are_refused_by_name() {
-        let Err(e) = vmsched_sched::load("x", &mixed_scenario("x", 4098, 16), &[]) else {
-            panic!("4,098 pCPUs must be refused");
-        };
-        let msg = e.to_string();
-        assert!(
-            msg.contains("machine.pcpus") && msg.contains("4096"),
-            "{msg}"
-        );
-        assert!(vmsched_sched::load("x", &mixed_scenario("x", 4096, 16), &[]).is_ok());
-    }
-}
+mod tests;

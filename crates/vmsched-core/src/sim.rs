@@ -413,6 +413,12 @@ impl Simulation {
         self.actions_run
     }
 
+    /// Events armed in the queue now (its length): the live timers the benchmark's bare-heap
+    /// floor is sized by. Read-only; nothing on the event path touches it.
+    pub fn queued(&self) -> usize {
+        self.q.len()
+    }
+
     pub fn end(&self) -> SimTime {
         self.end
     }
