@@ -94,28 +94,32 @@ fn accumulate_pelt_segments(periods: u64, d1: u32, d3: u32) -> u32 {
     c1 + c2 + d3
 }
 
-/// Linux v5.10: accumulate_sum. `delta` in 1024 ns units; returns the periods crossed.
-#[inline]
-fn accumulate_sum(
-    mut delta: u64,
-    sa: &mut SchedAvg,
-    load: u64,
-    runnable: u64,
-    running: bool,
-) -> u64 {
-    let mut contrib = delta as u32;
-    delta += sa.period_contrib as u64;
+/// Linux v5.10: accumulate_sum, for an update that crosses at least one period boundary
+/// (`delta` in 1024 ns units, `delta + period_contrib >= 1024`): the sums decay by the periods
+/// crossed, then gain the three segments. Kept out of line (and cold): most updates stay inside
+/// the current period and take the few additions of `update_load_sum` instead.
+#[cold]
+#[inline(never)]
+fn accumulate_sum_periods(delta: u64, sa: &mut SchedAvg, load: u64, runnable: u64, running: bool) {
+    let delta = delta + sa.period_contrib as u64;
     let periods = delta / 1024;
-    if periods != 0 {
-        sa.load_sum = decay_load(sa.load_sum, periods);
-        sa.runnable_sum = decay_load(sa.runnable_sum, periods);
-        sa.util_sum = decay_load(sa.util_sum, periods);
-        delta %= 1024;
-        if load != 0 {
-            contrib = accumulate_pelt_segments(periods, 1024 - sa.period_contrib, delta as u32);
-        }
-    }
+    sa.load_sum = decay_load(sa.load_sum, periods);
+    sa.runnable_sum = decay_load(sa.runnable_sum, periods);
+    sa.util_sum = decay_load(sa.util_sum, periods);
+    let delta = delta % 1024;
+    // With `load == 0` the contribution is unused (runnable and running are 0 too).
+    let contrib = if load != 0 {
+        accumulate_pelt_segments(periods, 1024 - sa.period_contrib, delta as u32)
+    } else {
+        0
+    };
     sa.period_contrib = delta as u32;
+    add_contrib(sa, contrib, load, runnable, running);
+}
+
+/// The contribution `contrib` added to the three sums (the end of upstream's accumulate_sum).
+#[inline(always)]
+fn add_contrib(sa: &mut SchedAvg, contrib: u32, load: u64, runnable: u64, running: bool) {
     if load != 0 {
         sa.load_sum += load * contrib as u64;
     }
@@ -125,12 +129,16 @@ fn accumulate_sum(
     if running {
         sa.util_sum += (contrib as u64) << SCHED_CAPACITY_SHIFT;
     }
-    periods
 }
 
 /// Linux v5.10: ___update_load_sum. Returns whether a period boundary was crossed (then the
 /// averages must be recomputed).
-#[inline]
+///
+/// The common cases are handled here, inline: less than 1024 ns since the last update (no
+/// change, upstream's `delta >> 10 == 0` exit), or the time stays within the current period
+/// (`period_contrib` grows, the sums gain `delta`: upstream's accumulate_sum with no period
+/// crossed). Crossing a boundary goes to [`accumulate_sum_periods`].
+#[inline(always)]
 pub(crate) fn update_load_sum(
     now: u64,
     sa: &mut SchedAvg,
@@ -152,7 +160,14 @@ pub(crate) fn update_load_sum(
         runnable = 0;
         running = false;
     }
-    accumulate_sum(delta, sa, load, runnable, running) != 0
+    let in_period = delta + sa.period_contrib as u64;
+    if in_period < 1024 {
+        sa.period_contrib = in_period as u32;
+        add_contrib(sa, delta as u32, load, runnable, running);
+        return false;
+    }
+    accumulate_sum_periods(delta, sa, load, runnable, running);
+    true
 }
 
 /// Linux v5.10: get_pelt_divider
@@ -180,9 +195,16 @@ fn se_util_change(sa: &mut SchedAvg) {
 #[inline]
 pub(crate) fn update_se(now: u64, sa: &mut SchedAvg, on_rq: bool, running: bool, weight: u64) {
     if update_load_sum(now, sa, on_rq as u64, on_rq as u64, running) {
-        update_load_avg(sa, weight);
-        se_util_change(sa);
+        se_period_end(sa, weight);
     }
+}
+
+/// A task entity's averages after a period boundary (the rare part of `update_se`, out of line).
+#[cold]
+#[inline(never)]
+fn se_period_end(sa: &mut SchedAvg, weight: u64) {
+    update_load_avg(sa, weight);
+    se_util_change(sa);
 }
 
 /// A sleeping entity decayed to `now`. Linux v5.10: __update_load_avg_blocked_se
@@ -198,10 +220,18 @@ pub(crate) fn update_blocked_se(now: u64, sa: &mut SchedAvg, weight: u64) {
 #[inline]
 pub(crate) fn update_cfs_rq(now: u64, sa: &mut SchedAvg, weight: u64, nr: u32, curr: bool) -> bool {
     if update_load_sum(now, sa, weight, nr as u64, curr) {
-        update_load_avg(sa, 1);
+        rq_period_end(sa);
         return true;
     }
     false
+}
+
+/// A run queue's averages after a period boundary (the rare part of `update_cfs_rq`, out of
+/// line).
+#[cold]
+#[inline(never)]
+fn rq_period_end(sa: &mut SchedAvg) {
+    update_load_avg(sa, 1);
 }
 
 /// `*a -= b` floored at 0. Linux: sub_positive
@@ -212,7 +242,7 @@ fn sub_positive(a: &mut u64, b: u64) {
 
 /// Takes the removed load off, then updates the queue's sums. Linux v5.10:
 /// update_cfs_rq_load_avg
-#[inline]
+#[inline(always)]
 pub(crate) fn update_cfs_rq_load_avg(
     now: u64,
     sa: &mut SchedAvg,
@@ -223,17 +253,25 @@ pub(crate) fn update_cfs_rq_load_avg(
 ) -> bool {
     let mut decayed = false;
     if removed.nr != 0 {
-        let divider = pelt_divider(sa);
-        let r = std::mem::take(removed);
-        sub_positive(&mut sa.load_avg, r.load_avg);
-        sub_positive(&mut sa.load_sum, r.load_avg * divider);
-        sub_positive(&mut sa.util_avg, r.util_avg);
-        sub_positive(&mut sa.util_sum, r.util_avg * divider);
-        sub_positive(&mut sa.runnable_avg, r.runnable_avg);
-        sub_positive(&mut sa.runnable_sum, r.runnable_avg * divider);
+        take_removed(sa, removed);
         decayed = true;
     }
     decayed | update_cfs_rq(now, sa, weight, nr, curr)
+}
+
+/// The load of entities that left asleep taken off the queue's signal (the rare part of
+/// `update_cfs_rq_load_avg`, out of line).
+#[cold]
+#[inline(never)]
+fn take_removed(sa: &mut SchedAvg, removed: &mut Removed) {
+    let divider = pelt_divider(sa);
+    let r = std::mem::take(removed);
+    sub_positive(&mut sa.load_avg, r.load_avg);
+    sub_positive(&mut sa.load_sum, r.load_avg * divider);
+    sub_positive(&mut sa.util_avg, r.util_avg);
+    sub_positive(&mut sa.util_sum, r.util_avg * divider);
+    sub_positive(&mut sa.runnable_avg, r.runnable_avg);
+    sub_positive(&mut sa.runnable_sum, r.runnable_avg * divider);
 }
 
 /// Aligns the entity on the queue's period and adds it. Linux v5.10: attach_entity_load_avg
@@ -399,11 +437,19 @@ impl RqAvg {
             rq.curr,
         );
         if se.last_update_time == 0 && do_attach {
-            if std::mem::take(fresh) {
-                post_init_util(&self.avg, se, s.weight << SCHED_CAPACITY_SHIFT);
-            }
-            attach(&mut self.avg, se, s.weight);
+            self.attach_entity(se, s.weight, fresh);
         }
+    }
+
+    /// A detached entity attached at its enqueue, after `post_init_entity_util_avg` if it is a
+    /// new task (the rare part of `update_load_avg`, out of line).
+    #[cold]
+    #[inline(never)]
+    fn attach_entity(&mut self, se: &mut SchedAvg, weight: u64, fresh: &mut bool) {
+        if std::mem::take(fresh) {
+            post_init_util(&self.avg, se, weight << SCHED_CAPACITY_SHIFT);
+        }
+        attach(&mut self.avg, se, weight);
     }
 
     /// The queue's own signal brought to `now` (upstream: update_blocked_averages, what an

@@ -203,3 +203,98 @@ fn a_new_task_starts_at_half_the_spare_capacity() {
     pelt::post_init_util(&busy, &mut se, 1024 << 10);
     assert_eq!(se.util_avg, 112);
 }
+
+/// Upstream's ___update_load_sum written in one piece (accumulate_sum with its period branch
+/// inline), as the model had it before the common in-period case was split off
+/// (`update_load_sum`'s fast path and the out-of-line `accumulate_sum_periods`).
+fn reference_update_load_sum(
+    now: u64,
+    sa: &mut SchedAvg,
+    load: u64,
+    runnable: u64,
+    running: bool,
+) -> bool {
+    let delta = now.wrapping_sub(sa.last_update_time);
+    if (delta as i64) < 0 {
+        sa.last_update_time = now;
+        return false;
+    }
+    let mut delta = delta >> 10;
+    if delta == 0 {
+        return false;
+    }
+    sa.last_update_time += delta << 10;
+    let (runnable, running) = if load == 0 {
+        (0, false)
+    } else {
+        (runnable, running)
+    };
+    let mut contrib = delta as u32;
+    delta += sa.period_contrib as u64;
+    let periods = delta / 1024;
+    if periods != 0 {
+        sa.load_sum = pelt::decay_load(sa.load_sum, periods);
+        sa.runnable_sum = pelt::decay_load(sa.runnable_sum, periods);
+        sa.util_sum = pelt::decay_load(sa.util_sum, periods);
+        delta %= 1024;
+        if load != 0 {
+            let d1 = 1024 - sa.period_contrib;
+            let c1 = pelt::decay_load(d1 as u64, periods);
+            let c2 = pelt::LOAD_AVG_MAX - pelt::decay_load(pelt::LOAD_AVG_MAX, periods) - 1024;
+            contrib = (c1 + c2) as u32 + delta as u32;
+        }
+    }
+    sa.period_contrib = delta as u32;
+    if load != 0 {
+        sa.load_sum += load * contrib as u64;
+    }
+    if runnable != 0 {
+        sa.runnable_sum += (runnable * contrib as u64) << 10;
+    }
+    if running {
+        sa.util_sum += (contrib as u64) << 10;
+    }
+    periods != 0
+}
+
+#[test]
+fn the_split_update_gives_the_one_piece_sums_at_any_step() {
+    // A fixed xorshift stream of steps: below 1024 ns (no change), inside the period, across
+    // one or a few boundaries, across thousands (everything decays away), and a clock that goes
+    // back; loads, run-queue lengths and running flags drawn with them.
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let (mut a, mut b) = (SchedAvg::default(), SchedAvg::default());
+    let mut now = 1u64 << 20;
+    let mut crossed = 0;
+    for i in 0..200_000 {
+        let r = next();
+        now = match r % 16 {
+            0 => now + r % 1024,
+            1..=9 => now + (r >> 8) % 200_000,
+            10..=13 => now + (r >> 8) % (4 * PERIOD_NS),
+            14 => now + (r >> 8) % (3000 * PERIOD_NS),
+            _ => now.saturating_sub((r >> 8) % 5000),
+        };
+        let load = [0u64, 1, 1024, 3121, 88761][(r >> 40) as usize % 5];
+        let nr = (r >> 44) % 4;
+        let running = (r >> 50) & 1 == 1;
+        let got = pelt::update_load_sum(now, &mut a, load, nr, running);
+        let want = reference_update_load_sum(now, &mut b, load, nr, running);
+        assert_eq!(got, want, "step {i}: period crossed");
+        assert_eq!(
+            a, b,
+            "step {i}: now {now}, load {load}, nr {nr}, running {running}"
+        );
+        crossed += got as u32;
+    }
+    assert!(
+        crossed > 10_000,
+        "the walk crossed only {crossed} period boundaries"
+    );
+}
