@@ -956,6 +956,24 @@ mod tests {
         println!("# {o:?} in {:?}", t.elapsed());
     }
 
+    /// Runs the scenario file VMSCHED_FUZZ_FILE as it is (its own duration) with the engine's
+    /// invariant checks after every event: `cargo test --release --lib -- --ignored
+    /// --nocapture run_file` (to replay a seed of `random_scenarios_validate_or_run`).
+    #[test]
+    #[ignore = "a tool: runs the scenario of VMSCHED_FUZZ_FILE with the checks on"]
+    fn run_file() {
+        let src = std::fs::read_to_string(std::env::var("VMSCHED_FUZZ_FILE").unwrap()).unwrap();
+        match vmsched_sched::load("fuzz.toml", &src, &[]) {
+            Err(e) => println!("refused: {e}"),
+            Ok(s) => {
+                let mut sim = vmsched_sched::build(&s);
+                sim.set_debug_checks(true);
+                sim.run();
+                println!("ran: {} ns", sim.results().duration_ns);
+            }
+        }
+    }
+
     /// The errors of `generated_scenarios_mostly_validate`'s 300 cases, counted by field and
     /// message head: `cargo test --release --lib -- --ignored --nocapture refusal_histogram`.
     #[test]
