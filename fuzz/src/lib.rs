@@ -9,7 +9,7 @@ use vmsched_core::scenario::{ScenarioError, SetValue};
 /// The scenarios shipped in python/vmsched/scenarios, as (file name, text), in the order they
 /// were added (so the `overrides` target's older inputs keep selecting theirs); a test checks
 /// that every shipped scenario is here.
-pub const SHIPPED: [(&str, &str); 27] = [
+pub const SHIPPED: [(&str, &str); 28] = [
     (
         "seed000_context1_ratelimit.toml",
         include_str!("../../python/vmsched/scenarios/seed000_context1_ratelimit.toml"),
@@ -105,7 +105,8 @@ pub const SHIPPED: [(&str, &str); 27] = [
     (
         "kvm_host.toml",
         include_str!("../../python/vmsched/scenarios/kvm_host.toml"),
-    ),    (
+    ),
+    (
         "seed003_kvm_latency.toml",
         include_str!("../../python/vmsched/scenarios/seed003_kvm_latency.toml"),
     ),
@@ -116,6 +117,10 @@ pub const SHIPPED: [(&str, &str); 27] = [
     (
         "kvm_lock_holder.toml",
         include_str!("../../python/vmsched/scenarios/kvm_lock_holder.toml"),
+    ),
+    (
+        "seed000_pair_spinner.toml",
+        include_str!("../../python/vmsched/scenarios/seed000_pair_spinner.toml"),
     ),
 ];
 
@@ -537,6 +542,7 @@ pub fn generate(u: &mut Unstructured) -> String {
     deadline_tasks(&mut p, &mut s, doms.len());
     kvm_host(&mut p, &mut s, doms.len());
     parallel_job(&mut p, &mut s, &doms);
+    session24(&mut p, &mut s, &doms);
     s
 }
 
@@ -948,6 +954,84 @@ mod tests {
         let t = std::time::Instant::now();
         let o = super::load_and_run(&src, 2);
         println!("# {o:?} in {:?}", t.elapsed());
+    }
+
+    /// Runs the scenario file VMSCHED_FUZZ_FILE as it is (its own duration) with the engine's
+    /// invariant checks after every event: `cargo test --release --lib -- --ignored
+    /// --nocapture run_file` (to replay a seed of `random_scenarios_validate_or_run`).
+    #[test]
+    #[ignore = "a tool: runs the scenario of VMSCHED_FUZZ_FILE with the checks on"]
+    fn run_file() {
+        let src = std::fs::read_to_string(std::env::var("VMSCHED_FUZZ_FILE").unwrap()).unwrap();
+        match vmsched_sched::load("fuzz.toml", &src, &[]) {
+            Err(e) => println!("refused: {e}"),
+            Ok(s) => {
+                let mut sim = vmsched_sched::build(&s);
+                sim.set_debug_checks(true);
+                sim.run();
+                println!("ran: {} ns", sim.results().duration_ns);
+            }
+        }
+    }
+
+    /// The errors of `generated_scenarios_mostly_validate`'s 300 cases, counted by field and
+    /// message head: `cargo test --release --lib -- --ignored --nocapture refusal_histogram`.
+    #[test]
+    #[ignore = "a tool: prints why generated scenarios are refused"]
+    fn refusal_histogram() {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut h = std::collections::BTreeMap::new();
+        let mut feats = std::collections::BTreeMap::new();
+        for _ in 0..300 {
+            let bytes: Vec<u8> = (0..400)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x as u8
+                })
+                .collect();
+            let src = super::generate(&mut arbitrary::Unstructured::new(&bytes));
+            let key = match vmsched_sched::load("fuzz.toml", &src, &super::short(2)) {
+                Err(e) => {
+                    if std::env::var("SHOW").is_ok_and(|v| e.to_string().contains(&v)) {
+                        println!("{e}\n{src}\n-----");
+                    }
+                    let f: String = e.field.chars().filter(|c| !c.is_ascii_digit()).collect();
+                    let m: String = e.message.chars().take(50).collect();
+                    format!("{f}: {m}")
+                }
+                Ok(_) => format!("{:?}", super::load_and_run(&src, 2)),
+            };
+            let ran = key == "Ran";
+            *h.entry(key).or_insert(0) += 1;
+            for f in [
+                "kind = \"startup\"",
+                "kind = \"spinlock\"",
+                "[domain.pv]",
+                "[domain.coord]",
+                "\"sched_vcpu\"",
+                "\"sched_task\"",
+                "[[cpupool]]",
+                "pool = \"p1\"\n",
+                "\"cpupool_",
+                "vcpu_refill_ns",
+            ] {
+                if src.contains(f) {
+                    let e = feats.entry(f).or_insert((0, 0));
+                    e.0 += 1;
+                    e.1 += usize::from(ran);
+                }
+            }
+        }
+        for (f, (n, r)) in &feats {
+            println!("feature {f}: in {n}, ran {r}");
+        }
+        let mut v: Vec<_> = h.into_iter().collect();
+        v.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+        for (k, n) in v {
+            println!("{n:4} {k}");
+        }
     }
 
     /// The generator is worth fuzzing with: from random bytes, a fair share of its scenarios

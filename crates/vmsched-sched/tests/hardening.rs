@@ -832,6 +832,7 @@ fn random_scenario(seed: u64) -> String {
     deadline_tasks(&mut p, &mut s, doms.len());
     kvm_host(&mut p, &mut s, doms.len());
     parallel_job(&mut p, &mut s, &doms);
+    session24(&mut p, &mut s, &doms);
     s
 }
 
