@@ -296,3 +296,15 @@ fn pv_sched_yield_reaches_the_preempted_target() {
     );
     assert_eq!(calls(&a), calls(&b));
 }
+
+/// A PV qspinlock waiter halted on a guest CPU that goes offline is moved to another vCPU's
+/// queue while halted; the unlock that grants it the lock then finds it current nowhere. It
+/// must go on with the lock when it next runs, not trip the engine (found by the hardening
+/// generator, seed 4774: fuzz/seeds/pv_waiter_offline.toml). The run ends with the engine's
+/// invariant checks on, the lock still changing hands after the offline.
+#[test]
+fn a_granted_waiter_moved_off_its_offline_vcpu_goes_on_when_it_runs() {
+    let src = include_str!("../../../fuzz/seeds/pv_waiter_offline.toml");
+    let r = run::run("pv_waiter_offline.toml", src, &[]);
+    assert!(wl(&r, "lk0").figure.value > 0.0, "the lock stopped changing hands");
+}

@@ -323,11 +323,12 @@ impl Simulation {
             self.lock_proceed(w);
         } else if halted {
             // pv_kick: KVM_HC_KICK_CPU (`kvm_pv_kick_cpu_op` → `kvm_vcpu_kick`), or Xen's
-            // event on the waiter's lock channel: its halted vCPU is woken.
-            let cw = self
-                .task_cpu(w)
-                .expect("invariant: a halted waiter is current on its CPU");
-            self.kick_backing(cw, WakeCause::Ipi);
+            // event on the waiter's lock channel: its halted vCPU is woken. A waiter that a
+            // guest CPU's offline moved off its halted vCPU is queued elsewhere: granted, it
+            // goes on when it runs (`lock_resume`).
+            if let Some(cw) = self.task_cpu(w) {
+                self.kick_backing(cw, WakeCause::Ipi);
+            }
         }
         // Otherwise the waiter is preempted: the lock is its own (a fair lock cannot skip
         // it) and it goes on when it runs again (`lock_resume`).
