@@ -17,7 +17,16 @@ import pytest
 
 from vmsched import reproductions
 from vmsched.reproductions import seed003
-from vmsched.reproductions.seed003 import CURVES, REMEDIES, SCHEDS, curve, main, point, shapes
+from vmsched.reproductions.seed003 import (
+    CURVES,
+    REMEDIES,
+    SCHEDS,
+    STATIC_REMEDIES,
+    curve,
+    main,
+    point,
+    shapes,
+)
 
 
 @cache
@@ -76,13 +85,10 @@ def test_every_launch_finishes_and_cyclictest_counts_its_loops():
         if r["bench"] == "startup":
             assert r["finished"], r
             assert r["mean_s"] >= 0.1 and r["std_s"] >= 0, r
-        elif r["remedy"] == "FIFO 10" and r["guest_loops"] and r["sched"] == "CFS":
-            # A SCHED_FIFO vCPU thread that never sleeps (a guest loop) is throttled by the
-            # CFS host's RT bandwidth, 950 ms per 1 s: the guest misses the periods of the
-            # other 50 ms (cyclictest skips missed periods, ERRATA W3b). BFS has no RT
-            # throttling.
-            assert 0.94 * seed003.QUICK_LOOPS <= r["count"] <= 0.96 * seed003.QUICK_LOOPS, r
-        elif r["host_loops"] + (r["guest_loops"] or 0) < 2 or (r["remedy"] == "FIFO 10" and r["sched"] == "BFS"):
+        elif r["host_loops"] + (r["guest_loops"] or 0) < 2 or r["remedy"] == "FIFO 10":
+            # A SCHED_FIFO vCPU thread that never sleeps (a guest loop) is not throttled under
+            # the CFS 3.17 host: with RT_RUNTIME_SHARE (3.17's default) its pCPU borrows the
+            # other pCPU's unused RT runtime up to the whole period. BFS has no RT throttling.
             # Room for everything: at most BFS's own rare refills (docs/bfs.md, L8) miss one.
             assert r["count"] >= 0.99 * seed003.QUICK_LOOPS, r
 
@@ -141,7 +147,7 @@ def test_two_guest_loops_better_than_one_at_high_totals(sched):
 
 
 @pytest.mark.parametrize("sched", list(SCHEDS))
-@pytest.mark.parametrize("remedy", list(REMEDIES))
+@pytest.mark.parametrize("remedy", STATIC_REMEDIES)
 @pytest.mark.parametrize("bench", ["latency", "startup"])
 def test_static_prioritising_brings_it_back_down(sched, remedy, bench):
     rows = quick()
@@ -150,6 +156,33 @@ def test_static_prioritising_brings_it_back_down(sched, remedy, bench):
     for t in range(3, 9):
         assert fixed[t] < plain[t], t
     assert shapes(rows, sched, bench)[f"remedy {remedy}"]
+
+
+@pytest.mark.parametrize("sched,remedy", [("CFS", "coordinated nice -20"), ("BFS", "coordinated")])
+def test_coordinated_scheduling_brings_the_latency_down(sched, remedy):
+    # The guest's hypercall boosts the vCPU thread while cyclictest is runnable. It lowers the
+    # 1 guest wl curve at every total from 3, but far less than static prioritising: the timer
+    # fires while the vCPU thread waits for a pCPU, and the guest can make its call only once
+    # the host runs the thread again (docs/seed003.md, Remedies).
+    rows = quick()
+    plain = curve(rows, sched, "1 guest wl", "latency")
+    coord = curve(rows, sched, "1 guest wl", "latency", remedy)
+    static = curve(rows, sched, "1 guest wl", "latency", "nice -10")
+    for t in range(3, 9):
+        assert coord[t] < plain[t], t
+    assert sum(coord[t] for t in range(4, 9)) > sum(static[t] for t in range(4, 9))
+
+
+def test_a_fifo_boost_under_the_cfs_host_can_starve_the_vcpu_thread():
+    # Under the CFS host each FIFO boost and unboost is a class round trip: the vCPU thread
+    # comes back to the fair class level with min_vruntime, loses its lead over the host loops
+    # and waits behind them (docs/kvm.md, Coordinated scheduling). With 3 host loops the
+    # coordinated (FIFO) curve is above the uncoordinated one; the fair-class boost is not.
+    rows = quick()
+    plain = curve(rows, "CFS", "1 guest wl", "latency")
+    fifo = curve(rows, "CFS", "1 guest wl", "latency", "coordinated")
+    normal = curve(rows, "CFS", "1 guest wl", "latency", "coordinated nice -20")
+    assert fifo[4] > 2 * plain[4] and normal[4] < plain[4]
 
 
 def test_cfs_no_guest_latency_stays_flat_and_bfs_rises():
@@ -228,3 +261,13 @@ def test_the_shape_checks_can_fail():
     sh = shapes(rows, "CFS", "latency")
     assert sh["flat"] and not sh["explodes"] and not sh["two_better"]
     assert all(sh[f"remedy {r}"] is None for r in REMEDIES)
+
+
+def test_the_coordinated_remedy_flags_the_measured_task():
+    # cyclictest runs SCHED_OTHER in the document, so it is flagged by name; the hypercall is
+    # the document's ~2000 cycles at the A15's 1.7 GHz.
+    for bench, name in (("latency", "ct"), ("startup", "xterm")):
+        c = seed003.scenario("CFS", 2, 1, bench=bench, remedy="coordinated")["domain"][0]["coord"]
+        assert c["enable"] and c["tasks"] == [name] and c["hypercall_ns"] == 1176
+    c = seed003.scenario("BFS", 2, 1, remedy="coordinated nice -20")["domain"][0]["coord"]
+    assert (c["boost_policy"], c["boost_nice"]) == ("normal", -20)

@@ -206,3 +206,30 @@ fn a_fair_server_of_no_runtime_never_runs() {
         "a server of no runtime gives fair work nothing"
     );
 }
+
+/// RT_RUNTIME_SHARE (on in 3.17, off from 5.10): one FIFO hog in a 2-vCPU guest borrows the
+/// idle vCPU's unused RT runtime up to the whole period and is never throttled under 3.17;
+/// under 5.10, or 3.17 with the feature off, it gets its own CPU's 950 ms a second.
+#[test]
+fn runtime_share_lets_one_hog_run_the_whole_period() {
+    let two = ONE_VCPU
+        .replace("pcpus = 1", "pcpus = 2")
+        .replace("vcpus = 1", "vcpus = 2");
+    let src = format!("{two}{FIFO_HOG}");
+    let v317 = ("domain.0.sched.kernel", "\"3.17\"");
+    let hog = share(&run_src(&src, &[v317]), "hog.0");
+    assert!(hog > 0.999, "3.17 shares runtime: {hog}");
+    let hog = share(&run_src(&src, &[]), "hog.0");
+    assert!((0.94..0.955).contains(&hog), "5.10 throttles: {hog}");
+    let off = ("domain.0.sched.rt.rt_runtime_share", "false");
+    let hog = share(&run_src(&src, &[v317, off]), "hog.0");
+    assert!(
+        (0.94..0.955).contains(&hog),
+        "3.17 with the feature off: {hog}"
+    );
+    let on = ("domain.0.sched.rt.rt_runtime_share", "true");
+    assert!(
+        share(&run_src(&src, &[on]), "hog.0") > 0.999,
+        "5.10 with the feature on"
+    );
+}

@@ -9,8 +9,8 @@ Four curves per figure, as the document's Figs. 1 and 4: "no guest" (the applica
 host; the model keeps an idle 1-vCPU guest, since a scenario needs a domain), "0/1/2 guest wl"
 (the application in the guest, with N loops beside it and total − N on the host). Then the
 Fig. 2 and Fig. 3 histograms, the remedies of the document's §VI as extra curves (static
-prioritising: the vCPU thread at nice −10, or SCHED_FIFO 10; coordinated scheduling is added to
-`REMEDIES` once the kvmcoord branch lands), and a "what changed since" table with EEVDF 6.12 at
+prioritising: the vCPU thread at nice −10, or SCHED_FIFO 10; coordinated scheduling: the guest's
+hypercall boosts the vCPU thread while cyclictest or the application is runnable), and a "what changed since" table with EEVDF 6.12 at
 both levels (and a 6.12-era KVM: halt polling, no timer kworker, PV steal time).
 
 Each point is a scenario file written from the shipped `seed003_kvm_latency` (TOML tables cannot
@@ -48,12 +48,24 @@ TODAY = {"scheduler": "eevdf", "kernel": "6.12", "hz": 250}
 CURVES = {"no guest": None, "0 guest wl": 0, "1 guest wl": 1, "2 guest wl": 2}
 TOTALS = list(range(9))
 MAX_HOST_LOOPS, MAX_GUEST_LOOPS = 8, 2
-#: The remedies of the document's §VI, as changes of the guest's domain table. Coordinated
-#: scheduling (issue 12 item 7, branch kvmcoord) is added here after its merge.
+#: The document's hypercall, "around 2000 CPU cycles", at the Cortex-A15's 1.7 GHz (ns).
+COORD_HYPERCALL_NS = round(2000 / 1.7)
+#: The remedies of the document's §VI, as changes of the guest's domain table: static
+#: prioritising (§VI.A) and coordinated scheduling (§VI.B, docs/kvm.md "Coordinated
+#: scheduling"). cyclictest runs SCHED_OTHER in the document, so the coordinated remedies flag
+#: the measured task by name (`tasks`: `scenario` fills in cyclictest's or the application's
+#: name); the default boost is SCHED_FIFO 1, "coordinated nice -20" the fair-class boost.
 REMEDIES = {
     "nice -10": {"vcpu_nice": -10},
     "FIFO 10": {"vcpu_policy": "fifo", "vcpu_rt_priority": 10},
+    "coordinated": {"coord": {"enable": True, "tasks": [],
+                              "hypercall_ns": COORD_HYPERCALL_NS}},
+    "coordinated nice -20": {"coord": {"enable": True, "tasks": [], "boost_policy": "normal",
+                                       "boost_nice": -20,
+                                       "hypercall_ns": COORD_HYPERCALL_NS}},
 }
+#: The static-prioritising remedies (the others are coordinated).
+STATIC_REMEDIES = ["nice -10", "FIFO 10"]
 #: The curves the remedies are drawn for.
 REMEDY_CURVES = ["1 guest wl", "2 guest wl"]
 #: cyclictest loops (1 ms each) and launches per point: full form and short form.
@@ -168,7 +180,10 @@ def scenario(sched: str = "CFS", host_loops: int = 2, guest_loops: int | None = 
         s["host"].pop("timer_kworker_ns", None)
         s["host"]["steal_time"] = True
     if remedy is not None:
-        dom.update(REMEDIES[remedy])
+        r = copy.deepcopy(REMEDIES[remedy])
+        if "coord" in r:
+            r["coord"] = {**(dom.get("coord") or {}), **r["coord"], "tasks": [app["name"]]}
+        dom.update(r)
     return s
 
 

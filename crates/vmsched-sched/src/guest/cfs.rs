@@ -869,7 +869,10 @@ impl Cfs {
     /// CFS as the fair class of a Linux 5.10 core, below the RT class (SCHED_FIFO, SCHED_RR,
     /// with the sysctls of `params.rt`), with a tick every 1/HZ (TICK_NSEC, rounded).
     pub fn sched(params: CfsParams, cpus: &[CpuTopo]) -> CfsSched {
-        let rt = Rt::new(params.rt.clone(), params.hz, cpus.len());
+        // RT_RUNTIME_SHARE: on by default up to 5.9, so in 3.17.
+        let rt_params =
+            (params.rt.clone()).with_runtime_share_default(params.version == CfsVersion::V3_17);
+        let rt = Rt::new(rt_params, params.hz, cpus.len());
         let dl = Dl::new(params.deadline.clone(), cpus.len());
         let cfs = Cfs::new(params, cpus);
         LinuxCore::with_classes("cfs", cpus.len(), cfs.tun.tick_ns, cfs, rt, dl)

@@ -39,8 +39,10 @@
 //! throttled: its tasks stay queued but are not picked, so the fair class runs (or the CPU
 //! idles). One period timer for all CPUs, started at the first RT enqueue and stopped when a
 //! period finds no RT activity anywhere, takes one runtime per elapsed period off every CPU's
-//! `rt_time` and unthrottles the queues that are below the runtime again. There is no
-//! borrowing between CPUs (RT_RUNTIME_SHARE is off in 5.10).
+//! `rt_time` and unthrottles the queues that are below the runtime again. With
+//! RT_RUNTIME_SHARE (`rt_runtime_share`: on in Linux 3.17, off from 5.10) a queue about to be
+//! throttled, and a throttled one at the period timer, first borrows unused runtime from the
+//! other CPUs (`rt/runtime_share.rs`); without it there is no borrowing between CPUs.
 //!
 //! With `fair_server = true` (Linux 6.12 and later) there is no throttling; instead each CPU's
 //! fair server (`rt/fair_server.rs`) runs the fair class ahead of RT for 50 ms once fair tasks
@@ -71,6 +73,7 @@ use vmsched_core::time::{SimTime, NS_PER_US};
 use crate::guest::linux_core::{DequeueFlags, EnqueueFlags, LinuxCtx, SchedClass, WakeFlags};
 
 mod fair_server; // the 6.12 fair server (§3.6)
+mod runtime_share; // RT_RUNTIME_SHARE (3.17's default)
 
 /// MAX_RT_PRIO: the RT kernel priorities are 0..100 (user 99..1, and 99 is unused).
 pub const MAX_RT_PRIO: usize = 100;
@@ -101,6 +104,11 @@ pub struct RtParams {
     pub fair_server: Option<bool>,
     /// `/sys/kernel/debug/sched/fair_server/cpuN/runtime` (50 ms).
     pub fair_server_runtime_ns: u64,
+    /// The RT_RUNTIME_SHARE feature: a throttling CPU borrows RT runtime from the others. None:
+    /// the kernel's own, on for CFS 3.17, off for 5.10 and later (commit 2586af1ac187); see
+    /// [`RtParams::with_runtime_share_default`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rt_runtime_share: Option<bool>,
     /// `/sys/kernel/debug/sched/fair_server/cpuN/period` (1 s).
     pub fair_server_period_ns: u64,
 }
@@ -114,6 +122,7 @@ impl Default for RtParams {
             fair_server: None,
             fair_server_runtime_ns: 50_000_000,
             fair_server_period_ns: 1_000_000_000,
+            rt_runtime_share: None,
         }
     }
 }
@@ -124,6 +133,18 @@ impl RtParams {
     pub fn with_fair_server_default(mut self, on: bool) -> RtParams {
         self.fair_server.get_or_insert(on);
         self
+    }
+
+    /// These parameters with RT_RUNTIME_SHARE decided: as given, else `on` (the kernel's
+    /// default: true up to Linux 5.9).
+    pub fn with_runtime_share_default(mut self, on: bool) -> RtParams {
+        self.rt_runtime_share.get_or_insert(on);
+        self
+    }
+
+    /// Whether RT_RUNTIME_SHARE is on (None: off, the 5.10 default).
+    pub fn runtime_share_on(&self) -> bool {
+        self.rt_runtime_share == Some(true)
     }
 
     /// Whether the fair server runs (None: off, the 5.10 default).
@@ -211,6 +232,9 @@ struct RtRq {
     curr: Option<EntityId>,
     /// RT run time charged in the current period (ns).
     rt_time: u64,
+    /// This queue's runtime per period (ns): the global runtime, plus what it borrowed and
+    /// minus what it lent under RT_RUNTIME_SHARE.
+    rt_runtime: u64,
     throttled: bool,
 }
 
@@ -224,6 +248,7 @@ impl Default for RtRq {
             nr_running: 0,
             curr: None,
             rt_time: 0,
+            rt_runtime: 0,
             throttled: false,
         }
     }
@@ -291,7 +316,13 @@ impl Rt {
             period_active: false,
             period_expires: 0,
             tasks: Vec::new(),
-            rqs: vec![RtRq::default(); ncpus],
+            rqs: vec![
+                RtRq {
+                    rt_runtime: runtime_ns.unwrap_or(0),
+                    ..RtRq::default()
+                };
+                ncpus
+            ],
             fair_server,
             fs_runtime,
             fs_period,
@@ -424,9 +455,16 @@ impl Rt {
         let Some(runtime) = self.runtime_ns else {
             return;
         };
+        self.rqs[cpu].rt_time += delta;
+        // sched_rt_runtime_exceeded → balance_runtime: borrow before throttling.
+        if !self.rqs[cpu].throttled
+            && self.rqs[cpu].rt_time > self.rqs[cpu].rt_runtime
+            && self.params.runtime_share_on()
+        {
+            self.balance_runtime(ctx, cpu);
+        }
         let rq = &mut self.rqs[cpu];
-        rq.rt_time += delta;
-        if !rq.throttled && rq.rt_time > runtime {
+        if !rq.throttled && rq.rt_time > rq.rt_runtime {
             if runtime > 0 {
                 rq.throttled = true;
                 ctx.trace(|| vmsched_core::trace::SchedEvent::Throttle {
@@ -441,6 +479,15 @@ impl Rt {
         if rq.throttled {
             ctx.resched_curr(cpu);
         }
+    }
+
+    /// Linux v3.17: balance_runtime (RT_RUNTIME_SHARE): `cpu`'s queue borrows unused runtime
+    /// from the other online CPUs (`runtime_share::do_balance_runtime`).
+    fn balance_runtime(&mut self, ctx: &mut LinuxCtx, cpu: usize) {
+        let period = self.period_ns;
+        runtime_share::do_balance_runtime(&mut self.rqs, cpu, period, |c| {
+            ctx.cpu(CpuId(c as u32)).online
+        });
     }
 
     /// Linux v5.10: start_rt_bandwidth. The period timer is started at the first RT enqueue
@@ -478,10 +525,10 @@ impl Rt {
     }
 
     fn sched_rt_period_timer(&mut self, ctx: &mut LinuxCtx) {
-        let Some(runtime) = self.runtime_ns else {
+        if self.runtime_ns.is_none() {
             self.period_active = false;
             return;
-        };
+        }
         let now = ctx.now();
         // hrtimer_forward_now: whole periods until the expiry is in the future.
         let overrun = if now >= self.period_expires {
@@ -497,7 +544,11 @@ impl Rt {
                 if !ctx.cpu(CpuId(c as u32)).online {
                     continue;
                 }
+                if self.rqs[c].throttled && self.params.runtime_share_on() {
+                    self.balance_runtime(ctx, c);
+                }
                 let rq = &mut self.rqs[c];
+                let runtime = rq.rt_runtime;
                 let mut unthrottle = false;
                 if rq.rt_time > 0 {
                     rq.rt_time -= rq.rt_time.min(overrun.saturating_mul(runtime));
