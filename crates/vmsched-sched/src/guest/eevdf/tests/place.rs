@@ -293,7 +293,10 @@ fn spinning_yielder_shares(kernel: EevdfKernel, dur: u64) -> [u64; 3] {
         h.run_for(2 * US, 2 * US);
         if h.curr(0) == Some(A) && h.run_ns[A as usize] % (2 * MS) < 200 * US {
             k += 1;
-            assert_eq!(h.yield_to(A, if k % 2 == 0 { B } else { C }), Some(true));
+            assert_eq!(
+                h.yield_to(A, if k.is_multiple_of(2) { B } else { C }),
+                Some(true)
+            );
             h.pump();
         }
     }
