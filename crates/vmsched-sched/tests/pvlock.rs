@@ -308,3 +308,31 @@ fn a_granted_waiter_moved_off_its_offline_vcpu_goes_on_when_it_runs() {
     let r = run::run("pv_waiter_offline.toml", src, &[]);
     assert!(wl(&r, "lk0").figure.value > 0.0, "the lock stopped changing hands");
 }
+
+/// An EEVDF 6.18 host (docs/pvops.md): every PAUSE-loop exit of an eligible spinning vCPU
+/// forfeits the rest of its slice (ERRATA L3), so at one exit every `wfe_trap_ns` the vCPU
+/// threads get less than the host loops, which share their pCPUs evenly.
+#[test]
+fn an_eevdf_6_18_host_charges_each_directed_yield_a_slice() {
+    let r = shipped(&[
+        ("host.sched.scheduler", "eevdf"),
+        ("host.sched.kernel", "\"6.18\""),
+        (LOCK, "qspinlock"),
+    ]);
+    let (h0, h1) = (ent(&r, "host", "hostloop.0"), ent(&r, "host", "hostloop.1"));
+    assert!(
+        (h0.cpu_share - h1.cpu_share).abs() < 0.05,
+        "{} {}",
+        h0.cpu_share,
+        h1.cpu_share
+    );
+    for v in 0..4 {
+        let e = ent(&r, "host", &format!("guest.v{v}"));
+        assert!(
+            e.cpu_share < h0.cpu_share,
+            "v{v} {} vs {}",
+            e.cpu_share,
+            h0.cpu_share
+        );
+    }
+}

@@ -184,6 +184,9 @@ struct EevdfRq {
     queue: Vec<usize>,
     curr: Option<usize>,
     next: Option<usize>,
+    /// The last pick took the outgoing task again: its `set_next_task` keeps the slice
+    /// protection it had (upstream puts and sets nothing when `prev == next`).
+    repick: bool,
     /// Entities on the queue, curr and delayed ones included (`cfs_rq->nr_running`).
     nr_running: u32,
     idle_nr_running: u32,
@@ -540,13 +543,19 @@ impl Eevdf {
         }
     }
 
-    /// Linux 6.x: set_next_entity
-    fn set_next_entity(&mut self, ctx: &LinuxCtx, cpu: usize, e: usize) {
+    /// Linux 6.x: set_next_entity. `repick`: the pick took the outgoing task again, which
+    /// upstream never puts nor sets (6.6 `pick_next_task_fair`'s `prev != p` test under
+    /// FAIR_GROUP_SCHED, 6.12+ `put_prev_set_next_task`'s `next == prev` exit): the model has put
+    /// it back in the queue and takes it out again, but its slice protection is left as it was,
+    /// not re-armed (a yield's later deadline must not become a fresh protected slice).
+    fn set_next_entity(&mut self, ctx: &LinuxCtx, cpu: usize, e: usize, repick: bool) {
         self.clear_buddies(cpu, e);
         if self.ses[e].on_rq {
             self.queue_remove(cpu, e);
             self.update_load_avg(ctx, cpu, e, false);
-            self.set_protect_slice(cpu, e);
+            if !repick {
+                self.set_protect_slice(cpu, e);
+            }
         }
         let now = ctx.rq_clock_task(cpu);
         let se = &mut self.ses[e];
@@ -781,7 +790,9 @@ impl SchedClass for Eevdf {
         }
         if self.rqs[cpu].nr_running > 0 {
             if let Some(n) = self.pick_next_entity(ctx, cpu) {
-                return Some(EntityId(n as u32));
+                let n = EntityId(n as u32);
+                self.rqs[cpu].repick = ctx.cpu(CpuId(cpu as u32)).curr == Some(n);
+                return Some(n);
             }
         }
         // Nothing (or only delayed entities, now dequeued): newidle balance, then pick what it
@@ -800,7 +811,8 @@ impl SchedClass for Eevdf {
 
     #[inline]
     fn set_next_task(&mut self, ctx: &mut LinuxCtx, cpu: CpuId, e: EntityId) {
-        self.set_next_entity(ctx, cpu.idx(), e.idx());
+        let repick = std::mem::take(&mut self.rqs[cpu.idx()].repick);
+        self.set_next_entity(ctx, cpu.idx(), e.idx(), repick);
     }
 
     /// Linux 6.x: task_tick_fair → entity_tick: `update_curr`, which reschedules at the end of

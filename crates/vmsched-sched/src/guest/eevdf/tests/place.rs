@@ -266,3 +266,106 @@ fn renice_of_the_running_task() {
         assert_sums(fair(&h));
     }
 }
+
+/// A KVM host's vCPU thread A against two nice-0 hogs on one CPU: of every 2 ms of its own CPU
+/// time it spins the first 0.2 ms, making a directed yield (`yield_to`, a PAUSE-loop exit) to a
+/// hog every 2 µs, and computes the rest. Returns the three CPU times over `dur`.
+fn spinning_yielder_shares(kernel: EevdfKernel, dur: u64) -> [u64; 3] {
+    let ents = vec![task(0, 1, 0, 0), task(1, 1, 0, 0), task(2, 1, 0, 0)];
+    let sched = Eevdf::sched(EevdfParams::new(kernel), &flat(1)).into_kvm_host("k");
+    let mut h = Harness::with_topology(sched, flat(1), ents);
+    for e in [A, B, C] {
+        h.wake(e, WakeInfo::of(WakeCause::Fork));
+        h.pump();
+    }
+    // A comes back from a halt with 2 ms of positive lag (as a task that waited that long and
+    // then blocked while still eligible): it is placed behind V, the only eligible task, and
+    // its first spin burst's yields each find it alone to pick again.
+    assert_eq!(h.curr(0), Some(A));
+    h.block(A);
+    h.sched.cls.fair.ses[A as usize].vlag = 2 * MS as i64;
+    h.run_for(MS, 100 * US);
+    wake_pump(&mut h, A);
+    assert_eq!(h.curr(0), Some(A));
+    h.run_ns = vec![0; 3];
+    let mut k = 0u32;
+    while h.now < dur {
+        h.run_for(2 * US, 2 * US);
+        if h.curr(0) == Some(A) && h.run_ns[A as usize] % (2 * MS) < 200 * US {
+            k += 1;
+            assert_eq!(
+                h.yield_to(A, if k.is_multiple_of(2) { B } else { C }),
+                Some(true)
+            );
+            h.pump();
+        }
+    }
+    [h.run_ns[0], h.run_ns[1], h.run_ns[2]]
+}
+
+/// ERRATA L3 under a KVM host's PAUSE-loop exits: a burst of yields pushes the yielder's
+/// deadline (6.6–6.17) many slices on while it is the only eligible task and is picked again.
+/// Upstream does not put and set a re-picked `prev`, so the burst never becomes a protected
+/// slice: 6.12 (PREEMPT_SHORT) preempts it at the first tick that finds it ineligible, and the
+/// three tasks share the CPU evenly (lag stays bounded). 6.6 has no such tick rule: the yielder
+/// runs on past V until its next yield or its (pushed) deadline, which here also comes out
+/// fair, as its next spin burst finds it ineligible at once. 6.18 charges an eligible yielder the rest of its slice at every yield: it gets
+/// less than a third, and the hogs split the rest evenly.
+#[test]
+fn a_spinning_yielder_gets_what_the_release_gives() {
+    let dur = 400 * MS;
+    for kernel in [EevdfKernel::V6_6, EevdfKernel::V6_12, EevdfKernel::V6_18] {
+        let [a, b, c] = spinning_yielder_shares(kernel, dur);
+        let third = (a + b + c) / 3;
+        // Two hogs share what A leaves within a couple of slices.
+        assert!(b.abs_diff(c) <= 5 * MS, "{kernel:?}: hogs {b} vs {c}");
+        if kernel == EevdfKernel::V6_18 {
+            assert!(a < third / 4, "{kernel:?}: the yielder {a} of {third}");
+        } else {
+            // Fair within its 2 ms of lag and a few slices, not the pushed deadline's tens of ms.
+            assert!(
+                a.abs_diff(third) <= 8 * MS,
+                "{kernel:?}: the yielder {a} vs {third}"
+            );
+        }
+    }
+}
+
+/// A yielder picked again (the only eligible task) keeps the protection it had: upstream puts
+/// and sets nothing when the pick is `prev` itself, so 6.6–6.17's pushed deadline is not stashed
+/// as a new protected slice (6.12: a later tick that finds it ineligible preempts it), and 6.18's
+/// `vprot` is not renewed.
+#[test]
+fn a_yielder_picked_again_is_not_protected_anew() {
+    for kernel in [EevdfKernel::V6_6, EevdfKernel::V6_12, EevdfKernel::V6_18] {
+        let ents = vec![task(0, 1, 0, 0), task(1, 1, 0, 0), task(2, 1, 0, 0)];
+        let sched = Eevdf::sched(EevdfParams::new(kernel), &flat(1)).into_kvm_host("k");
+        let mut h = Harness::with_topology(sched, flat(1), ents);
+        for e in [A, B, C] {
+            h.wake(e, WakeInfo::of(WakeCause::Fork));
+            h.pump();
+        }
+        h.block(A);
+        h.sched.cls.fair.ses[A as usize].vlag = 2 * MS as i64;
+        h.run_for(MS, 100 * US);
+        wake_pump(&mut h, A);
+        assert_eq!(h.curr(0), Some(A), "{kernel:?}");
+        h.advance(10 * US);
+        let was = fair(&h).protect_slice(A as usize);
+        assert!(was, "{kernel:?}: protected at its pick");
+        // B and C are ineligible: A, 3 ms behind V, is picked again after its yield.
+        assert_eq!(h.yield_to(A, B), Some(true));
+        assert_eq!(h.curr(0), Some(A), "{kernel:?}");
+        let s = se(&h, A);
+        if kernel == EevdfKernel::V6_18 {
+            // Its vruntime jumped to its old deadline, past the old vprot: unprotected.
+            assert!(vdiff(s.vprot, s.vruntime) <= 0, "{kernel:?}");
+        } else {
+            assert_ne!(
+                s.vlag as u64, s.deadline,
+                "{kernel:?}: the pushed deadline is not stashed"
+            );
+        }
+        assert!(!fair(&h).protect_slice(A as usize), "{kernel:?}");
+    }
+}
