@@ -439,7 +439,12 @@ impl<W: Write> Out<W> {
         self.records += 1;
         *self.by_event.entry(event).or_default() += 1;
         if b.len() >= WINDOW_BYTES {
-            self.flush(pcpu)?;
+            // Every pCPU's buffer at once, as xentrace dumps all of them on each round: a
+            // reader merging the pCPUs by time (xenalyze) must meet each pCPU's window before
+            // the records of another pCPU that come after it.
+            for p in 0..self.buf.len() {
+                self.flush(p as u32)?;
+            }
         }
         Ok(())
     }
