@@ -168,9 +168,13 @@ def formats():
     return names
 
 
-@pytest.mark.parametrize("scenario,ms", [("seed000_context1_ratelimit", 300),
-                                         ("credit1_boost_interactive", 1500)])
-def test_xentrace_format_prints_the_records(tmp_path, scenario, ms):
+@pytest.mark.parametrize("scenario,ms,class_ids", [
+    ("seed000_context1_ratelimit", 300, {0x22203, 0x22206}),
+    ("credit1_boost_interactive", 1500, {0x22006, 0x22007}),
+    # RTDS: tickle, runq pick, budget burn, replenish, schedule; null: pick, assign, schedule.
+    ("rtds_reservation", 1000, {0x22801, 0x22802, 0x22803, 0x22804, 0x22806}),
+    ("null_static", 1500, {0x22A01, 0x22A02, 0x22A05})])
+def test_xentrace_format_prints_the_records(tmp_path, scenario, ms, class_ids):
     tool = _tool("xentrace_format")
     py2 = _python2()
     r, path = run(tmp_path, scenario, ms)
@@ -187,6 +191,9 @@ def test_xentrace_format_prints_the_records(tmp_path, scenario, ms):
     for ev, n in r.xentrace["by_event"]:
         expected[names[ev]] += n
     assert printed == expected
+    # The scheduler's own records are in the file and printed under their names.
+    for ev in class_ids:
+        assert printed[names[ev]] > 0, f"{scenario}: no {names[ev]}"
     # Each record is printed on the pCPU of its window, with the run's domain and vCPU ids.
     npcpu = len(r.entities.filter(r.entities["level"] == "host")) and max(
         pc for pc, _, _, _ in parse(path)) + 1

@@ -221,6 +221,32 @@ pub enum SchedEvent<E = EntityId, C = CpuId> {
     /// The RT class of CPU `cpu` is throttled (`on`: its RT tasks stay queued, the fair class
     /// runs) or unthrottled (Linux `sched_rt_runtime_exceeded`, `do_sched_rt_period_timer`).
     Throttle { cpu: C, on: bool },
+    /// CPU `cpu` enters its scheduler; `tickled`: it had been tickled, `idle`: it was running
+    /// nothing (RTDS `rt_schedule`).
+    Schedule { cpu: C, tickled: bool, idle: bool },
+    /// The runqueue pick found `ent`, with its deadline (ns) and budget left (ns, [`sat32`];
+    /// RTDS `runq_pick`).
+    RunqPick { ent: E, deadline: Wide, budget: i32 },
+    /// `ent` was charged `delta` ns; `budget` is what it has left ([`sat32`]), `level` its
+    /// priority level after the charge, `extratime` its flag (RTDS `burn_budget`).
+    BudgetBurn {
+        ent: E,
+        budget: i32,
+        delta: u32,
+        level: u32,
+        extratime: bool,
+    },
+    /// `ent`'s deadline passed: its new deadline and full budget (ns, the budget [`sat32`]),
+    /// at level 0 (RTDS `rt_update_deadline`).
+    Replenish { ent: E, deadline: Wide, budget: i32 },
+    /// `ent` is given CPU `cpu` for its own (null `unit_assign`).
+    Assign { ent: E, cpu: C },
+    /// `ent` leaves CPU `cpu`, which becomes free (null `unit_deassign`).
+    Deassign { ent: E, cpu: C },
+    /// `ent` is moved from CPU `from` to CPU `to` (null `null_unit_migrate`).
+    Migrate { ent: E, from: C, to: C },
+    /// CPU `cpu` enters its scheduler with `assigned` its vCPU, if any (null `null_schedule`).
+    NullSchedule { cpu: C, assigned: Option<E> },
 }
 
 /// What decided a [`SchedEvent::WakeCheck`].
@@ -252,6 +278,35 @@ impl WakeRule {
             WakeRule::EarlierDeadline => "earlier deadline",
             WakeRule::Preempt => "preempt",
         }
+    }
+}
+
+/// A 64-bit figure of a [`SchedEvent`] (an absolute deadline) kept as two 32-bit halves, so
+/// that the event stays 4-byte aligned and as small as its 32-bit figures make it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Wide {
+    lo: u32,
+    hi: u32,
+}
+
+impl Wide {
+    #[inline]
+    pub fn new(v: i64) -> Wide {
+        Wide {
+            lo: v as u32,
+            hi: ((v as u64) >> 32) as u32,
+        }
+    }
+
+    #[inline]
+    pub fn get(self) -> i64 {
+        ((self.hi as u64) << 32 | self.lo as u64) as i64
+    }
+
+    /// The low and the high 32-bit word.
+    #[inline]
+    pub fn words(self) -> (u32, u32) {
+        (self.lo, self.hi)
     }
 }
 
@@ -301,6 +356,59 @@ impl<E: Copy, C: Copy> SchedEvent<E, C> {
                 b,
             },
             Throttle { cpu, on } => Throttle { cpu: c(cpu), on },
+            Schedule { cpu, tickled, idle } => Schedule {
+                cpu: c(cpu),
+                tickled,
+                idle,
+            },
+            RunqPick {
+                ent,
+                deadline,
+                budget,
+            } => RunqPick {
+                ent: e(ent),
+                deadline,
+                budget,
+            },
+            BudgetBurn {
+                ent,
+                budget,
+                delta,
+                level,
+                extratime,
+            } => BudgetBurn {
+                ent: e(ent),
+                budget,
+                delta,
+                level,
+                extratime,
+            },
+            Replenish {
+                ent,
+                deadline,
+                budget,
+            } => Replenish {
+                ent: e(ent),
+                deadline,
+                budget,
+            },
+            Assign { ent, cpu } => Assign {
+                ent: e(ent),
+                cpu: c(cpu),
+            },
+            Deassign { ent, cpu } => Deassign {
+                ent: e(ent),
+                cpu: c(cpu),
+            },
+            Migrate { ent, from, to } => Migrate {
+                ent: e(ent),
+                from: c(from),
+                to: c(to),
+            },
+            NullSchedule { cpu, assigned } => NullSchedule {
+                cpu: c(cpu),
+                assigned: assigned.map(e),
+            },
         }
     }
 
@@ -316,6 +424,13 @@ impl<E: Copy, C: Copy> SchedEvent<E, C> {
             SchedEvent::PickedCpu { .. } => "picked cpu",
             SchedEvent::WakeCheck { .. } => "wake check",
             SchedEvent::Throttle { .. } => "rt throttle",
+            SchedEvent::Schedule { .. } | SchedEvent::NullSchedule { .. } => "schedule",
+            SchedEvent::RunqPick { .. } => "runq pick",
+            SchedEvent::BudgetBurn { .. } => "budget burn",
+            SchedEvent::Replenish { .. } => "replenish",
+            SchedEvent::Assign { .. } => "assign",
+            SchedEvent::Deassign { .. } => "deassign",
+            SchedEvent::Migrate { .. } => "migrate",
         }
     }
 }
@@ -459,4 +574,13 @@ mod tests {
         assert_eq!(t.complete_until(), 30);
         assert_eq!(t.records[1].t(), 20);
     }
+}
+/// The policies' events travel in the engine's requests: a new variant must not make the
+/// event, or the request, larger (64-bit figures are [`Wide`], the rest 32-bit).
+#[test]
+fn sched_event_and_request_stay_small() {
+    assert!(std::mem::size_of::<SchedEvent>() <= 20);
+    assert!(std::mem::size_of::<crate::sched::Request>() <= 24);
+    assert_eq!(Wide::new(-5).get(), -5);
+    assert_eq!(Wide::new(0x1_0000_0002).words(), (2, 1));
 }

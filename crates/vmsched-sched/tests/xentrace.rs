@@ -94,7 +94,7 @@ fn every_host_switch_is_written_on_its_pcpu_in_xens_order() {
     for (name, ms) in [
         ("seed000_context1_ratelimit.toml", 200),
         ("credit1_boost_interactive.toml", 1500),
-        // The other Xen hosts get the generic records (no class records yet).
+        // RTDS and null write class records too; ARINC653 has none upstream.
         ("rtds_reservation.toml", 1000),
         ("null_static.toml", 1500),
         ("arinc653_partitions.toml", 1000),
@@ -214,6 +214,10 @@ fn each_scheduler_writes_its_own_class_records() {
         ("seed000_context1_ratelimit.toml", 200, 1, &[3u32, 6][..]),
         // Credit1: tickle, boost.
         ("credit1_boost_interactive.toml", 1500, 0, &[6, 7][..]),
+        // RTDS: tickle, runq pick, budget burn, replenish, schedule.
+        ("rtds_reservation.toml", 1000, 4, &[1, 2, 3, 4, 6][..]),
+        // null: picked cpu, assign, schedule.
+        ("null_static.toml", 1500, 5, &[1, 2, 5][..]),
     ] {
         let tr = run(name, ms);
         let (sum, recs) = export(&tr);
@@ -253,11 +257,27 @@ fn each_scheduler_writes_its_own_class_records() {
             .count();
         assert_eq!(written.len(), traced, "{name}");
         for r in &written {
-            match r.event & 0x1ff {
-                6 => assert!(r.data[0] < npcpu, "{name}: tickle of pCPU {}", r.data[0]),
+            match (sched_id, r.event & 0x1ff) {
+                // RTDS: a tickle names a pCPU; pick, burn, replenish a vCPU (dv); schedule
+                // the pCPU whose buffer holds it, with the idle flag in the top bits.
+                (4, 1) => assert!(r.data[0] < npcpu, "{name}: tickle of {}", r.data[0]),
+                (4, 2..=4) => assert!(doms.contains(&(r.data[0] >> 16)), "{name}: {r:?}"),
+                (4, 6) => assert_eq!(r.data[0] & 0xffff, r.pcpu, "{name}: schedule on its pCPU"),
+                // null: pick, assign, deassign: dv, pCPU; schedule: the pCPU (high half)
+                // whose buffer holds it, and its vCPU or -1.
+                (5, 1..=3) => {
+                    assert!(doms.contains(&(r.data[0] >> 16)), "{name}: {r:?}");
+                    assert!(r.data[1] < npcpu, "{name}: {r:?}");
+                }
+                (5, 5) => {
+                    assert_eq!(r.data[0] >> 16, r.pcpu, "{name}: schedule on its pCPU");
+                    assert!(r.data[1] == u32::MAX || doms.contains(&(r.data[1] >> 16)));
+                }
+                (4 | 5, _) => {}
+                (_, 6) => assert!(r.data[0] < npcpu, "{name}: tickle of pCPU {}", r.data[0]),
                 // Credit1 boost/unboost: domain, vCPU; Credit2 burn/reset/ratelimit: dv.
-                7 | 8 if sched_id == 0 => assert!(doms.contains(&r.data[0])),
-                3 | 7 | 22 => assert!(doms.contains(&(r.data[0] >> 16))),
+                (0, 7 | 8) => assert!(doms.contains(&r.data[0])),
+                (_, 3 | 7 | 22) => assert!(doms.contains(&(r.data[0] >> 16))),
                 _ => {}
             }
         }

@@ -200,10 +200,7 @@ impl XenClass for Credit1 {
             SchedEvent::Boost { ent } => (7, dv2(ent)),
             SchedEvent::Unboost { ent } => (8, dv2(ent)),
             SchedEvent::Ratelimit { ent, runtime } => (10, vec![ids.dv(ent), runtime]),
-            SchedEvent::CreditBurn { .. }
-            | SchedEvent::CreditReset { .. }
-            | SchedEvent::WakeCheck { .. }
-            | SchedEvent::Throttle { .. } => return None,
+            _ => return None,
         })
     }
 }
@@ -234,16 +231,113 @@ impl XenClass for Credit2 {
                 (19, vec![0, 0, ids.dv(ent), ids.pcpu(cpu) << 16])
             }
             SchedEvent::Ratelimit { ent, runtime } => (22, vec![ids.dv(ent), runtime]),
-            SchedEvent::Boost { .. }
-            | SchedEvent::Unboost { .. }
-            | SchedEvent::WakeCheck { .. }
-            | SchedEvent::Throttle { .. } => return None,
+            _ => return None,
+        })
+    }
+}
+
+/// A 64-bit figure as Xen's records hold it: the low word, then the high one.
+fn words64(v: i64) -> [u32; 2] {
+    [v as u32, ((v as u64) >> 32) as u32]
+}
+
+/// RTDS (`xen/common/sched/rt.c`, `TRC_RTDS_*`). Xen packs a vCPU as a 16-bit unit id then a
+/// 16-bit domain id, which is the "dv" word.
+pub struct Rtds;
+
+impl XenClass for Rtds {
+    fn sched_id(&self) -> u32 {
+        4
+    }
+
+    fn record(&self, ev: &SchedEvent<GEnt, GCpu>, ids: &Ids) -> Option<(u32, Vec<u32>)> {
+        Some(match *ev {
+            // TICKLE: the pCPU (16 bits, then padding).
+            SchedEvent::Tickle { cpu } => (1, vec![ids.pcpu(cpu) & 0xffff]),
+            // RUNQ_PICK: dv, deadline (64 bits), budget left (64 bits).
+            SchedEvent::RunqPick {
+                ent,
+                deadline,
+                budget,
+            } => {
+                let (dl, dh) = deadline.words();
+                let [bl, bh] = words64(budget as i64);
+                (2, vec![ids.dv(ent), dl, dh, bl, bh])
+            }
+            // BUDGET_BURN: dv, budget left (64 bits), delta, priority level, extratime.
+            SchedEvent::BudgetBurn {
+                ent,
+                budget,
+                delta,
+                level,
+                extratime,
+            } => {
+                let [bl, bh] = words64(budget as i64);
+                (3, vec![ids.dv(ent), bl, bh, delta, level, extratime as u32])
+            }
+            // BUDGET_REPLENISH: dv, priority level (0 after a replenishment), deadline
+            // (64 bits), budget (64 bits).
+            SchedEvent::Replenish {
+                ent,
+                deadline,
+                budget,
+            } => {
+                let (dl, dh) = deadline.words();
+                let [bl, bh] = words64(budget as i64);
+                (4, vec![ids.dv(ent), 0, dl, dh, bl, bh])
+            }
+            // SCHEDULE: pCPU (16 bits), tasklet (8 bits, none modelled: 0), then a byte with
+            // "tickled" in its low and "idle" in its high 4 bits.
+            SchedEvent::Schedule { cpu, tickled, idle } => (
+                6,
+                vec![(ids.pcpu(cpu) & 0xffff) | (tickled as u32) << 24 | (idle as u32) << 28],
+            ),
+            _ => return None,
+        })
+    }
+}
+
+/// null (`xen/common/sched/null.c`, `TRC_SNULL_*`).
+pub struct Null;
+
+impl XenClass for Null {
+    fn sched_id(&self) -> u32 {
+        5
+    }
+
+    fn record(&self, ev: &SchedEvent<GEnt, GCpu>, ids: &Ids) -> Option<(u32, Vec<u32>)> {
+        Some(match *ev {
+            // PICKED_CPU: dv, the pCPU picked.
+            SchedEvent::PickedCpu { ent, cpu } => (1, vec![ids.dv(ent), ids.pcpu(cpu)]),
+            // UNIT_ASSIGN, UNIT_DEASSIGN: dv, the pCPU.
+            SchedEvent::Assign { ent, cpu } => (2, vec![ids.dv(ent), ids.pcpu(cpu)]),
+            SchedEvent::Deassign { ent, cpu } => (3, vec![ids.dv(ent), ids.pcpu(cpu)]),
+            // MIGRATE: dv, then the old pCPU in the low and the new one in the high 16 bits.
+            SchedEvent::Migrate { ent, from, to } => (
+                4,
+                vec![ids.dv(ent), (ids.pcpu(from) & 0xffff) | ids.pcpu(to) << 16],
+            ),
+            // SCHEDULE: tasklet (16 bits, none modelled: 0) then the pCPU (16 bits); the
+            // pCPU's assigned vCPU as dv, or -1 in both halves when it has none.
+            SchedEvent::NullSchedule { cpu, assigned } => (
+                5,
+                vec![
+                    ids.pcpu(cpu) << 16,
+                    assigned.map_or(u32::MAX, |e| ids.dv(e)),
+                ],
+            ),
+            _ => return None,
         })
     }
 }
 
 /// The schedulers whose own records are written, by [`crate::sched::Scheduler::name`].
-pub static CLASSES: &[(&str, &dyn XenClass)] = &[("credit", &Credit1), ("credit2", &Credit2)];
+pub static CLASSES: &[(&str, &dyn XenClass)] = &[
+    ("credit", &Credit1),
+    ("credit2", &Credit2),
+    ("rtds", &Rtds),
+    ("null", &Null),
+];
 
 /// The [`XenClass`] of the scheduler named `sched`, if it has one.
 pub fn class_of(sched: &str) -> Option<&'static dyn XenClass> {
@@ -345,7 +439,12 @@ impl<W: Write> Out<W> {
         self.records += 1;
         *self.by_event.entry(event).or_default() += 1;
         if b.len() >= WINDOW_BYTES {
-            self.flush(pcpu)?;
+            // Every pCPU's buffer at once, as xentrace dumps all of them on each round: a
+            // reader merging the pCPUs by time (xenalyze) must meet each pCPU's window before
+            // the records of another pCPU that come after it.
+            for p in 0..self.buf.len() {
+                self.flush(p as u32)?;
+            }
         }
         Ok(())
     }
@@ -379,6 +478,50 @@ struct VcpuState {
     /// When it was last switched in or out (Xen's unit `state_entry_time`).
     switched: SimTime,
     state: Option<RunState>,
+    /// The pCPU its last wake was written on.
+    pcpu_woken: u32,
+}
+
+/// A class record waiting for the record after it ([`flush_class`]).
+struct PendingClass {
+    t: SimTime,
+    /// The pCPU whose code reported it, if any.
+    local: Option<u32>,
+    /// The pCPU it names as the one scheduling (RTDS's and null's `SCHEDULE`).
+    marker: Option<u32>,
+    /// The pCPU a tickle names.
+    tickle: Option<u32>,
+    event: u32,
+    data: Vec<u32>,
+}
+
+/// Writes the pending class records on the pCPU whose code made them, as Xen does. The engine
+/// says which CPU ran the hook when one did; a pCPU's scheduler (`do_schedule`) and timers run
+/// outside any, so: from a `SCHEDULE` record on, its pCPU; else the pCPU of a wake they
+/// directly follow (`after_wake`, at the same time); else the pCPU of the switch or
+/// continue that directly follows them (`switch_p`: they came from its scheduler); else a
+/// tickle's pCPU, and pCPU 0 for the rest (a timer outside any CPU).
+fn flush_class<W: Write>(
+    w: &mut Out<W>,
+    pending: &mut Vec<PendingClass>,
+    switch_p: Option<u32>,
+    after_wake: Option<(u32, SimTime)>,
+    hz: u64,
+) -> io::Result<()> {
+    let mut marker = None;
+    for pc in pending.drain(..) {
+        marker = pc.marker.or(marker);
+        let p = marker.or(pc.local).unwrap_or_else(|| {
+            after_wake
+                .filter(|a| a.1 == pc.t)
+                .map(|a| a.0)
+                .or(switch_p)
+                .or(pc.tickle)
+                .unwrap_or(0)
+        });
+        w.rec(p, cycles(pc.t, hz), pc.event, &pc.data)?;
+    }
+    Ok(())
 }
 
 /// Writes the host level of `tr` as a xentrace file to `out` (buffer it). A trace without a
@@ -421,7 +564,25 @@ pub fn write<W: Write>(tr: &Trace, opts: &XentraceOpts, out: W) -> io::Result<Xe
             _ => 0,
         }
     };
+    // The class records since the last other record, written when the next one shows where
+    // they belong (flush_class).
+    let mut pending: Vec<PendingClass> = Vec::new();
+    // The pCPU and time of a wake whose runstate change was the last record.
+    let mut after_wake: Option<(u32, SimTime)> = None;
+    let mut wake_rs: Option<(GEnt, SimTime)> = None;
     for r in &tr.records {
+        if !pending.is_empty() && !matches!(*r, Record::Sched { level, .. } if level == host.level)
+        {
+            let switch_p = match *r {
+                Record::Switch { t, level, cpu, .. } | Record::Continue { t, level, cpu, .. }
+                    if level == host.level && t == pending[0].t =>
+                {
+                    Some(ids.pcpu(cpu))
+                }
+                _ => None,
+            };
+            flush_class(&mut w, &mut pending, switch_p, after_wake, hz as u64)?;
+        }
         if let Some((p, t, prev)) = idle_in {
             // The probes of the switch come between it and prev's runstate change.
             let wait = matches!(*r, Record::Runstate { ent, .. } if ent == prev)
@@ -520,7 +681,11 @@ pub fn write<W: Write>(tr: &Trace, opts: &XentraceOpts, out: W) -> io::Result<Xe
                 to,
             } if level == host.level => {
                 let p = match woken.take() {
-                    Some((e, p, wt)) if e == ent && wt == t => p,
+                    Some((e, p, wt)) if e == ent && wt == t => {
+                        vs[ent.idx()].pcpu_woken = p;
+                        wake_rs = Some((ent, t));
+                        p
+                    }
                     _ => vs[ent.idx()].pcpu,
                 };
                 vs[ent.idx()].state = Some(to);
@@ -556,16 +721,34 @@ pub fn write<W: Write>(tr: &Trace, opts: &XentraceOpts, out: W) -> io::Result<Xe
                 let Some((n, data)) = class.record(&ev, ids) else {
                     continue;
                 };
-                let p = match (cpu, ev) {
-                    (Some(c), _) => pcpu_of(c, &vs),
-                    (None, SchedEvent::Tickle { cpu }) => ids.pcpu(cpu),
-                    (None, _) => 0,
+                let (marker, tickle) = match ev {
+                    SchedEvent::Schedule { cpu, .. } | SchedEvent::NullSchedule { cpu, .. } => {
+                        (Some(ids.pcpu(cpu)), None)
+                    }
+                    SchedEvent::Tickle { cpu } => (None, Some(ids.pcpu(cpu))),
+                    _ => (None, None),
                 };
-                w.rec(p, cyc(t), class_event(class.sched_id(), n), &data)?;
+                pending.push(PendingClass {
+                    t,
+                    local: cpu.map(|c| pcpu_of(c, &vs)),
+                    marker,
+                    tickle,
+                    event: class_event(class.sched_id(), n),
+                    data,
+                });
             }
             _ => {}
         }
+        if !matches!(*r, Record::Sched { .. }) {
+            after_wake = match *r {
+                Record::Runstate { t, ent, .. } if wake_rs == Some((ent, t)) => {
+                    Some((vs[ent.idx()].pcpu_woken, t))
+                }
+                _ => None,
+            };
+        }
     }
+    flush_class(&mut w, &mut pending, None, after_wake, hz as u64)?;
     if let Some((p, t, _)) = idle_in {
         w.rec(
             p,

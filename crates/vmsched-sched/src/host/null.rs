@@ -42,6 +42,7 @@ use crate::host::xen_core::{put_unit, XenCore, XenCtx, XenOps};
 use vmsched_core::cpuset::{CpuSet, MAX_CPUS};
 use vmsched_core::ids::{CpuId, EntityId};
 use vmsched_core::sched::{Pick, WakeInfo};
+use vmsched_core::trace::SchedEvent;
 
 /// null has no parameters (`sched=null`); its configuration is an empty table.
 #[derive(Clone, Debug, Default, PartialEq, serde::Deserialize, serde::Serialize)]
@@ -144,8 +145,15 @@ impl Null {
         self.balance_mask(x, e, step).contains(cpu)
     }
 
-    /// Xen: pick_res.
-    fn pick_res(&self, x: &XenCtx, e: EntityId) -> CpuId {
+    /// Xen: pick_res, with its trace record.
+    fn pick_res(&self, x: &mut XenCtx, e: EntityId) -> CpuId {
+        let cpu = self.pick_cpu(x, e);
+        x.trace(|| SchedEvent::PickedCpu { ent: e, cpu });
+        cpu
+    }
+
+    /// Xen: pick_res, the choice.
+    fn pick_cpu(&self, x: &XenCtx, e: EntityId) -> CpuId {
         let cpu = self.units[e.idx()].processor;
         for step in STEPS {
             if step == Step::Soft && !self.has_soft(x, e) {
@@ -176,10 +184,11 @@ impl Null {
     // ---------------------------------------------------------------------------------------
 
     /// Xen: unit_assign.
-    fn unit_assign(&mut self, e: EntityId, cpu: CpuId) {
+    fn unit_assign(&mut self, x: &mut XenCtx, e: EntityId, cpu: CpuId) {
         self.assigned[cpu.idx()] = Some(e);
         self.units[e.idx()].processor = cpu;
         self.cpus_free.remove(cpu);
+        x.trace(|| SchedEvent::Assign { ent: e, cpu });
     }
 
     /// Xen: unit_deassign. The CPU is free; the first waiting vCPU that may run there (soft
@@ -193,10 +202,11 @@ impl Null {
         );
         self.assigned[cpu.idx()] = None;
         self.cpus_free.insert(cpu);
+        x.trace(|| SchedEvent::Deassign { ent: e, cpu });
         if let Some(i) = self.waitq_match(x, cpu) {
             let w = self.waitq.remove(i);
             self.units[w.idx()].in_waitq = false;
-            self.unit_assign(w, cpu);
+            self.unit_assign(x, w, cpu);
             x.resched(cpu);
             return true;
         }
@@ -266,7 +276,7 @@ impl XenOps for Null {
             let cpu = self.pick_res(x, e);
             self.units[e.idx()].processor = cpu;
             if self.assigned[cpu.idx()].is_none() {
-                return self.unit_assign(e, cpu);
+                return self.unit_assign(x, e, cpu);
             }
             let allowed = x.ent(e).params.hard_affinity.and(&self.online);
             if !allowed.intersects(&self.cpus_free) {
@@ -305,7 +315,7 @@ impl XenOps for Null {
             && self.check_affinity(x, e, cpu, Step::Hard)
             && (!self.has_soft(x, e) || self.check_affinity(x, e, cpu, Step::Soft))
         {
-            self.unit_assign(e, cpu);
+            self.unit_assign(x, e, cpu);
             return x.resched(cpu);
         }
         self.waitq_push(e);
@@ -340,11 +350,15 @@ impl XenOps for Null {
     /// CPU first takes the first waiting vCPU that may run on it (soft affinity first).
     fn do_schedule(&mut self, x: &mut XenCtx, cpu: CpuId) -> Pick {
         let mut next = self.assigned[cpu.idx()];
+        x.trace(|| SchedEvent::NullSchedule {
+            cpu,
+            assigned: next,
+        });
         if next.is_none() {
             if let Some(i) = self.waitq_match(x, cpu) {
                 let w = self.waitq.remove(i);
                 self.units[w.idx()].in_waitq = false;
-                self.unit_assign(w, cpu);
+                self.unit_assign(x, w, cpu);
                 next = Some(w);
             } else {
                 self.cpus_free.insert(cpu);
@@ -368,6 +382,11 @@ impl XenOps for Null {
         if old == new_cpu {
             return;
         }
+        x.trace(|| SchedEvent::Migrate {
+            ent: e,
+            from: old,
+            to: new_cpu,
+        });
         if self.assigned[old.idx()] == Some(e) {
             self.unit_deassign(x, e);
         }
@@ -377,7 +396,7 @@ impl XenOps for Null {
             && self.check_affinity(x, e, new_cpu, Step::Hard)
         {
             self.waitq_remove(e);
-            self.unit_assign(e, new_cpu);
+            self.unit_assign(x, e, new_cpu);
         } else {
             self.waitq_push(e);
         }

@@ -59,6 +59,7 @@ use vmsched_core::cpuset::{CpuSet, MAX_CPUS};
 use vmsched_core::ids::{CpuId, EntityId};
 use vmsched_core::sched::{CpuTopo, Pick, WakeInfo, XenAttr};
 use vmsched_core::time::Nanos;
+use vmsched_core::trace::{sat32, SchedEvent, Wide};
 
 /// `RTDS_DEFAULT_PERIOD` (µs).
 pub const DEFAULT_PERIOD_US: u64 = 10_000;
@@ -276,9 +277,21 @@ impl Rtds {
         u.priority_level = 0;
     }
 
+    /// [`Self::rt_update_deadline`] with its trace record (`TRC_RTDS_BUDGET_REPLENISH`).
+    fn update_deadline(&mut self, ctx: &mut XenCtx, e: EntityId, now: i64) {
+        self.rt_update_deadline(e, now);
+        let u = &self.units[e.idx()];
+        let (deadline, budget) = (u.cur_deadline, u.cur_budget);
+        ctx.trace(|| SchedEvent::Replenish {
+            ent: e,
+            deadline: Wide::new(deadline),
+            budget: sat32(budget),
+        });
+    }
+
     /// Xen: burn_budget. Charges the time since `last_start`; an exhausted budget is refilled a
     /// level lower with extratime, else the vCPU is depleted.
-    fn burn_budget(&mut self, e: EntityId, now: i64) {
+    fn burn_budget(&mut self, ctx: &mut XenCtx, e: EntityId, now: i64) {
         let u = &mut self.units[e.idx()];
         let delta = now - u.last_start;
         if delta < 0 {
@@ -296,6 +309,14 @@ impl Rtds {
                 u.depleted = true;
             }
         }
+        let (budget, level, extratime) = (u.cur_budget, u.priority_level, u.extratime);
+        ctx.trace(|| SchedEvent::BudgetBurn {
+            ent: e,
+            budget: sat32(budget),
+            delta: delta as u32,
+            level,
+            extratime,
+        });
     }
 
     // ---------------------------------------------------------------------------------------
@@ -425,16 +446,26 @@ impl Rtds {
     }
 
     fn tickle(&mut self, ctx: &mut XenCtx, cpu: CpuId) {
+        ctx.trace(|| SchedEvent::Tickle { cpu });
         self.tickled.insert(cpu);
         ctx.resched(cpu);
     }
 
     /// Xen: runq_pick. The first queued vCPU allowed on `cpu`.
-    fn runq_pick(&self, ctx: &XenCtx, cpu: CpuId) -> Option<EntityId> {
-        self.runq
-            .iter()
-            .copied()
-            .find(|&e| self.online.contains(cpu) && ctx.ent(e).params.hard_affinity.contains(cpu))
+    fn runq_pick(&self, ctx: &mut XenCtx, cpu: CpuId) -> Option<EntityId> {
+        let pick =
+            self.runq.iter().copied().find(|&e| {
+                self.online.contains(cpu) && ctx.ent(e).params.hard_affinity.contains(cpu)
+            });
+        if let Some(e) = pick {
+            let u = &self.units[e.idx()];
+            ctx.trace(|| SchedEvent::RunqPick {
+                ent: e,
+                deadline: Wide::new(u.cur_deadline),
+                budget: sat32(u.cur_budget),
+            });
+        }
+        pick
     }
 
     /// Xen: rt_res_pick. `processor(e)` if allowed, else the next allowed CPU after it.
@@ -462,7 +493,7 @@ impl Rtds {
                 break;
             }
             self.replq.remove(0);
-            self.rt_update_deadline(e, now);
+            self.update_deadline(ctx, e, now);
             done.push(e);
             if self.units[e.idx()].q != Q::None {
                 self.q_remove(e);
@@ -542,7 +573,7 @@ impl XenOps for Rtds {
         self.units[e.idx()].processor = cpu;
         let now = ctx.now() as i64;
         if now >= self.units[e.idx()].cur_deadline {
-            self.rt_update_deadline(e, now);
+            self.update_deadline(ctx, e, now);
         }
         let n = self.units.len();
         for q in [
@@ -578,7 +609,7 @@ impl XenOps for Rtds {
         let now = ctx.now() as i64;
         let missed = now >= u.cur_deadline;
         if missed {
-            self.rt_update_deadline(e, now);
+            self.update_deadline(ctx, e, now);
         }
         if self.units[e.idx()].scheduled {
             self.units[e.idx()].delayed_runq_add = true;
@@ -618,9 +649,15 @@ impl XenOps for Rtds {
     fn do_schedule(&mut self, ctx: &mut XenCtx, cpu: CpuId) -> Pick {
         let now = ctx.now() as i64;
         let scurr = ctx.cpu(cpu).curr;
+        let tickled = self.tickled.contains(cpu);
+        ctx.trace(|| SchedEvent::Schedule {
+            cpu,
+            tickled,
+            idle: scurr.is_none(),
+        });
         self.tickled.remove(cpu);
         if let Some(c) = scurr {
-            self.burn_budget(c, now);
+            self.burn_budget(ctx, c, now);
         }
         let mut snext = loop {
             match self.runq_pick(ctx, cpu) {
