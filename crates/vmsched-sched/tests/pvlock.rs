@@ -306,7 +306,10 @@ fn pv_sched_yield_reaches_the_preempted_target() {
 fn a_granted_waiter_moved_off_its_offline_vcpu_goes_on_when_it_runs() {
     let src = include_str!("../../../fuzz/seeds/pv_waiter_offline.toml");
     let r = run::run("pv_waiter_offline.toml", src, &[]);
-    assert!(wl(&r, "lk0").figure.value > 0.0, "the lock stopped changing hands");
+    assert!(
+        wl(&r, "lk0").figure.value > 0.0,
+        "the lock stopped changing hands"
+    );
 }
 
 /// An EEVDF 6.18 host (docs/pvops.md): every PAUSE-loop exit of an eligible spinning vCPU
