@@ -431,7 +431,7 @@ def cmd_check(a) -> int:
     return 0
 
 
-# `[host] scheduler = "..."`: the registry's names (crates/vmsched-sched/src/build.rs), with the
+# `[host] scheduler = "..."`: the registry's names (crates/vmsched-sched/src/build/host.rs), with the
 # release modelled and the page that documents each. tests/test_cli.py checks every name loads.
 HOST_SCHEDULERS = (
     ("credit2", "Xen Credit2, 4.20.0-4.21; 4.2.1, historic (docs/credit2.md)"),

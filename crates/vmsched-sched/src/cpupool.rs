@@ -48,7 +48,7 @@ pub(crate) fn check_cpupool(cfg: &HostSchedConfig) -> Result<(), String> {
     }
 }
 
-/// What a pool's scheduler configuration names of the machine, as `build::check_layout`
+/// What a pool's scheduler configuration names of the machine, as `build::layout::check_layout`
 /// checks `[host]`'s: an ARINC653 table's slots name domains and their vCPUs. (Credit1's
 /// boost domains are Xen 3.3's, which no pool runs.)
 pub(crate) fn check_layouts(s: &Scenario) -> Result<(), (String, String)> {
