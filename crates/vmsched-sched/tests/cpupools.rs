@@ -6,6 +6,10 @@
 //! the validation errors naming their field. The engine's invariants are checked after every
 //! event (`set_debug_checks`).
 
+#[allow(dead_code)]
+#[path = "common/run.rs"]
+mod run;
+
 use vmsched_core::report::Results;
 use vmsched_core::trace::{Record, Trace};
 use vmsched_core::NS_PER_MS;
@@ -23,26 +27,13 @@ fn run(src: &str) -> (Results, Trace, Vec<String>) {
 }
 
 fn load_err(src: &str) -> (String, String) {
-    match vmsched_sched::load("test.toml", src, &[]) {
+    match run::load("test.toml", src, &[]) {
         Ok(_) => panic!("the scenario should be refused"),
         Err(e) => (e.field.clone(), e.to_string()),
     }
 }
 
-fn ent<'a>(r: &'a Results, name: &str) -> &'a vmsched_core::report::EntityResult {
-    r.entities
-        .iter()
-        .find(|e| e.name == name)
-        .unwrap_or_else(|| panic!("no entity {name}"))
-}
-
-/// Every entity's runstates add up to the elapsed (measured) time.
-fn assert_sums(r: &Results) {
-    for e in &r.entities {
-        let sum = e.running_ns + e.runnable_ns + e.blocked_ns + e.offline_ns;
-        assert_eq!(sum, r.measured_ns, "runstates of {} add up", e.name);
-    }
-}
+use run::{assert_sums, ent};
 
 /// The host entity ids (global) of the vCPUs whose name starts with `prefix`.
 fn vcpus_of(tr: &Trace, prefix: &str) -> Vec<u32> {

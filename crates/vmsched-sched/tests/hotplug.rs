@@ -6,6 +6,10 @@
 //! CPU back into use; runstates still add up to the elapsed time; the run is deterministic; and
 //! the timeline's validation names the field.
 
+#[allow(dead_code)]
+#[path = "common/run.rs"]
+mod run;
+
 use vmsched_core::report::Results;
 use vmsched_core::trace::{Record, Trace};
 use vmsched_core::NS_PER_MS;
@@ -74,20 +78,7 @@ fn running_at(tr: &Trace, cpu: u32, at: u64) -> Option<u32> {
     cur
 }
 
-fn ent<'a>(r: &'a Results, name: &str) -> &'a vmsched_core::report::EntityResult {
-    r.entities
-        .iter()
-        .find(|e| e.name == name)
-        .unwrap_or_else(|| panic!("no entity {name}"))
-}
-
-/// Every entity's runstates add up to the elapsed (measured) time.
-fn assert_sums(r: &Results) {
-    for e in &r.entities {
-        let sum = e.running_ns + e.runnable_ns + e.blocked_ns + e.offline_ns;
-        assert_eq!(sum, r.measured_ns, "runstates of {} add up", e.name);
-    }
-}
+use run::{assert_sums, ent};
 
 /// Four pCPUs, one domain of four busy vCPUs (one loop pinned to each), Credit2.
 const HOST4: &str = r#"

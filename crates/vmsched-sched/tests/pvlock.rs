@@ -3,6 +3,7 @@
 //! directed yield, the guest's `vcpu_is_preempted` read by a mutex's owner spinning, and
 //! `[domain.pv]`'s checks. Each test runs a small scenario and asserts what the rule implies.
 
+#[allow(dead_code)]
 #[path = "common/run.rs"]
 mod run;
 

@@ -5,6 +5,7 @@
 //! against the same work started at once); the mean and the standard deviation come from the
 //! `startup` histogram. The program's unit rules are in the workload's own tests.
 
+#[allow(dead_code)]
 #[path = "common/run.rs"]
 mod run;
 

@@ -26,3 +26,19 @@ pub fn run(file: &str, src: &str, ov: &[(&str, &str)]) -> Results {
     sim.run();
     sim.results()
 }
+
+/// The entity named `name` (at any level) of `r`.
+pub fn ent<'a>(r: &'a Results, name: &str) -> &'a vmsched_core::report::EntityResult {
+    r.entities
+        .iter()
+        .find(|e| e.name == name)
+        .unwrap_or_else(|| panic!("no entity {name}"))
+}
+
+/// Every entity's runstates add up to the elapsed (measured) time.
+pub fn assert_sums(r: &Results) {
+    for e in &r.entities {
+        let sum = e.running_ns + e.runnable_ns + e.blocked_ns + e.offline_ns;
+        assert_eq!(sum, r.measured_ns, "runstates of {} add up", e.name);
+    }
+}
