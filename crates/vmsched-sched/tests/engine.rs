@@ -3,6 +3,11 @@
 
 use vmsched_core::report::Results;
 
+#[allow(dead_code)]
+#[path = "common/run.rs"]
+mod run;
+use run::{counter, ent, wl};
+
 fn scenario_dir() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../python/vmsched/scenarios")
 }
@@ -17,24 +22,6 @@ fn run_src(src: &str, ov: &[(&str, &str)]) -> Results {
     sim.set_debug_checks(true);
     sim.run();
     sim.results()
-}
-
-fn ent<'a>(r: &'a Results, name: &str) -> &'a vmsched_core::report::EntityResult {
-    r.entities
-        .iter()
-        .find(|e| e.name == name)
-        .unwrap_or_else(|| panic!("no entity {name}"))
-}
-
-fn wl<'a>(r: &'a Results, name: &str) -> &'a vmsched_core::report::WorkloadResult {
-    r.workloads
-        .iter()
-        .find(|w| w.name == name)
-        .unwrap_or_else(|| panic!("no workload {name}"))
-}
-
-fn counter(r: &Results, w: &str, c: &str) -> u64 {
-    wl(r, w).counters.iter().find(|(k, _)| k == c).unwrap().1
 }
 
 /// The `[run]`, `[machine]` and `[host]` tables of a test scenario.

@@ -7,6 +7,11 @@ use vmsched_core::hv::{ExitModel, Halt, Spin};
 use vmsched_core::report::Results;
 use vmsched_core::scenario::{Arch, GuestType, Hypervisor, Vwfi};
 
+#[allow(dead_code)]
+#[path = "common/run.rs"]
+mod run;
+use run::{counter, ent};
+
 fn run_src(src: &str, ov: &[(&str, &str)]) -> Results {
     let ov: Vec<(String, String)> = ov
         .iter()
@@ -28,18 +33,6 @@ fn refused(src: &str, ov: &[(&str, &str)]) -> vmsched_core::scenario::ScenarioEr
         Ok(_) => panic!("{ov:?} should be refused"),
         Err(e) => e,
     }
-}
-
-fn ent<'a>(r: &'a Results, name: &str) -> &'a vmsched_core::report::EntityResult {
-    r.entities
-        .iter()
-        .find(|e| e.name == name)
-        .unwrap_or_else(|| panic!("no entity {name}"))
-}
-
-fn counter(r: &Results, w: &str, c: &str) -> u64 {
-    let wl = r.workloads.iter().find(|x| x.name == w).unwrap();
-    wl.counters.iter().find(|(k, _)| k == c).unwrap().1
 }
 
 fn hist(r: &Results, w: &str) -> vmsched_core::metrics::HistSummary {

@@ -3,7 +3,12 @@
 //! an event-channel port, and the completion wakes the vCPU directly through the host
 //! scheduler's wake hook; guest events meanwhile do not wake it.
 
-use vmsched_core::report::{EntityResult, Results};
+use vmsched_core::report::Results;
+
+#[allow(dead_code)]
+#[path = "common/run.rs"]
+mod run;
+use run::ent;
 
 fn load(src: &str, ov: &[(&str, &str)]) -> Result<vmsched_sched::Scenario, String> {
     let ov: Vec<(String, String)> = ov
@@ -19,13 +24,6 @@ fn run(src: &str, ov: &[(&str, &str)]) -> Results {
     sim.set_debug_checks(true);
     sim.run();
     sim.results()
-}
-
-fn ent<'a>(r: &'a Results, name: &str) -> &'a EntityResult {
-    r.entities
-        .iter()
-        .find(|e| e.name == name)
-        .unwrap_or_else(|| panic!("no entity {name}"))
 }
 
 fn served(r: &Results, handler: &str) -> u64 {

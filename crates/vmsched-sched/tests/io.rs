@@ -3,7 +3,12 @@
 //! is away, the ping's round trip (NIC → dom0 netback → guest netfront → dom0 → NIC), and the
 //! guest's scan order (ERRATA X5: lowest-first starves a high port, round-robin serves it).
 
-use vmsched_core::report::{EntityResult, Results};
+use vmsched_core::report::Results;
+
+#[allow(dead_code)]
+#[path = "common/run.rs"]
+mod run;
+use run::{counter, ent};
 
 fn load(src: &str, ov: &[(&str, &str)]) -> vmsched_sched::Scenario {
     let ov: Vec<(String, String)> = ov
@@ -19,22 +24,6 @@ fn run(src: &str, ov: &[(&str, &str)]) -> Results {
     sim.set_debug_checks(true);
     sim.run();
     sim.results()
-}
-
-fn ent<'a>(r: &'a Results, name: &str) -> &'a EntityResult {
-    r.entities
-        .iter()
-        .find(|e| e.name == name)
-        .unwrap_or_else(|| panic!("no entity {name}"))
-}
-
-fn counter(r: &Results, w: &str, c: &str) -> u64 {
-    let wl = r.workloads.iter().find(|x| x.name == w).unwrap();
-    wl.counters
-        .iter()
-        .find(|(k, _)| k == c)
-        .unwrap_or_else(|| panic!("no counter {c}"))
-        .1
 }
 
 fn rtt(r: &Results, w: &str) -> vmsched_core::metrics::HistSummary {

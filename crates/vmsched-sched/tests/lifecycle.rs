@@ -6,6 +6,11 @@
 use vmsched_core::report::Results;
 use vmsched_core::NS_PER_MS;
 
+#[allow(dead_code)]
+#[path = "common/run.rs"]
+mod run;
+use run::ent;
+
 /// Runs `src` to `cut` ms and to its end; returns the results at both points.
 fn run_cut(src: &str, cuts: &[u64]) -> Vec<Results> {
     let s = vmsched_sched::load("test.toml", src, &[]).unwrap_or_else(|e| panic!("{e}"));
@@ -279,13 +284,6 @@ steps = [
   { op = "exit" },
 ]
 "#;
-
-fn ent<'a>(r: &'a Results, name: &str) -> &'a vmsched_core::report::EntityResult {
-    r.entities
-        .iter()
-        .find(|e| e.name == name)
-        .unwrap_or_else(|| panic!("no entity {name}"))
-}
 
 #[test]
 fn forked_children_run_exit_and_stay_offline() {

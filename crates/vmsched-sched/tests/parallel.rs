@@ -4,11 +4,12 @@
 //! between domains cost more than within one, EP's runtime on an idle machine is its compute,
 //! and a hog sharing a pCPU slows the job.
 
-use vmsched_core::report::{EntityResult, Results, WorkloadResult};
+use vmsched_core::report::{Results, WorkloadResult};
 
 #[allow(dead_code)]
 #[path = "common/run.rs"]
 mod common_run;
+use common_run::ent;
 
 fn run(src: &str, ov: &[(&str, &str)]) -> Results {
     common_run::run("parallel.toml", src, ov)
@@ -27,13 +28,6 @@ fn counter(w: &WorkloadResult, c: &str) -> u64 {
         .find(|(k, _)| k == c)
         .unwrap_or_else(|| panic!("no counter {c}"))
         .1
-}
-
-fn ent<'a>(r: &'a Results, name: &str) -> &'a EntityResult {
-    r.entities
-        .iter()
-        .find(|e| e.name == name)
-        .unwrap_or_else(|| panic!("no entity {name}"))
 }
 
 #[test]

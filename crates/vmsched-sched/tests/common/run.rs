@@ -35,6 +35,24 @@ pub fn ent<'a>(r: &'a Results, name: &str) -> &'a vmsched_core::report::EntityRe
         .unwrap_or_else(|| panic!("no entity {name}"))
 }
 
+/// The workload named `name` of `r`.
+pub fn wl<'a>(r: &'a Results, name: &str) -> &'a vmsched_core::report::WorkloadResult {
+    r.workloads
+        .iter()
+        .find(|w| w.name == name)
+        .unwrap_or_else(|| panic!("no workload {name}"))
+}
+
+/// Counter `c` of the workload named `w`.
+pub fn counter(r: &Results, w: &str, c: &str) -> u64 {
+    wl(r, w)
+        .counters
+        .iter()
+        .find(|(k, _)| k == c)
+        .unwrap_or_else(|| panic!("no counter {c} in {w}"))
+        .1
+}
+
 /// Every entity's runstates add up to the elapsed (measured) time.
 pub fn assert_sums(r: &Results) {
     for e in &r.entities {
