@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what vmsched needs, runs the linters (rustfmt check, clippy with warnings as errors,
-# ruff) and the whole test suite: Rust (unit, conformance, engine and scenario tests), the fuzz
+# ruff, rustdoc's link checks) and the whole test suite: Rust (unit, conformance, engine and scenario tests), the fuzz
 # targets for a short fixed count (scripts/fuzz.sh; installs nightly and cargo-fuzz if missing),
 # and Python last (API, CLI, reproductions in their short form), so pytest's count closes the log.
 # VMSCHED_SLOW=1 also runs the full-length reproductions.
@@ -47,6 +47,8 @@ echo "== lint: rustfmt, clippy, ruff =="
 cargo fmt --all --check
 cargo clippy --workspace --exclude vmsched-py --all-targets --quiet -- -D warnings
 python3 -m ruff check python tests
+# The API docs build without a broken or private link (`cargo doc` warns; CI refuses).
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --exclude vmsched-py --no-deps --quiet
 
 echo "== Rust tests =="
 cargo test --workspace --exclude vmsched-py --quiet

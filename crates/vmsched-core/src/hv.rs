@@ -228,7 +228,7 @@ impl PendingIrqs {
     pub const RESCHED: u8 = 1 << 0;
     /// The periodic tick (the virtual timer's interrupt programmed by the guest's tick).
     pub const TICK: u8 = 1 << 1;
-    /// A guest timer (hrtimer) expired: set while [`Self::timers`] is not empty.
+    /// A guest timer (hrtimer) expired: set while `timers` is not empty.
     pub const TIMER: u8 = 1 << 2;
     /// An event-channel upcall (Xen `evtchn_upcall_pending`); raised by the I/O path (issue 11).
     pub const EVTCHN: u8 = 1 << 3;

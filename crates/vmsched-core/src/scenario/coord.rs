@@ -3,8 +3,8 @@
 //! task the guest deems interactive wakes on a vCPU, the guest kernel makes a hypercall (an
 //! HVC trap on Arm, about 2000 cycles, as Virtual-BFQ's channel), and the host boosts that
 //! vCPU's QEMU thread until the guest says it is done or a bound expires. The real-time case is
-//! the one of the document's refs [10] (Kiszka, "Towards Linux as a real-time hypervisor",
-//! RTLWS 2009) and [11]: the host passes the guest task's policy and priority on to the vCPU
+//! the one of the document's refs \[10\] (Kiszka, "Towards Linux as a real-time hypervisor",
+//! RTLWS 2009) and \[11\]: the host passes the guest task's policy and priority on to the vCPU
 //! thread. The engine side is `sim/coord.rs`; docs/kvm.md, Coordinated scheduling.
 
 use serde::{Deserialize, Serialize};
@@ -20,7 +20,7 @@ pub struct CoordConfig {
     #[serde(default)]
     pub enable: bool,
     /// Detection: every SCHED_FIFO/SCHED_RR guest task is interactive (the real-time case of
-    /// refs [10][11]). Default on.
+    /// refs \[10\]\[11\]). Default on.
     #[serde(default = "yes")]
     pub rt: bool,
     /// Detection: the explicit per-task flag. Workload names (every task of the workload) or
@@ -35,7 +35,7 @@ pub struct CoordConfig {
     #[serde(default = "d_prio")]
     pub boost_rt_priority: u32,
     /// Pass the waking task's own RT priority on to the vCPU thread instead of
-    /// `boost_rt_priority` when the task is FIFO/RR (refs [10][11]). Default off.
+    /// `boost_rt_priority` when the task is FIFO/RR (refs \[10\]\[11\]). Default off.
     #[serde(default)]
     pub pass_priority: bool,
     /// The boosted thread's nice value under `boost_policy = "normal"` (default -20).

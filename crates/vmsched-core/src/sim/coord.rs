@@ -33,7 +33,7 @@ use crate::sched::{LinuxAttr, Policy};
 pub struct CoordSpec {
     /// The boosted vCPU thread's attributes (policy, nice, RT priority).
     pub boost: LinuxAttr,
-    /// A flagged RT task passes its own `rt_priority` on (refs [10][11]).
+    /// A flagged RT task passes its own `rt_priority` on (refs \[10\]\[11\]).
     pub pass_priority: bool,
     /// The cost of each hypercall on the calling vCPU.
     pub hypercall_ns: Nanos,

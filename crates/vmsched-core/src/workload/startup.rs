@@ -1,6 +1,6 @@
 //! Application start-up time (`kind = "startup"`): seed 003's xterm benchmark (Fanguède et al.,
 //! ADVCOMP 2015, §IV-B and §V-B): "how long it takes from when an application is launched to
-//! when [it] is ready", with hot caches (no I/O wait), `iterations` launches (the document: 100),
+//! when \[it\] is ready", with hot caches (no I/O wait), `iterations` launches (the document: 100),
 //! reported as the mean and the standard deviation.
 //!
 //! Two roles, one program:
@@ -126,7 +126,7 @@ impl StartupConfig {
     }
 
     /// The program shared by the launcher (from step 0) and the applications (from
-    /// [`APP_AT`]).
+    /// `APP_AT`).
     pub fn program(&self) -> Vec<Step> {
         let gap = self.interval_ms * NS_PER_MS;
         vec![
