@@ -136,9 +136,7 @@ class Comparison:
         if not self.testable:
             return f"{a} and {b}: cannot tell (n = {self.a.n} and {self.b.n}; a test needs 2 each)"
         n = f"n = {self.a.n} each" if self.a.n == self.b.n else f"n = {self.a.n} and {self.b.n}"
-        p = f"p = {_p(self.p)}"
-        if self.comparisons > 1 and self.correction != "none":
-            p += f", {self.correction}-adjusted {_p(self.p_adj)} over {self.comparisons}"
+        p = self.p_text()
         if not self.significant:
             return f"{a} and {b}: indistinguishable ({p}, {n})"
         if math.isfinite(self.rel_pct):
@@ -148,9 +146,18 @@ class Comparison:
         return f"{a} {self.sign} {b} by {by} ({p}, {n})"
 
 
+    def p_text(self) -> str:
+        """"p = 0.002", with the adjusted p if corrected ("p = 0.002, Holm-adjusted 0.012 over
+        6"), or "p = 0: no spread over the seeds"."""
+        if self.p == 0:
+            return "p = 0: no spread over the seeds"
+        p = f"p = {_p(self.p)}"
+        if self.comparisons > 1 and self.correction != "none":
+            p += f", {self.correction}-adjusted {_p(self.p_adj)} over {self.comparisons}"
+        return p
+
+
 def _p(p: float) -> str:
-    if p == 0:
-        return "0 (no spread)"
     if p < 0.001:
         return f"{p:.1e}"
     return f"{p:.3f}" if p < 0.1 else f"{p:.2f}"
