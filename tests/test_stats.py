@@ -66,6 +66,9 @@ def test_welch_interval_and_degrees_of_freedom_by_hand():
     assert c.diff_ci95 == pytest.approx(t.ppf(0.975, df) * math.sqrt(va + vb))
     tstat = c.diff / math.sqrt(va + vb)
     assert c.p == pytest.approx(2 * t.sf(abs(tstat), df))
+    from scipy.stats import ttest_ind
+
+    assert c.p == pytest.approx(ttest_ind(a, b, equal_var=False).pvalue)
 
 
 def test_holm_adjusts_the_sorted_p_values_step_down():
@@ -162,3 +165,9 @@ def test_sweep_summary_has_ci_and_cv_columns(tmp_path):
         assert r["n"] == 2 and r["mean"] == pytest.approx(v.mean())
         assert r["ci95"] == pytest.approx(T975[1] * v.std() / math.sqrt(2))
         assert r["cv"] == pytest.approx(v.std() / v.mean())
+
+
+def test_no_values_on_one_side_cannot_be_compared():
+    c = stats.compare([], [1.0, 2.0], "x", "y")
+    assert c.a.n == 0 and not c.testable and not c.significant
+    assert "cannot tell (n = 0 and 2" in c.verdict()
