@@ -83,11 +83,17 @@ def summarize(values: Iterable[float], confidence: float = CONFIDENCE) -> Summar
     n = len(v)
     if n == 0:
         raise ValueError("summarize: no values")
-    mean = math.fsum(v) / n
-    std = math.sqrt(math.fsum((x - mean) ** 2 for x in v) / (n - 1)) if n > 1 else 0.0
+    lo, hi = min(v), max(v)
+    if lo == hi:
+        # Every seed gave the same value: exactly no spread (the rounded quotient of the sum
+        # can miss the value by an ulp and leave a spread of 1e-14).
+        mean, std = lo, 0.0
+    else:
+        mean = math.fsum(v) / n
+        std = math.sqrt(math.fsum((x - mean) ** 2 for x in v) / (n - 1)) if n > 1 else 0.0
     half = t_quantile(n - 1, confidence) * std / math.sqrt(n) if n > 1 else math.nan
     cv = std / abs(mean) if mean else math.nan
-    return Summary(n=n, mean=mean, std=std, ci95=half, cv=cv, min=min(v), max=max(v))
+    return Summary(n=n, mean=mean, std=std, ci95=half, cv=cv, min=lo, max=hi)
 
 
 def _summary_or_none(v: list[float], confidence: float) -> Summary:
