@@ -208,7 +208,8 @@ def print_seeds(res) -> None:
 
 
 def _num(v) -> str:
-    """A figure for a table: 4 significant digits past 1,000 grouped, "-" for none."""
+    """A figure for a table: 4 significant digits, from 1,000 on a whole number with
+    thousands separators; "-" for none."""
     if v is None or v != v:
         return "-"
     if abs(v) >= 1000:
