@@ -278,7 +278,9 @@ def test_the_remedy_comparisons_use_every_seed_of_the_compared_point():
     # Issue 14: each remedy against none at 1 guest loop, total 3, over seeds (the table's run
     # is seed 1; cmp_points adds the others), Holm-corrected over both schedulers' remedies.
     from vmsched.reproductions.seed003 import (
+        CMP_SEEDS,
         CMP_TOTAL,
+        QUICK_CMP_SCHEDS,
         QUICK_CMP_SEEDS,
         REMEDIES,
         cmp_points,
@@ -287,7 +289,8 @@ def test_the_remedy_comparisons_use_every_seed_of_the_compared_point():
 
     pts = cmp_points(True)
     assert {p[-1] for p in pts} == set(range(2, QUICK_CMP_SEEDS + 1))
-    assert len(pts) == len(SCHEDS) * (1 + len(REMEDIES)) * (QUICK_CMP_SEEDS - 1)
+    assert len(pts) == len(QUICK_CMP_SCHEDS) * (1 + len(REMEDIES)) * (QUICK_CMP_SEEDS - 1)
+    assert len(cmp_points(False)) == len(SCHEDS) * (1 + len(REMEDIES)) * (CMP_SEEDS - 1)
     rows = [{"sched": s, "curve": "1 guest wl", "total": CMP_TOTAL, "bench": "latency",
              "remedy": r, "avg_us": (2000.0 if r == "" else 100.0) + seed}
             for s in SCHEDS for r in ["", *REMEDIES] for seed in (1, 2, 3)]
