@@ -169,8 +169,9 @@ def test_sweep_report_has_each_figure_against_each_parameter_with_spread(sweep):
     assert figs[0][3].layout.yaxis.rangemode == "tozero"
 
 
-def test_the_sweep_png_starts_at_zero_with_the_seeds_min_and_max(sweep):
+def test_the_sweep_png_starts_at_zero_with_the_mean_and_its_95_ci(sweep):
     from vmsched.plot import pyplot, sweep_figure
+    from vmsched.stats import t_quantile
 
     d, _ = sweep
     df = pl.read_parquet(d / "sweep.parquet")
@@ -180,14 +181,18 @@ def test_the_sweep_png_starts_at_zero_with_the_seeds_min_and_max(sweep):
         assert ax.get_ylim()[0] == 0
         assert ax.get_xlabel() == "host.ratelimit_us (µs), log scale"  # 1 to 20 ms
         assert ax.get_ylabel() == "score of context1 (lps)"
-        # One errorbar line: its caps are the seeds' min and max at each point.
+        # One errorbar line: its caps are the mean's 95 % confidence interval at each point
+        # (issue 14: the spread a sweep shows is the CI, Student's t with n − 1 = 1 here).
         (cont,) = ax.containers
         low, high = (c.get_ydata() for c in cont.lines[1])
         ctx = df.filter(pl.col("workload") == "context1").sort("host.ratelimit_us")
         agg = ctx.group_by("host.ratelimit_us", maintain_order=True).agg(
-            pl.col("value").min().alias("lo"), pl.col("value").max().alias("hi"))
-        assert list(low) == pytest.approx(agg["lo"].to_list())
-        assert list(high) == pytest.approx(agg["hi"].to_list())
+            pl.col("value").mean().alias("mean"), pl.col("value").std().alias("std"),
+            pl.len().alias("n"))
+        half = [t_quantile(n - 1) * sd / n ** 0.5 for sd, n in zip(agg["std"], agg["n"])]
+        assert list(low) == pytest.approx([m - h for m, h in zip(agg["mean"], half)])
+        assert list(high) == pytest.approx([m + h for m, h in zip(agg["mean"], half)])
+        assert "bars 95 % CI" in ax.get_title()
     finally:
         pyplot().close(fig)
 
@@ -209,7 +214,8 @@ def test_finish_labels_units_and_starts_at_zero():
     plt.close(fig)
     assert spread([3, 1, 2]) == (2.0, 1.0, 3.0)
     mean, half = mean_ci95([1.0, 2.0, 3.0])
-    assert mean == 2.0 and half == pytest.approx(4.303 * 1.0 / 3 ** 0.5)
+    # t(2) = 4.303 in a printed table, to three decimals (scipy gives 4.30265).
+    assert mean == 2.0 and half == pytest.approx(4.303 * 1.0 / 3 ** 0.5, rel=1e-4)
 
 
 def test_axis_labels_carry_units():

@@ -179,3 +179,27 @@ def test_full_length_orders_of_magnitude():
     assert boost["hvm1_wait_max_us"] <= 3 * 2000 + 100 and boost["dropped"] == 0
     assert base["audio_skips"] > 0 and boost["audio_skips"] == 0
     assert first_short["hvm1_wait_max_us"] < base_short["hvm1_wait_max_us"] / 2
+
+
+def test_the_comparisons_state_a_difference_only_where_significant():
+    # Issue 14: the improvements against the baseline over several seeds (Welch, Holm over 4).
+    from vmsched.reproductions.seed001 import (
+        IMPROVEMENTS,
+        QUICK_CMP_SEEDS,
+        cmp_points,
+        comparisons,
+    )
+
+    # The tables' M2 runs are seed 1: the comparisons add the others, at the tables' length.
+    pts = cmp_points(True, 4000)
+    assert len(pts) == len(DECODES) * len(CONFIGS) * (QUICK_CMP_SEEDS - 1)
+    assert {p[3] for p in pts} == {4000} and {p[4] for p in pts} == {2, 3}
+    fake = [{"config": c, "phase": "M2", "decode_us": d, "seed": s,
+             "hvm1_wait_max_us": (10_000 if c == "baseline" else 3_000) + 100 * s}
+            for d in DECODES for c in CONFIGS for s in (1, 2, 3)]
+    cs = comparisons(fake)
+    assert [(d, c) for d, c, _ in cs] == [(d, c) for d in DECODES for c in IMPROVEMENTS]
+    for _, c, cmp in cs:
+        assert cmp.sign == "<" and cmp.comparisons == 4
+        assert cmp.verdict().startswith(f"{c} < baseline by 68.6 % ± ")
+        assert cmp.rel_pct == pytest.approx(-100 * 7.0 / 10.2)

@@ -215,6 +215,7 @@ def test_the_reproduction_prints_its_tables_and_writes_its_plots(tmp_path):
     for s in [*SCHEDS, "EEVDF 6.12"]:
         assert f"{s} at both levels" in text
     assert "Fig. 2" in text and "Fig. 3" in text and "vCPU FIFO 10" in text
+    assert "each remedy against none" in text and "comparisons, Holm-corrected" in text
     for name in ("latency", "startup", "histograms"):
         png = tmp_path / f"seed003_{name}.png"
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -271,3 +272,30 @@ def test_the_coordinated_remedy_flags_the_measured_task():
         assert c["enable"] and c["tasks"] == [name] and c["hypercall_ns"] == 1176
     c = seed003.scenario("BFS", 2, 1, remedy="coordinated nice -20")["domain"][0]["coord"]
     assert (c["boost_policy"], c["boost_nice"]) == ("normal", -20)
+
+
+def test_the_remedy_comparisons_use_every_seed_of_the_compared_point():
+    # Issue 14: each remedy against none at 1 guest loop, total 3, over seeds (the table's run
+    # is seed 1; cmp_points adds the others), Holm-corrected over both schedulers' remedies.
+    from vmsched.reproductions.seed003 import (
+        CMP_SEEDS,
+        CMP_TOTAL,
+        QUICK_CMP_SCHEDS,
+        QUICK_CMP_SEEDS,
+        REMEDIES,
+        cmp_points,
+        comparisons,
+    )
+
+    pts = cmp_points(True)
+    assert {p[-1] for p in pts} == set(range(2, QUICK_CMP_SEEDS + 1))
+    assert len(pts) == len(QUICK_CMP_SCHEDS) * (1 + len(REMEDIES)) * (QUICK_CMP_SEEDS - 1)
+    assert len(cmp_points(False)) == len(SCHEDS) * (1 + len(REMEDIES)) * (CMP_SEEDS - 1)
+    rows = [{"sched": s, "curve": "1 guest wl", "total": CMP_TOTAL, "bench": "latency",
+             "remedy": r, "avg_us": (2000.0 if r == "" else 100.0) + seed}
+            for s in SCHEDS for r in ["", *REMEDIES] for seed in (1, 2, 3)]
+    cs = comparisons(rows)
+    assert len(cs) == len(SCHEDS) * len(REMEDIES)
+    for _, remedy, c in cs:
+        assert c.a.n == c.b.n == 3 and c.sign == "<" and c.comparisons == len(cs)
+        assert c.verdict().startswith(f"{remedy} < no remedy by ")

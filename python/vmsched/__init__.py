@@ -12,7 +12,7 @@ them (Optuna), and reproduce the source documents' experiments.
 
 from pathlib import Path
 
-from vmsched.api import Estimate, Result, check, estimate, run, scenario_path, sweep
+from vmsched.api import Estimate, Result, SeedRuns, check, estimate, run, scenario_path, sweep
 from vmsched.errors import BudgetWarning, CoreError, ScenarioError
 from vmsched.explain import Explanation, explain
 from vmsched.importers import import_rtapp, import_skeleton, import_sysctl, import_xl
@@ -26,6 +26,7 @@ from vmsched.tune import tune  # noqa: E402  isort: skip
 XENTRACE_FORMATS = Path(__file__).with_name("xentrace.formats")
 
 __all__ = ["BudgetWarning", "CoreError", "Estimate", "Explanation", "Result", "ScenarioError",
+           "SeedRuns",
            "XENTRACE_FORMATS", "check", "explain",
            "estimate", "import_rtapp", "import_skeleton", "import_sysctl", "import_xl", "report",
            "run", "scenario_path", "sweep", "tune"]

@@ -419,7 +419,10 @@ class Result:
         existing non-empty `out` is refused (`FileExistsError`) unless `overwrite`, which
         replaces it whole."""
         out = check_output_dir(out, overwrite)
+        return write_output_dir(out, self._fill, overwrite)
 
+    def _fill(self, d: Path) -> None:
+        """Writes this run's files into the existing directory `d` (see `write`)."""
         from vmsched.explain import SCENARIO_FILE
 
         try:
@@ -427,14 +430,101 @@ class Result:
             text = _with_events(read_scenario(self.scenario), self.added_events)
         except ScenarioError:
             text = None
+        (d / "summary.json").write_text(json.dumps(self.summary(), indent=2))
+        if text is not None:
+            (d / SCENARIO_FILE).write_text(text)
+        for name, df in self.tables.items():
+            if df.height or name in ("entities", "workloads"):
+                df.write_parquet(d / f"{name}.parquet")
+
+
+#: A run's figures that `SeedRuns` summarises per host vCPU: (entity column, figure, unit,
+#: scale from the column's unit).
+VCPU_FIGURES = (("cpu_share", "CPU share", "%", 100.0), ("wait_mean_ns", "wait mean", "ms", 1e-6),
+                ("wait_max_ns", "worst wait", "ms", 1e-6), ("preemptions", "preemptions", "count",
+                                                            1.0))
+
+
+@dataclass(eq=False)
+class SeedRuns:
+    """One scenario run under several seeds (`run(..., seeds=K)`, `vmsched run --seeds K`).
+
+    `seeds`: the seeds, counting up from the base seed (`seed=`, else the scenario's
+    `run.seed`); `results`: each seed's `Result`, in the order of `seeds`. `per_seed`: one row
+    per seed and figure (each workload's benchmark figure; each host vCPU's CPU share, mean and
+    worst wait and preemptions); `summary`: one row per figure with its spread over the seeds
+    (`vmsched.stats.aggregate`: n, mean, 95 % CI half-width and bounds, CV, std, min, max)."""
+
+    scenario: str
+    overrides: list[Override]
+    seeds: list[int]
+    results: list[Result] = field(repr=False)
+
+    @property
+    def per_seed(self) -> pl.DataFrame:
+        """seed, level, name, kind, figure, unit, value: one row per seed and figure."""
+        rows = []
+        for s, r in zip(self.seeds, self.results):
+            for w in r.workloads.select("level", "workload", "kind", "figure", "value",
+                                        "unit").iter_rows(named=True):
+                rows.append({"seed": s, "level": w["level"], "name": w["workload"],
+                             "kind": w["kind"], "figure": w["figure"], "unit": w["unit"],
+                             "value": None if w["value"] is None else float(w["value"])})
+            ents = r.entities
+            if ents.height:
+                ents = ents.filter(pl.col("kind") == "vcpu")
+            for e in ents.iter_rows(named=True):
+                for col, fig, unit, scale in VCPU_FIGURES:
+                    rows.append({"seed": s, "level": e["level"], "name": e["name"],
+                                 "kind": "vcpu", "figure": fig, "unit": unit,
+                                 "value": float(e[col]) * scale})
+        return pl.DataFrame(rows, schema={"seed": pl.Int64, "level": pl.String,
+                                          "name": pl.String, "kind": pl.String,
+                                          "figure": pl.String, "unit": pl.String,
+                                          "value": pl.Float64})
+
+    @property
+    def summary(self) -> pl.DataFrame:
+        """One row per figure: level, name, kind, figure, unit, then `vmsched.stats.AGG_COLUMNS`
+        over the seeds."""
+        from vmsched.stats import aggregate
+
+        return aggregate(self.per_seed, ["level", "name", "kind", "figure", "unit"])
+
+    def figure(self, name: str, figure: str | None = None):
+        """The `vmsched.stats.Summary` of a workload's (or vCPU's) figure over the seeds; for a
+        vCPU, `figure` names which ("CPU share", "wait mean", "worst wait", "preemptions")."""
+        from vmsched.stats import summarize
+
+        df = self.per_seed.filter(pl.col("name") == name)
+        if figure is not None:
+            df = df.filter(pl.col("figure") == figure)
+        elif df.height:
+            df = df.filter(pl.col("figure") == df["figure"][0])
+        if df.height == 0:
+            raise KeyError(f"no figure '{figure or name}' of '{name}'")
+        return summarize(df.sort("seed")["value"].to_list())
+
+    def write(self, out: str | os.PathLike, overwrite: bool = False) -> Path:
+        """Writes into directory `out` (as `Result.write`: whole, or not at all):
+        `seed-<S>/` per seed (that run's files, which `vmsched explain` and `report` read),
+        `per_seed.parquet`/`.csv` and `summary.parquet`/`.csv` (the tables above) and
+        `summary.json` (the scenario, overrides, seeds and the summary's rows)."""
+        out = check_output_dir(out, overwrite)
+        per_seed, summary = self.per_seed, self.summary
 
         def fill(d: Path) -> None:
-            (d / "summary.json").write_text(json.dumps(self.summary(), indent=2))
-            if text is not None:
-                (d / SCENARIO_FILE).write_text(text)
-            for name, df in self.tables.items():
-                if df.height or name in ("entities", "workloads"):
-                    df.write_parquet(d / f"{name}.parquet")
+            for s, r in zip(self.seeds, self.results):
+                sub = d / f"seed-{s}"
+                sub.mkdir()
+                r._fill(sub)
+            per_seed.write_parquet(d / "per_seed.parquet")
+            per_seed.write_csv(d / "per_seed.csv")
+            summary.write_parquet(d / "summary.parquet")
+            summary.write_csv(d / "summary.csv")
+            (d / "summary.json").write_text(json.dumps({
+                "scenario": self.scenario, "overrides": dict(self.overrides),
+                "seeds": self.seeds, "summary": summary.to_dicts()}, indent=2))
 
         return write_output_dir(out, fill, overwrite)
 
@@ -533,10 +623,18 @@ def run(scenario: str | os.PathLike, set=None, seed: int | None = None,
         trace: str | os.PathLike | None = None, trace_max_records: int | None = None,
         events: Iterable[Mapping[str, Any]] | None = None,
         memory_limit_mb: int | None = None, xentrace: str | os.PathLike | None = None,
-        xentrace_cpu_hz: int | None = None) -> Result:
+        xentrace_cpu_hz: int | None = None, seeds: int | None = None, jobs: int | None = None,
+        executor=None) -> Result | SeedRuns:
     """Runs a scenario file (or a shipped scenario's name) with overrides: `set` is a mapping
     of dotted keys to Python values (`{"host.version": "4.21", "run.seed": 3}`) or `key=value`
     strings as on the command line.
+
+    `seeds`: run the scenario under this many seeds, counting up from `seed` (else from the
+    scenario's `run.seed`, after `set`), `jobs` at a time through `executor` (as for `sweep`;
+    default: processes on this machine), and return a `SeedRuns` (each seed's `Result`, a
+    per-seed table and a summary with the mean, 95 % CI and CV of every figure;
+    docs/statistics.md). `progress` is then called with the fraction of seeds done. Not with
+    `trace` or `xentrace`. None or 1: one run, a `Result` as without it.
 
     `progress`, if given, is called with the fraction of simulated time done (0..1].
     `out`: a directory for the results (see `Result.write`), checked before the run starts;
@@ -556,6 +654,10 @@ def run(scenario: str | os.PathLike, set=None, seed: int | None = None,
     larger. Default: the scenario's `run.memory_limit_mb`, else 80% of the available memory
     (docs/limits.md). A run that will write more than `OUTPUT_NOTICE_BYTES` into `out`, or may
     take very many events, warns first (`vmsched.BudgetWarning`)."""
+    if seeds is not None and seeds != 1:
+        return _run_seeds(scenario, set, seed, seeds, jobs, executor, out, progress, overwrite,
+                          events, memory_limit_mb, traced=trace is not None or
+                          xentrace is not None)
     p = scenario_path(scenario)
     ov = _overrides(set, seed)
     if trace_max_records is not None and trace_max_records < 1:
@@ -582,6 +684,60 @@ def run(scenario: str | os.PathLike, set=None, seed: int | None = None,
     if out is not None:
         r.write(out, overwrite=overwrite)
     return r
+
+
+def base_seed(scenario: str | os.PathLike, set=None, seed: int | None = None,
+              events: Iterable[Mapping[str, Any]] | None = None) -> int:
+    """The seed a multi-seed run counts up from: `seed`, else the scenario's `run.seed` after
+    the overrides `set`."""
+    if seed is not None:
+        return int(seed)
+    return int(check(scenario, set=set, events=events)["run"]["seed"])
+
+
+def _seed_run(path: str, ov: list[Override], events, memory_limit_mb) -> Result:
+    """One seed of `run(..., seeds=K)` (module level: a worker process calls it)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BudgetWarning)
+        return run(path, set=ov, events=events, memory_limit_mb=memory_limit_mb)
+
+
+def _run_seeds(scenario, set, seed, seeds, jobs, executor, out, progress, overwrite, events,
+               memory_limit_mb, traced: bool) -> SeedRuns:
+    from vmsched.executor import make_executor
+
+    if not isinstance(seeds, int) or isinstance(seeds, bool) or seeds < 1:
+        raise ValueError(f"seeds must be a whole number at least 1, got {seeds!r}")
+    if traced:
+        raise ValueError("trace and xentrace record one run: give them without seeds (or "
+                         "with seeds=1)")
+    p = scenario_path(scenario)
+    if out is not None:
+        check_output_dir(out, overwrite)
+    events = None if events is None else [dict(e) if isinstance(e, Mapping) else e
+                                          for e in events]
+    ov = _overrides(set, None)
+    s0 = base_seed(p, set=ov, seed=seed, events=events)
+    seed_list = [s0 + i for i in range(seeds)]
+    # The budget of one run (each seed's is the same): refused here if over the memory limit.
+    est = estimate(p, set=ov, seed=s0, events=events, memory_limit_mb=memory_limit_mb)
+    note = est.events_notice()
+    if note:
+        warnings.warn(note, BudgetWarning, stacklevel=3)
+    done: dict[int, Result] = {}
+    with make_executor(jobs, seeds, executor) as ex:
+        items = ((str(p), [*ov, ("run.seed", s)], events, memory_limit_mb) for s in seed_list)
+        for (_, sov, _, _), f in ex.imap_unordered(_seed_run, items):
+            r = f.result()
+            r.added_events = tuple(events or ())
+            done[dict(sov)["run.seed"]] = r
+            if progress is not None:
+                progress(len(done) / seeds)
+    res = SeedRuns(scenario=str(p), overrides=ov, seeds=seed_list,
+                   results=[done[s] for s in seed_list])
+    if out is not None:
+        res.write(out, overwrite=overwrite)
+    return res
 
 
 def sweep(scenario: str | os.PathLike, grid: Mapping[str, Iterable[Any]], seeds: int = 1,

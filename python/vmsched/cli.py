@@ -103,6 +103,8 @@ def _positive_int(v: str) -> int:
 
 
 def cmd_run(a) -> int:
+    if a.seeds is not None and a.seeds > 1:
+        return _run_seeds(a)
     # Refusals before the progress bar (which would leave a blank line): one line each.
     if a.output:
         check_output_dir(a.output, a.force)
@@ -133,6 +135,86 @@ def cmd_run(a) -> int:
     if a.output:
         console.print(f"results written to {escape(str(a.output))}/ (summary.json, *.parquet)")
     return 0
+
+
+def _run_seeds(a) -> int:
+    """`vmsched run --seeds K` (K > 1): K runs, `--jobs` at a time; the per-seed figures and
+    their summary (mean, 95 % CI, CV; docs/statistics.md)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    for flag, on in (("--trace", a.trace), ("--xentrace", a.xentrace),
+                     ("--cyclictest", a.cyclictest), ("--xenmon", a.xenmon)):
+        if on:
+            raise ValueError(f"{flag} shows one run: give it without --seeds (or with "
+                             "--seeds 1, or --seed S for the seed to look at)")
+    if a.output:
+        check_output_dir(a.output, a.force)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", vmsched.BudgetWarning)
+        with Progress("[progress.description]{task.description}", BarColumn(),
+                      MofNCompleteColumn(), TimeElapsedColumn(), console=console,
+                      transient=True) as bar:
+            task = bar.add_task(f"simulating {escape(Path(str(a.scenario)).stem)}, "
+                                f"{a.seeds} seeds", total=a.seeds)
+            res = vmsched.run(a.scenario, set=a.set, seed=a.seed, seeds=a.seeds, jobs=a.jobs,
+                              out=a.output, overwrite=a.force,
+                              memory_limit_mb=a.memory_limit_mb,
+                              progress=lambda f: bar.update(task, completed=f * a.seeds))
+    print_seeds(res)
+    if a.output:
+        console.print(f"results written to {escape(str(a.output))}/ (seed-S/ per seed, "
+                      "per_seed.csv/.parquet, summary.csv/.parquet, summary.json)")
+    return 0
+
+
+def print_seeds(res) -> None:
+    """The tables of `vmsched run --seeds K`: each workload's figure per seed, then every
+    figure's mean, 95 % CI, CV, min and max over the seeds."""
+    import polars as pl
+
+    stem = escape(Path(res.scenario).stem)
+    per = res.per_seed
+    wl = per.filter(pl.col("kind") != "vcpu")
+    t = Table(title=f"{stem}: workload figures per seed")
+    t.add_column("seed", justify="right")
+    cols = list(dict.fromkeys(zip(wl["level"], wl["name"], wl["figure"], wl["unit"])))
+    for lv, name, fig, unit in cols:
+        t.add_column(escape(f"{lv}/{name} {fig} ({unit})"), justify="right")
+    for s in res.seeds:
+        row = wl.filter(pl.col("seed") == s)
+        vals = {(r["level"], r["name"], r["figure"], r["unit"]): r["value"]
+                for r in row.iter_rows(named=True)}
+        t.add_row(str(s), *[_num(vals.get(c)) for c in cols])
+    console.print(t)
+    summ = res.summary
+    t = Table(title=f"{stem}: {len(res.seeds)} seeds ({res.seeds[0]}..{res.seeds[-1]}), mean "
+                    "with its 95 % confidence interval (Student's t), CV = std / mean")
+    for c in ("level", "name", "figure", "unit", "mean", "95 % CI", "CV", "min", "max"):
+        t.add_column(c, justify="left" if c in ("level", "name", "figure", "unit") else "right")
+    idle = 0
+    for r in summ.iter_rows(named=True):
+        if r["kind"] == "vcpu" and r["min"] == 0 and r["max"] == 0:
+            idle += 1  # an idle vCPU's zeros: in summary.csv, not worth a line here
+            continue
+        ci = "-" if r["ci95"] is None or r["ci95"] != r["ci95"] else (
+            f"{_num(r['ci_lo'])} .. {_num(r['ci_hi'])}")
+        cv = "-" if r["cv"] is None or r["cv"] != r["cv"] else f"{100 * r['cv']:.2f} %"
+        t.add_row(*map(escape, (r["level"], r["name"], r["figure"], r["unit"],
+                                _num(r["mean"]), ci, cv, _num(r["min"]), _num(r["max"]))))
+    console.print(t)
+    if idle:
+        console.print(f"({idle} vCPU figures that are 0 on every seed not shown)",
+                      highlight=False)
+
+
+def _num(v) -> str:
+    """A figure for a table: 4 significant digits, from 1,000 on a whole number with
+    thousands separators; "-" for none."""
+    if v is None or v != v:
+        return "-"
+    if abs(v) >= 1000:
+        return f"{v:,.0f}"
+    return f"{v:.4g}"
 
 
 def _run_with_bar(a) -> Result:
@@ -304,19 +386,23 @@ def _sweep_sampled(a) -> int:
 def _print_sweep(a, df, keys: list[str]) -> int:
     import polars as pl
 
-    summary = (df.filter(pl.col("unit") != "-")
-                 .group_by(keys + ["workload", "unit"], maintain_order=True)
-                 .agg(pl.col("value").mean().alias("mean"), pl.col("value").std().alias("std"),
-                      pl.len().alias("runs")))
-    t = Table(title=f"sweep of {escape(Path(str(vmsched.scenario_path(a.scenario))).stem)}")
-    for c in summary.columns:
-        t.add_column(c)
-    for row in summary.iter_rows():
-        t.add_row(*[escape("-" if v is None else f"{v:.1f}" if isinstance(v, float) else str(v))
-                    for v in row])
+    from vmsched.sweep_runner import summarize
+
+    summary = summarize(df.filter(pl.col("unit") != "-"))
+    t = Table(title=f"sweep of {escape(Path(str(vmsched.scenario_path(a.scenario))).stem)}: "
+                    "mean over the seeds, its 95 % confidence interval (Student's t), CV = "
+                    "std / mean")
+    cols = keys + ["workload", "unit", "mean", "95 % CI", "CV", "runs"]
+    for c in cols:
+        t.add_column(c, justify="right" if c in ("mean", "95 % CI", "CV", "runs") else "left")
+    for r in summary.iter_rows(named=True):
+        ci = "-" if r["ci95"] != r["ci95"] else f"{_num(r['ci_lo'])} .. {_num(r['ci_hi'])}"
+        cv = "-" if r["cv"] != r["cv"] else f"{100 * r['cv']:.2f} %"
+        t.add_row(*[escape(str(r[k])) for k in keys + ["workload", "unit"]],
+                  _num(r["mean"]), ci, cv, str(r["n"]))
     console.print(t)
-    console.print(f"table and plot written to {escape(str(a.output))}/ "
-                  "(sweep.csv, sweep.parquet, sweep.png)")
+    console.print(f"tables and plot written to {escape(str(a.output))}/ "
+                  "(sweep.csv/.parquet per run, summary.csv/.parquet per point, sweep.png)")
     return 0
 
 
@@ -503,9 +589,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("scenario", help="a scenario file, or the name of a shipped scenario")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a field, e.g. host.ratelimit_us=20000 or domain.1.weight=512")
-    p.add_argument("--seed", type=int)
+    p.add_argument("--seed", type=int, help="the run's seed (with --seeds: the first)")
+    p.add_argument("--seeds", type=_positive_int, metavar="K",
+                   help="run K seeds (the scenario's run.seed, or --seed, counting up) and "
+                        "print each figure per seed and its mean, 95 %% confidence interval "
+                        "and coefficient of variation (docs/statistics.md)")
+    p.add_argument("--jobs", type=_positive_int,
+                   help="with --seeds: parallel runs (default: all cores)")
     p.add_argument("-o", "--output", help="directory for summary.json and Parquet tables "
-                   "(new or empty; written whole at the end)")
+                   "(new or empty; written whole at the end; with --seeds, per-seed and "
+                   "summary tables as CSV and Parquet and one directory per seed)")
     p.add_argument("--force", action="store_true",
                    help="replace an existing output directory whole")
     p.add_argument("--cyclictest", action="store_true",

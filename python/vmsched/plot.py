@@ -6,8 +6,8 @@
   look like a tenfold one. A quantity spanning decades (a worst wait from µs to s) goes on a log
   scale drawn as points, never as bars (a bar's length means nothing on a log axis), and the
   axis says "log scale".
-- Wherever several seeds ran, the spread is shown: the mean with bars from the min to the max
-  (`spread`), or a 95 % confidence interval (`mean_ci95`) where a reproduction compares means.
+- Wherever several seeds ran, the spread is shown: the mean with bars for its 95 % confidence
+  interval (`mean_ci95`, `vmsched.stats`; sweep.png), or from the min to the max (`spread`).
 
 `plot_sweep` draws `vmsched sweep`'s sweep.png by these rules; the reproductions
 (`vmsched.reproductions.seed00N`) call `finish` and the helpers for theirs; the HTML report
@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 from pathlib import Path
 
@@ -24,8 +23,6 @@ import polars as pl
 
 _UNIT_SUFFIX = re.compile(r"_(ns|us|ms|s|pct|hz|mb)$")
 _UNIT_NAMES = {"ns": "ns", "us": "µs", "ms": "ms", "s": "s", "pct": "%", "hz": "Hz", "mb": "MB"}
-#: Student's t at 97.5 % for 1..10 degrees of freedom (a 95 % two-sided interval).
-_T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228]
 
 
 def axis_label(key: str) -> str:
@@ -44,14 +41,10 @@ def spread(values) -> tuple[float, float, float]:
 def mean_ci95(values) -> tuple[float, float]:
     """(mean, half-width of its 95 % confidence interval: Student's t with n − 1 degrees of
     freedom; NaN for a single value)."""
-    v = [float(x) for x in values]
-    n = len(v)
-    mean = sum(v) / n
-    if n < 2:
-        return mean, math.nan
-    std = math.sqrt(sum((x - mean) ** 2 for x in v) / (n - 1))
-    t = _T975[n - 2] if n - 1 <= len(_T975) else (2.042 if n - 1 < 30 else 1.96)
-    return mean, t * std / math.sqrt(n)
+    from vmsched.stats import summarize
+
+    s = summarize(values)
+    return s.mean, s.ci95
 
 
 def finish(ax, xlabel: str, ylabel: str, *, zero: bool = True, log_y: bool = False,
@@ -98,8 +91,10 @@ def plot_sweep(df: pl.DataFrame, keys: list[str], path: str | Path, title: str =
 def sweep_figure(df: pl.DataFrame, keys: list[str], title: str = ""):
     """A sweep's figure (matplotlib): each workload's figure against the first swept parameter
     (`keys[0]`), one line per combination of the others; the mean over the seeds, with bars
-    from their min to their max when several seeds ran; y from 0; x on a log scale when its
-    values span 20 times or more."""
+    for its 95 % confidence interval when several seeds ran (`vmsched.stats.aggregate`); y
+    from 0; x on a log scale when its values span 20 times or more."""
+    from vmsched.stats import aggregate
+
     plt = pyplot()
     x = keys[0]
     others = keys[1:]
@@ -112,16 +107,12 @@ def sweep_figure(df: pl.DataFrame, keys: list[str], title: str = ""):
         sub = df.filter(pl.col("workload") == w)
         groups = sub.group_by(others, maintain_order=True) if others else [((), sub)]
         for key, g in groups:
-            agg = g.group_by(x).agg(
-                pl.col("value").mean().alias("mean"),
-                pl.col("value").min().alias("lo"),
-                pl.col("value").max().alias("hi"),
-            ).sort(x)
+            agg = aggregate(g, [x]).sort(x)
             label = ", ".join(f"{k}={v}" for k, v in zip(others, key if isinstance(key, tuple) else (key,)))
             xs, mean = agg[x].to_list(), agg["mean"].to_list()
             if seeds > 1:
-                err = [[m - lo for m, lo in zip(mean, agg["lo"])],
-                       [hi - m for m, hi in zip(mean, agg["hi"])]]
+                # A point with one seed (a failed run) has no interval: no bar.
+                err = [0.0 if c != c else c for c in agg["ci95"].to_list()]
                 ax.errorbar(xs, mean, yerr=err, marker="o", capsize=3, label=label or w)
             else:
                 ax.plot(xs, mean, marker="o", label=label or w)
@@ -129,7 +120,7 @@ def sweep_figure(df: pl.DataFrame, keys: list[str], title: str = ""):
                and max(sub[x]) / max(min(sub[x]), 1) >= 20)
         if log:
             ax.set_xscale("log")
-        spread_note = (f"mean of {seeds} seeds, bars min–max" if seeds > 1
+        spread_note = (f"mean of {seeds} seeds, bars 95 % CI (Student's t)" if seeds > 1
                        else "one seed per point")
         finish(ax, axis_label(x) + (", log scale" if log else ""),
                f"{sub['figure'][0]} of {w} ({sub['unit'][0]})", title=spread_note,

@@ -29,6 +29,7 @@ import polars as pl
 
 from vmsched.explain import Explanation, _dur, _source, parse_time
 from vmsched.plot import axis_label
+from vmsched.stats import aggregate
 
 #: The Gantt chart's default window: the worst wake-up widened on each side by this (ns), or by
 #: a fifth of its latency if that is more.
@@ -518,12 +519,15 @@ def _sweep_page(sweep_dir: Path) -> _Page:
         f"({_esc(', '.join(keys))}), {seeds} seed(s) per point, {df.height:,} rows (one per "
         "workload per run).</p>"))
     wl = _measured(df)
-    summary = (wl.group_by(keys + ["level", "workload", "figure", "unit"], maintain_order=True)
-               .agg(pl.col("value").mean().alias("mean"), pl.col("value").min().alias("min"),
-                    pl.col("value").max().alias("max"), pl.len().alias("runs")))
+    summary = (aggregate(wl, keys + ["level", "workload", "figure", "unit"])
+               .with_columns((100 * pl.col("cv")).alias("CV %"))
+               .select(*keys, "level", "workload", "figure", "unit", "mean",
+                       pl.col("ci95").alias("95 % CI ±"), "CV %", "min", "max",
+                       pl.col("n").alias("runs")))
     page.section("table", "Figures per point", (
-        "<p class='note'>Each workload's figure per point of the grid: mean, min and max over "
-        "the seeds.</p>" + _table(summary)))
+        "<p class='note'>Each workload's figure per point of the grid: mean over the seeds, "
+        "the half-width of its 95 % confidence interval (Student's t), the coefficient of "
+        "variation (std / mean), min and max (docs/statistics.md).</p>" + _table(summary)))
     parts = [f"<h3>{_esc(level)}/{_esc(w)} against {_esc(x)}</h3>" + page.figure(fig)
              for level, w, x, fig in sweep_figures(df)]
     page.section("figures", "Figures against each swept parameter",

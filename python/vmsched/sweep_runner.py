@@ -5,7 +5,10 @@ listed values), or `random` or `lhs` (Latin hypercube) samples of parameter rang
 (`vmsched.design`). Points run through an executor (`vmsched.executor`): local processes, or Ray
 tasks with `executor="ray"`. Each finished run is written atomically to
 `OUT/points/<key>.json` as it finishes, so an interrupted sweep resumes without redoing or losing
-finished points. The table and the plot are made from all point files at the end.
+finished points. The tables (`sweep.parquet`/`.csv`, one row per run and workload; `summary.parquet`/
+`.csv`, one row per point and figure with its mean, 95 % confidence interval and coefficient of
+variation over the seeds: `summarize`) and the plot (the mean with its CI) are made from all point
+files at the end.
 
 A point's key is a hash of the scenario as the core resolves it (every field, after the fixed
 overrides and the point's own values are applied), of the vmsched version and of the core's
@@ -281,11 +284,34 @@ def _sweep(path, grid, points, keys, base_ov, jobs, outdir, progress,
     return df
 
 
+def swept_keys(df: pl.DataFrame) -> list[str]:
+    """The swept parameters of a sweep's table: its rows start with the point's values,
+    `run.seed` last."""
+    cols = df.columns
+    return cols[:cols.index("run.seed")] if "run.seed" in cols else []
+
+
+def summarize(df: pl.DataFrame) -> pl.DataFrame:
+    """The sweep's aggregated table: one row per point and workload figure (the swept keys,
+    level, workload, figure, unit) with its spread over the seeds: n, mean, the 95 % confidence
+    interval's half-width (`ci95`) and bounds, the coefficient of variation (`cv`), std, min and
+    max (`vmsched.stats.aggregate`; docs/statistics.md)."""
+    from vmsched.stats import aggregate
+
+    if df.height == 0:
+        return df
+    return aggregate(df, swept_keys(df) + ["level", "workload", "figure", "unit"])
+
+
 def _write_tables(outdir: Path, df: pl.DataFrame, grid, path: str) -> None:
-    """The sweep's table (Parquet and CSV) and plot, each replaced atomically."""
+    """The sweep's tables (Parquet and CSV: every run's rows, and the aggregated summary) and
+    plot, each replaced atomically."""
     from vmsched.plot import plot_sweep
 
     _replace_file(outdir / "sweep.parquet", df.write_parquet)
     _replace_file(outdir / "sweep.csv", df.write_csv)
+    summary = summarize(df)
+    _replace_file(outdir / "summary.parquet", summary.write_parquet)
+    _replace_file(outdir / "summary.csv", summary.write_csv)
     _replace_file(outdir / "sweep.png",
                   lambda f: plot_sweep(df, list(grid), f, title=Path(path).stem))

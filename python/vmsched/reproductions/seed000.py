@@ -4,6 +4,10 @@ Credit2 ratelimit (1, 5, 20, 128 ms). The document reports 20 ms best, through w
 after steal time is charged to the running task. The talk says only "Xen 4.20", and the point
 release decides Credit2's slice length (ERRATA X3), so both 4.20.0 and 4.20.2 are run; and it
 does not say whether the pair shared a vCPU (ERRATA L1), so three co-location cases are run.
+Each point runs several seeds (5 of 10 s; the short form 3 of 0.7 s), and the document's ranking
+is checked as three comparisons per case and version, 20 ms against 128, 5 and 1 ms (Welch's
+t-test, Holm-corrected over all of them: `vmsched.stats`): the printed verdict says which hold
+and which are indistinguishable.
 """
 
 from __future__ import annotations
@@ -60,88 +64,156 @@ def _one(args) -> dict:
     return row
 
 
+#: Seeds per point and simulated time per run (ms): full form and short form (CI's).
+SEEDS, QUICK_SEEDS = 5, 3
+DURATION_MS, QUICK_DURATION_MS = 10000, 700
+#: The comparisons the document's ranking makes: 20 ms (its best) against each other ratelimit.
+BEST_DOC = 20
+VERSUS = [128, 5, 1]
+
+
+def points(quick: bool) -> list[tuple]:
+    """Every (case, scenario, version, ratelimit, duration, seed) of the reproduction."""
+    duration = QUICK_DURATION_MS if quick else DURATION_MS
+    seeds = range(1, (QUICK_SEEDS if quick else SEEDS) + 1)
+    return [(case, scen, v, r, duration, seed) for case, scen in CASES.items() for v in VERSIONS
+            for r in RATELIMITS_MS for seed in seeds]
+
+
+def comparisons(df: pl.DataFrame, figure: str = "score_lps") -> list:
+    """20 ms against 128, 5 and 1 ms per case and Credit2 version (Welch's t-test on `figure`
+    over the seeds), Holm-corrected over all of them (`vmsched.stats`). Returns a list of
+    (case, version, other ratelimit, `Comparison`)."""
+    from vmsched.stats import compare_all
+
+    keys, pairs = [], []
+    for case in CASES:
+        for v in VERSIONS:
+            sub = df.filter((pl.col("case") == case) & (pl.col("version") == v))
+            best = sub.filter(pl.col("ratelimit_ms") == BEST_DOC)[figure].to_list()
+            for other in VERSUS:
+                vals = sub.filter(pl.col("ratelimit_ms") == other)[figure].to_list()
+                keys.append((case, v, other))
+                pairs.append((f"{BEST_DOC} ms", best, f"{other} ms", vals))
+    return [(*k, c) for k, c in zip(keys, compare_all(pairs))]
+
+
+def holds(cs: list) -> str:
+    """Whether the document's "20 ms best" holds for one case and version, from its three
+    comparisons: "holds" (20 ms significantly above each), "fails" (significantly below one),
+    else "not shown" (indistinguishable from one at least)."""
+    if any(c.sign == "<" for c in cs):
+        return "fails"
+    return "holds" if all(c.sign == ">" for c in cs) else "not shown"
+
+
 def main(quick: bool = False, jobs: int | None = None, out: str | Path = "out/reproduce/seed000",
          console: Console | None = None) -> int:
-    """Runs every point (3 cases × 2 versions × 4 ratelimits), prints the tables and the verdict
-    against the published ranking, and writes seed000.csv/json and plots into `out`."""
+    """Runs every point (3 cases × 2 versions × 4 ratelimits × seeds), prints per case and
+    version the mean score with its 95 % interval and CV, which of the document's comparisons
+    (20 ms against 128, 5 and 1 ms) hold (Welch, Holm-corrected), and writes seed000.csv/json
+    (per run), seed000_summary.csv (per point) and plots into `out`."""
+    from vmsched.stats import aggregate, family_note
+
     console = console or Console()
-    duration = 2000 if quick else 10000
-    points = [(case, scen, v, r, duration) for case, scen in CASES.items() for v in VERSIONS
-              for r in RATELIMITS_MS]
+    pts = points(quick)
+    n_seeds = QUICK_SEEDS if quick else SEEDS
+    duration = pts[0][4]
     outdir = Path(out)
     outdir.mkdir(parents=True, exist_ok=True)
     from rich.progress import Progress
 
     done = {}
     with Progress(console=console) as prog:
-        task = prog.add_task(f"seed000: {len(points)} runs of {duration / 1000:.0f} s simulated", total=len(points))
-        with make_executor(jobs, len(points)) as ex:
-            for (p,), f in ex.imap_unordered(_one, ((p,) for p in points)):
-                done[p] = f.result()
+        task = prog.add_task(f"seed000: {len(pts)} runs ({n_seeds} seeds per point) of "
+                             f"{duration / 1000:g} s simulated", total=len(pts))
+        with make_executor(jobs, len(pts)) as ex:
+            for (p,), f in ex.imap_unordered(_one, ((p,) for p in pts)):
+                done[p] = {**f.result(), "seed": p[5]}
                 prog.advance(task)
-    rows = [done[p] for p in points]
-    series = {(r["case"], r["version"], r["ratelimit_ms"]): r.pop("_series", None) for r in rows}
+    rows = [done[p] for p in pts]
+    # The gap series of seed 1 only (the plot's).
+    series = {(r["case"], r["version"], r["ratelimit_ms"]): r.get("_series") for r in rows
+              if r["seed"] == 1}
+    for r in rows:
+        r.pop("_series", None)
     df = pl.DataFrame(rows)
     df.write_csv(outdir / "seed000.csv")
     _atomic_write(outdir / "seed000.json", json.dumps(rows, indent=1))
+    keys = ["case", "version", "ratelimit_ms"]
+    score = aggregate(df, keys, "score_lps")
+    summary = score.join(aggregate(df, keys, "fast_pct").select(
+        *keys, pl.col("mean").alias("fast_pct_mean")), on=keys, how="left")
+    summary.write_csv(outdir / "seed000_summary.csv")
+    cmp = comparisons(df)
 
-    best_doc = 20
+    form = (f"short form: {n_seeds} seeds of {duration / 1000:g} s per point" if quick
+            else f"{n_seeds} seeds of {duration / 1000:g} s per point")
     verdicts = []
     for case in CASES:
         for v in VERSIONS:
-            sub = df.filter((pl.col("case") == case) & (pl.col("version") == v)).sort("ratelimit_ms")
-            best = sub.sort("score_lps", descending=True)["ratelimit_ms"][0]
-            top = sub["score_lps"].max()
-            t = Table(title=f"seed000, {case}, Credit2 {v}")
-            for c in ("ratelimit", "Context1 score (lps)", "vs best", "lps per vCPU0 s", "fast %",
-                      "|gap|>3ms %", "vCPU0 share", "vCPU0 preempted", "vCPU0 worst wait"):
+            sub = summary.filter((pl.col("case") == case) & (pl.col("version") == v)).sort(
+                "ratelimit_ms")
+            top = sub["mean"].max()
+            t = Table(title=f"seed000, {case}, Credit2 {v} ({form}): Context1 score, mean "
+                            "± 95 % CI (Student's t), CV = std / mean")
+            for c in ("ratelimit", "score (lps)", "CV", "vs best mean", "fast %",
+                      "lps per vCPU0 s", "vCPU0 share", "vCPU0 preempted", "vCPU0 worst wait"):
                 t.add_column(c, justify="right")
             for r in sub.iter_rows(named=True):
-                t.add_row(f"{r['ratelimit_ms']} ms", f"{r['score_lps']:,.0f}",
-                          f"{100 * r['score_lps'] / top:.1f}%",
-                          "-" if r["lps_per_vcpu_s"] is None else f"{r['lps_per_vcpu_s']:,.0f}",
-                          f"{r['fast_pct']:.1f}",
-                          "-" if r.get("gap_over_gran_pct") is None else f"{r['gap_over_gran_pct']:.1f}",
-                          f"{r['vcpu0_share_pct']:.1f}%", str(r["vcpu0_preemptions"]),
-                          f"{r['vcpu0_worst_wait_ms']:.2f} ms")
+                runs = df.filter((pl.col("case") == case) & (pl.col("version") == v)
+                                 & (pl.col("ratelimit_ms") == r["ratelimit_ms"]))
+                per = runs["lps_per_vcpu_s"].to_list()
+                t.add_row(f"{r['ratelimit_ms']} ms", f"{r['mean']:,.0f} ± {r['ci95']:,.0f}",
+                          f"{100 * r['cv']:.2f} %", f"{100 * r['mean'] / top:.1f}%",
+                          f"{r['fast_pct_mean']:.1f}",
+                          "-" if per[0] is None else f"{sum(per) / len(per):,.0f}",
+                          f"{runs['vcpu0_share_pct'].mean():.1f}%",
+                          f"{runs['vcpu0_preemptions'].mean():.1f}",
+                          f"{runs['vcpu0_worst_wait_ms'].max():.2f} ms")
             console.print(t)
-            ranked = sub.sort(["score_lps", "ratelimit_ms"], descending=[True, False])
-            order, prev = "", None
-            for i, (r_ms, sc) in enumerate(zip(ranked["ratelimit_ms"], ranked["score_lps"])):
-                order += ("" if i == 0 else (" = " if sc == prev else " > ")) + f"{r_ms} ms"
-                prev = sc
-            at20 = sub.filter(pl.col("ratelimit_ms") == 20)
-            rel = 100 * at20["score_lps"][0] / top
-            per = sub["lps_per_vcpu_s"].to_list()
-            rel_v = None if per[0] is None else 100 * at20["lps_per_vcpu_s"][0] / max(per)
-            verdicts.append((case, v, best, order, rel, rel_v))
-    console.print("\n[bold]Published[/bold] (seed 000): among 1/5/20/128 ms, 20 ms gives the best Context1 score.")
-    for case, v, best, order, rel, rel_v in verdicts:
-        mark = "[green]same best[/green]" if best == best_doc else "[yellow]other best[/yellow]"
-        extra = "" if rel_v is None else f", per second of vCPU time {rel_v:.1f} %"
-        console.print(f"[bold]Simulated[/bold] {case}, Credit2 {v}: {order} ({mark}; 20 ms at "
-                      f"{rel:.1f} % of the best{extra})")
+            cs = [c for cc, vv, _, c in cmp if cc == case and vv == v]
+            ranked = sub.sort(["mean", "ratelimit_ms"], descending=[True, False])
+            order = " > ".join(f"{r} ms" for r in ranked["ratelimit_ms"])
+            verdicts.append((case, v, order, cs))
+    console.print(f"\n[bold]Published[/bold] (seed 000): among 1/5/20/128 ms, {BEST_DOC} ms gives "
+                  "the best Context1 score.")
+    for case, v, order, cs in verdicts:
+        h = holds(cs)
+        mark = {"holds": "[green]holds[/green]", "fails": "[red]fails[/red]",
+                "not shown": "[yellow]not shown[/yellow]"}[h]
+        console.print(f"[bold]Simulated[/bold] {case}, Credit2 {v}: {BEST_DOC} ms best {mark} "
+                      f"(means: {order})")
+        for c in cs:
+            console.print(f"  {c.verdict()}", highlight=False)
+    console.print(family_note([c for *_, c in cmp]) + f" n = {n_seeds} seeds per point.",
+                  highlight=False)
     console.print("Why: docs/seed000.md. Tables: " + str(outdir))
     _plots(df, series, outdir)
     return 0
 
 
 def _plots(df: pl.DataFrame, series: dict, outdir: Path) -> None:
-    """seed000_score.png: the Context1 score against the ratelimit per case and version, y from
-    0 (one seed per point: no spread to show); seed000_gap.png: the pinned pair's vruntime gap
-    over time (vmsched.plot's rules)."""
+    """seed000_score.png: the Context1 score against the ratelimit per case and version, the
+    mean over the seeds with its 95 % confidence interval, y from 0; seed000_gap.png: the
+    pinned pair's vruntime gap over time, seed 1 (vmsched.plot's rules)."""
     from vmsched.plot import finish, pyplot
+    from vmsched.stats import aggregate
 
     plt = pyplot()
+    n = df["seed"].n_unique()
     fig, axes = plt.subplots(1, len(CASES), figsize=(5 * len(CASES), 3.8), squeeze=False)
     for ax, case in zip(axes[0], CASES):
         for v in VERSIONS:
-            sub = df.filter((pl.col("case") == case) & (pl.col("version") == v)).sort("ratelimit_ms")
-            ax.plot(sub["ratelimit_ms"].to_list(), sub["score_lps"].to_list(), marker="o", label=f"Credit2 {v}")
+            sub = df.filter((pl.col("case") == case) & (pl.col("version") == v))
+            agg = aggregate(sub, ["ratelimit_ms"], "score_lps").sort("ratelimit_ms")
+            err = [0.0 if c != c else c for c in agg["ci95"].to_list()]
+            ax.errorbar(agg["ratelimit_ms"].to_list(), agg["mean"].to_list(), yerr=err,
+                        marker="o", capsize=3, label=f"Credit2 {v}")
         ax.set_xscale("log")
         ax.set_xticks(RATELIMITS_MS, [str(r) for r in RATELIMITS_MS])
         finish(ax, "Credit2 ratelimit (ms, log scale)", "Context1 score (lps)",
-               title=f"{case} (one seed per point)", legend=True)
+               title=f"{case} (mean of {n} seeds, bars 95 % CI)", legend=True)
     fig.tight_layout()
     fig.savefig(outdir / "seed000_score.png", dpi=110)
     plt.close(fig)

@@ -14,7 +14,10 @@ machine, so both machines they allow are run (docs/seed002.md, "Why the last sta
 point 3): the shipped one, every domain on one pCPU, and dom0 alone on a pCPU of its own with the
 fifteen guests on a second. The ping mean is over the answered requests, so every place that
 shows it also shows how many requests were not answered (dropped on a full ring, answered after
-the timeout, or still unanswered at the end). docs/seed002.md reads the results.
+the timeout, or still unanswered at the end). The tables run one seed per combination; each
+step of the slides is then compared with the one before it over several seeds (5; the short
+form 3, on the shipped machine only), stating a change only where Welch's t-test, Holm-corrected, finds one
+(`vmsched.stats`). docs/seed002.md reads the results.
 """
 
 from __future__ import annotations
@@ -177,6 +180,51 @@ def points(duration_ms: int, mixes=None, machines=None) -> list[tuple]:
             for mix in (mixes or MIXES) for o in ORDERS for b in BOOLS for t in TICKLES]
 
 
+#: The comparisons of the slides' stages, each against the one before it, per reading:
+#: (later stage, earlier stage), as (scan order, boost_on_wake, tickle) keys of `READINGS`.
+STAGES = {
+    "shipped": [(("round_robin", True, True), ("lowest_first", True, True)),
+                (("round_robin", True, False), ("round_robin", True, True)),
+                (("round_robin", True, "deferred"), ("round_robin", True, True))],
+    "X6": [(("round_robin", False, True), ("lowest_first", False, True)),
+           (("round_robin", True, True), ("round_robin", False, True)),
+           (("round_robin", True, False), ("round_robin", True, True)),
+           (("round_robin", True, "deferred"), ("round_robin", True, True))],
+}
+#: Seeds of the comparisons (the table's run is the first): full form and short form; the
+#: short form compares on the shipped machine only (to keep CI's time).
+CMP_SEEDS, QUICK_CMP_SEEDS = 5, 3
+QUICK_CMP_MACHINES = [ONE_PCPU]
+
+
+def cmp_keys() -> list[tuple]:
+    """The (order, boost, tickle) combinations the comparisons need, in first-use order."""
+    return list(dict.fromkeys(k for pairs in STAGES.values() for pair in pairs for k in pair))
+
+
+def comparisons(rows: list[dict], machines=None) -> list[tuple]:
+    """Each stage of the slides against the one before it (`STAGES`), on the full mix and per
+    machine (of `machines`, default all), on the ping mean over the answered requests (Welch's
+    t-test over the seeds of `rows`, a seed without an answer left out; Holm-corrected over
+    all: `vmsched.stats`).
+    Returns (machine, reading, later key, earlier key, `Comparison`)."""
+    from vmsched.stats import compare_all
+
+    def pings(machine, key):
+        return [r["ping_mean_ms"] for r in rows if r["machine"] == machine
+                and r["mix"] == FULL_MIX and (r["order"], r["boost"], r["tickle"])
+                == (key[0], key[1], TICKLE_COLUMN[key[2]]) and r["ping_mean_ms"] is not None]
+
+    keys, pairs = [], []
+    for machine in machines or MACHINES:
+        for reading, stages in STAGES.items():
+            for later, earlier in stages:
+                keys.append((machine, reading, later, earlier))
+                pairs.append((config_name(*later), pings(machine, later),
+                              config_name(*earlier), pings(machine, earlier)))
+    return [(*k, c) for k, c in zip(keys, compare_all(pairs))]
+
+
 def _fmt(x, unit=" ms") -> str:
     if x is None:
         return "-"
@@ -329,6 +377,7 @@ def main(quick: bool = False, jobs: int | None = None, out: str | Path = "out/re
                               f"{r['stream_total_mbps']:.0f} Mbit/s")
     png = _plot(full, outdir, duration)
     console.print(f"Plot of both machines beside the slides' figures: {png}")
+    _print_comparisons(quick, duration, jobs, rows, outdir, console)
     # The starving combination's schedule, to open in Perfetto: dom0 runs a few hundred µs,
     # a streaming guest it woke BOOSTed preempts it, the compute guests' 30 ms slices follow.
     trace = outdir / "seed002_lowest_first_boost_tickle.pftrace"
@@ -338,6 +387,47 @@ def main(quick: bool = False, jobs: int | None = None, out: str | Path = "out/re
     console.print("Which configuration pairs with which figure, which machine, and why the model "
                   "differs where it does: docs/seed002.md. Tables: " + str(outdir))
     return 0
+
+
+def _print_comparisons(quick: bool, duration: int, jobs, rows: list[dict], outdir: Path,
+                       console) -> None:
+    """Runs the comparisons' further seeds (the table's runs are the first seed) and prints,
+    per machine, which of the slides' steps change the ping mean significantly; writes
+    seed002_seeds.csv."""
+    from vmsched.api import base_seed
+    from vmsched.stats import family_note
+
+    s0 = base_seed(SCENARIO)
+    n = QUICK_CMP_SEEDS if quick else CMP_SEEDS
+    machines = QUICK_CMP_MACHINES if quick else list(MACHINES)
+    first = [{**r, "seed": s0} for r in rows
+             if r["mix"] == FULL_MIX and r["machine"] in machines]
+    pts = [(FULL_MIX, *k, duration, s0 + i, m) for m in machines for k in cmp_keys()
+           for i in range(1, n)]
+    done = {}
+    with make_executor(jobs, len(pts)) as ex:
+        for (p,), f in ex.imap_unordered(_one, ((p,) for p in pts)):
+            done[p] = {**f.result(), "seed": p[5]}
+    seeded = first + [done[p] for p in pts]
+    pl.DataFrame(seeded).write_csv(outdir / "seed002_seeds.csv")
+    console.print(f"\n[bold]Comparisons[/bold]: each step of the slides against the one before "
+                  f"it, {FULL_MIX}, ping mean over the answered requests (ms), {n} seeds of "
+                  f"{duration / 1000:.0f} s" + (f" ({', '.join(machines)} only)" if quick else "")
+                  + ":")
+    cs = comparisons(seeded, machines)
+    for machine, reading, later, earlier, c in cs:
+        console.print(f"  {machine}, reading {reading}: {_cmp_text(c)}", highlight=False)
+    console.print(family_note([c for *_, c in cs]) + " A seed whose ping was never answered "
+                  "has no mean and is left out.", highlight=False)
+
+
+def _cmp_text(c) -> str:
+    """A comparison's verdict; where one side was never answered, that instead."""
+    if c.a.n == 0 or c.b.n == 0:
+        never = [x for x, s in ((c.a_label, c.a), (c.b_label, c.b)) if s.n == 0]
+        return (f"{c.a_label} against {c.b_label}: " + " and ".join(never)
+                + " never answered on any seed")
+    return c.verdict() + f"; means {c.a.mean:.2f} against {c.b.mean:.2f} ms"
 
 
 REPRODUCTION = register(

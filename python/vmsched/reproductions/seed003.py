@@ -17,7 +17,9 @@ Each point is a scenario file written from the shipped `seed003_kvm_latency` (TO
 be added or removed with `--set`): `scenario(...)` builds it as a dict, `point(...)` runs it.
 The short form (`quick`) runs 5,000 cyclictest loops and 10 launches per point; the full form
 the document's 100,000 loops (one run, where the document averages two) and 100 launches.
-docs/seed003.md reads the results.
+Each remedy is then compared with none where the latency rises (1 guest loop, total 3) over
+several seeds (5; the short form 3, CFS only), stating a difference only where Welch's t-test,
+Holm-corrected, finds one (`vmsched.stats`). docs/seed003.md reads the results.
 """
 
 from __future__ import annotations
@@ -188,11 +190,12 @@ def scenario(sched: str = "CFS", host_loops: int = 2, guest_loops: int | None = 
 
 
 def _one(args) -> dict:
-    """One run: (sched, curve, total, bench, quick, remedy, today)."""
-    sched, curve, total, bench, quick, remedy, today = args
+    """One run: (sched, curve, total, bench, quick, remedy, today[, seed]); without a seed,
+    the scenario's (1)."""
+    sched, curve, total, bench, quick, remedy, today, *seed = args
     g = CURVES[curve]
     host = total - (g or 0)
-    s = scenario(sched, host, g, bench, quick, remedy, today)
+    s = scenario(sched, host, g, bench, quick, remedy, today, *seed)
     with tempfile.TemporaryDirectory(prefix="seed003-") as d:
         p = Path(d) / f"{SCENARIO}.toml"
         p.write_text(_dump(s))
@@ -204,6 +207,8 @@ def _one(args) -> dict:
     row = {"sched": "EEVDF 6.12" if today else sched, "curve": curve, "total": total,
            "host_loops": host, "guest_loops": g, "bench": bench, "remedy": remedy or "",
            "count": h["count"]}
+    if seed:
+        row["seed"] = seed[0]
     if bench == "latency":
         b = h.get("buckets_us") or []
         row.update(avg_us=h["avg_us"], max_us=h["max_us"], p99_us=h["p99_ns"] / 1e3,
@@ -257,6 +262,44 @@ def collect(quick: bool = True, jobs: int | None = None, pts: list[tuple] | None
         for (p,), f in ex.imap_unordered(_one, ((p,) for p in pts)):
             done[p] = f.result()
     return [done[p] for p in pts]
+
+
+#: The comparisons over seeds: each remedy against none, on the guest's cyclictest average
+#: where the latency rises (`CMP_CURVE` at `CMP_TOTAL`: 2 host loops, as many as pCPUs, and one
+#: guest loop), per scheduler; seeds of the full and the short form (seed 1 is the table's).
+CMP_CURVE, CMP_TOTAL = "1 guest wl", 3
+CMP_SEEDS, QUICK_CMP_SEEDS = 5, 3
+#: The schedulers compared by the short form (to keep CI's time): CFS, where the remedies part.
+QUICK_CMP_SCHEDS = ["CFS"]
+
+
+def cmp_scheds(quick: bool) -> list[str]:
+    return QUICK_CMP_SCHEDS if quick else list(SCHEDS)
+
+
+def cmp_points(quick: bool) -> list[tuple]:
+    """The runs the comparisons add to the table's (seeds 2..n of each compared point)."""
+    n = QUICK_CMP_SEEDS if quick else CMP_SEEDS
+    return [(sched, CMP_CURVE, CMP_TOTAL, "latency", quick, r, False, seed)
+            for sched in cmp_scheds(quick) for r in [None, *REMEDIES]
+            for seed in range(2, n + 1)]
+
+
+def comparisons(rows: list, scheds=None) -> list[tuple]:
+    """Each remedy against none at `CMP_CURVE`, `CMP_TOTAL` on the cyclictest average (µs)
+    over the seeds of `rows` (a row without a seed is seed 1), per scheduler (Welch's t-test,
+    Holm-corrected over all: `vmsched.stats`), for `scheds` (default all). Returns (sched,
+    remedy, `Comparison`)."""
+    from vmsched.stats import compare_all
+
+    def avgs(sched, remedy):
+        return [r["avg_us"] for r in rows if r["sched"] == sched and r["curve"] == CMP_CURVE
+                and r["total"] == CMP_TOTAL and r["bench"] == "latency"
+                and r["remedy"] == remedy]
+
+    keys = [(sched, r) for sched in scheds or SCHEDS for r in REMEDIES]
+    cs = compare_all([(r, avgs(sched, r), "no remedy", avgs(sched, "")) for sched, r in keys])
+    return [(*k, c) for k, c in zip(keys, cs)]
 
 
 def curve(rows: list, sched: str, curve_name: str, bench: str, remedy: str = "") -> dict:
@@ -467,9 +510,28 @@ def main(quick: bool = False, jobs: int | None = None, out: str | Path = "out/re
     _atomic_write(outdir / "seed003.json", json.dumps(all_shapes, indent=1))
     for p in _plots(rows, outdir, form):
         console.print(f"Plot: {p}")
+    _print_comparisons(quick, jobs, rows, console)
     console.print(f"Per-point rows: {outdir / 'seed003.csv'}; why the model differs where it "
                   "does: docs/seed003.md.")
     return 0
+
+
+def _print_comparisons(quick: bool, jobs, rows: list, console) -> None:
+    """Runs the comparisons' further seeds and prints which remedies lower the guest's latency
+    significantly where it rises."""
+    from vmsched.stats import family_note
+
+    more = collect(quick=quick, jobs=jobs, pts=cmp_points(quick))
+    n = QUICK_CMP_SEEDS if quick else CMP_SEEDS
+    scheds = cmp_scheds(quick)
+    console.print(f"[bold]Comparisons[/bold]: each remedy against none, {CMP_CURVE} at total "
+                  f"{CMP_TOTAL}, the guest's cyclictest average (µs) over {n} seeds, "
+                  f"{', '.join(scheds)} at both levels:")
+    cs = comparisons(rows + more, scheds)
+    for sched, _, c in cs:
+        console.print(f"  {sched}: {c.verdict()}; means {c.a.mean:.0f} against {c.b.mean:.0f} µs",
+                      highlight=False)
+    console.print(family_note([c for *_, c in cs]), highlight=False)
 
 
 REPRODUCTION = register(

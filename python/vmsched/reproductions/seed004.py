@@ -10,7 +10,9 @@ Each kernel runs at the thesis's class (Table 3.1) under three hosts: Credit2 as
 has the `tslice_ms`/`ratelimit_us` era's rules, exact burning and the separate accounting timer
 that 3.3 lacks; docs/seed004.md) and, for comparison, Credit2 as in Xen 4.20. Several seeds per
 point (the seed draws the ranks' compute spread); the table prints the mean runtime with a 95 %
-confidence interval (Student's t) and the coefficient of variation beside the thesis's finding.
+confidence interval (Student's t) and the coefficient of variation beside the thesis's finding,
+and calls one scheduler faster only where Welch's t-test says so, Holm-corrected over the seven
+kernels (`vmsched.stats`).
 The short form (`quick`) runs fewer iterations of each kernel and fewer seeds; the full form
 runs every kernel's whole class. docs/seed004.md reads the results.
 """
@@ -28,6 +30,7 @@ from rich.table import Table
 from vmsched.api import _atomic_write, run
 from vmsched.executor import make_executor
 from vmsched.reproductions import register
+from vmsched.stats import Comparison, compare, holm, summarize
 
 SCENARIO = "seed004_nas_credit_vs_credit2"
 #: The seven kernels with the thesis's classes (its Table 3.1; the scenario's presets).
@@ -64,29 +67,17 @@ WHY = {
 }
 #: Simulated time limit (ms): every job must end inside the run.
 DURATION_MS = 1_500_000
-#: Student's t at 97.5 % for 1..10 degrees of freedom (a 95 % two-sided interval).
-_T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228]
-
-
-def t975(df: int) -> float:
-    """Student's t quantile at 97.5 % for `df` degrees of freedom (1.96 from 30 on)."""
-    if df < 1:
-        return math.nan
-    if df <= len(_T975):
-        return _T975[df - 1]
-    return 2.042 if df < 30 else 1.96
+#: The significance level of the Credit1/Credit2 comparison (Welch's t-test, Holm-corrected
+#: over the seven kernels: `vmsched.stats`).
+ALPHA = 0.05
 
 
 def summary(values: list[float]) -> dict:
     """Mean, 95 % confidence half-width (t with n − 1 degrees of freedom), sample standard
     deviation and coefficient of variation (std / mean, the thesis's "sample deviation") of
-    `values`."""
-    n = len(values)
-    mean = sum(values) / n
-    std = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else 0.0
-    half = t975(n - 1) * std / math.sqrt(n) if n > 1 else math.nan
-    return {"n": n, "mean": mean, "ci95": half, "std": std,
-            "cv": std / mean if mean else math.nan}
+    `values` (`vmsched.stats.summarize`)."""
+    s = summarize(values)
+    return {"n": s.n, "mean": s.mean, "ci95": s.ci95, "std": s.std, "cv": s.cv}
 
 
 def _one(args) -> dict:
@@ -149,27 +140,45 @@ def collect(quick: bool = True, jobs: int | None = None,
     return out
 
 
-def verdict(c1: dict, c2: dict) -> str:
-    """What the model shows for one kernel, in the thesis's terms: who is faster (the 95 %
-    intervals apart, or "equal" when they overlap) and who is steadier (lower CV)."""
-    lo1, hi1 = c1["mean"] - c1["ci95"], c1["mean"] + c1["ci95"]
-    lo2, hi2 = c2["mean"] - c2["ci95"], c2["mean"] + c2["ci95"]
-    if hi2 < lo1:
-        faster = "Credit2 faster"
-    elif hi1 < lo2:
-        faster = "Credit1 faster"
+def comparison(c1: dict, c2: dict) -> Comparison:
+    """Welch's t-test of one kernel's runtimes under Credit1 (`c1`) against Credit2 (`c2`):
+    `sign` ">" is Credit1 slower (Credit2 faster), "<" Credit1 faster, "=" indistinguishable."""
+    return compare([r["runtime_s"] for r in c1["runs"]], [r["runtime_s"] for r in c2["runs"]],
+                   c1.get("scheduler", CREDIT1), c2.get("scheduler", CREDIT2), alpha=ALPHA)
+
+
+def comparisons(stats: dict) -> dict[str, Comparison]:
+    """`comparison` of the thesis's pair for every kernel in `stats`, Holm-corrected over them."""
+    ks = [k for k in KERNELS if (k, CREDIT1) in stats and (k, CREDIT2) in stats]
+    cs = holm([comparison(stats[(k, CREDIT1)], stats[(k, CREDIT2)]) for k in ks])
+    return dict(zip(ks, cs))
+
+
+def verdict(c1: dict, c2: dict, cmp: Comparison | None = None, p: bool = True) -> str:
+    """What the model shows for one kernel, in the thesis's terms: who is faster (significant
+    by Welch's t-test, `cmp` if given, else uncorrected; otherwise "equal"), by how much
+    (Credit1's runtime against Credit2's, with the 95 % interval of the difference), with the
+    p-value unless `p` is False, and who is steadier (lower CV)."""
+    cmp = cmp or comparison(c1, c2)
+    by = f"{abs(cmp.rel_pct):.1f} % ± {cmp.rel_ci_pct:.1f} %"
+    if cmp.sign == ">":
+        faster = f"Credit2 faster (Credit1 {by} longer)"
+    elif cmp.sign == "<":
+        faster = f"Credit1 faster (Credit1 {by} shorter)"
     else:
-        faster = "equal (intervals overlap)"
+        faster = "equal (indistinguishable)"
     steadier = "lower CV: Credit2" if c2["cv"] < c1["cv"] else "lower CV: Credit1"
-    return f"{faster}; {steadier}"
+    return f"{faster}{f' ({cmp.p_text()})' if p else ''}; {steadier}"
 
 
-def agrees(kernel: str, c1: dict, c2: dict) -> bool:
-    """Whether the model shows the thesis's finding for `kernel`: for EP Credit1 faster
-    (intervals apart); for the others Credit2 faster (intervals apart) with a lower CV."""
+def agrees(kernel: str, c1: dict, c2: dict, cmp: Comparison | None = None) -> bool:
+    """Whether the model shows the thesis's finding for `kernel` (Welch's t-test, `cmp` if
+    given): for EP Credit1 significantly faster; for the others Credit2 significantly faster
+    with a lower CV."""
+    cmp = cmp or comparison(c1, c2)
     if kernel == "ep":
-        return c1["mean"] + c1["ci95"] < c2["mean"] - c2["ci95"]
-    return c2["mean"] + c2["ci95"] < c1["mean"] - c1["ci95"] and c2["cv"] < c1["cv"]
+        return cmp.sign == "<"
+    return cmp.sign == ">" and c2["cv"] < c1["cv"]
 
 
 def switch_cost_for(c1: dict, c2: dict, pcpus: int = 8, gap: float = 0.09) -> float:
@@ -184,6 +193,7 @@ def switch_cost_for(c1: dict, c2: dict, pcpus: int = 8, gap: float = 0.09) -> fl
 
 def markdown(stats: dict) -> str:
     """The results as a Markdown table (docs/seed004.md is this, from the full form)."""
+    cmps = comparisons(stats)
     lines = ["| kernel (class) | thesis | " + " | ".join(f"{s} (s) | CV" for s in SCHEDULERS)
              + " | Credit1 / Credit2 4.2.1 | model | agrees |",
              "|---" * (5 + 2 * len(SCHEDULERS)) + "|"]
@@ -191,8 +201,8 @@ def markdown(stats: dict) -> str:
         c1, c2 = stats[(k, CREDIT1)], stats[(k, CREDIT2)]
         cells = [f"{_cell(stats[(k, s)])} | {100 * stats[(k, s)]['cv']:.2f} %" for s in SCHEDULERS]
         lines.append(f"| {k.upper()} ({KERNELS[k]}) | {THESIS[k]} | " + " | ".join(cells)
-                     + f" | {c1['mean'] / c2['mean']:.3f} | {verdict(c1, c2)} | "
-                     + ("yes" if agrees(k, c1, c2) else "**no**") + " |")
+                     + f" | {c1['mean'] / c2['mean']:.3f} | {verdict(c1, c2, cmps[k])} | "
+                     + ("yes" if agrees(k, c1, c2, cmps[k]) else "**no**") + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -261,16 +271,24 @@ def main(quick: bool = False, jobs: int | None = None, out: str | Path = "out/re
               "C2 4.2.1)", "agrees"):
         t.add_column(c, justify="right")
     disagree = []
+    cmps = comparisons(stats)
     for k in KERNELS:
         c1, c2 = stats[(k, CREDIT1)], stats[(k, CREDIT2)]
-        ok = agrees(k, c1, c2)
+        ok = agrees(k, c1, c2, cmps[k])
         if not ok:
             disagree.append(k)
         t.add_row(f"{k.upper()} ({KERNELS[k]})", str(QUICK_ITERATIONS[k]) if quick else "class",
                   THESIS[k], *[_cell(stats[(k, s)]) for s in SCHEDULERS],
                   *[f"{100 * stats[(k, s)]['cv']:.2f} %" for s in SCHEDULERS],
-                  f"{c1['mean'] / c2['mean']:.3f}", verdict(c1, c2), "yes" if ok else "NO")
+                  f"{c1['mean'] / c2['mean']:.3f}", verdict(c1, c2, cmps[k], p=False),
+                  "yes" if ok else "NO")
     console.print(t)
+    for k in KERNELS:
+        console.print(f"  {k.upper()}, runtime: {cmps[k].verdict()}", highlight=False)
+    from vmsched.stats import family_note
+
+    console.print(family_note(list(cmps.values())) + f" n = {n} seeds per point.",
+                  highlight=False)
     ep1 = stats[("ep", CREDIT1)]
     console.print(f"EP's vCPU switches (DomU vCPUs, mean per run): {CREDIT1} {ep1['switches']:,.0f}"
                   + "".join(f", {s} {stats[('ep', s)]['switches']:,.0f}" for s in SCHEDULERS
