@@ -55,14 +55,14 @@ def refused(path, **kw) -> vmsched.ScenarioError:
 # on this one's memory.
 
 def test_a_million_copies(write):
-    e = refused(write(scenario(loops=1_000_000)), memory_limit_mb=16_384)
+    e = refused(write(scenario(loops=1_000_000)), memory_limit_mb=4_096)
     assert e.field == "domain.0.workload.0.copies"
-    assert "1000000 tasks" in e.message and "16,384 MB" in e.message
+    assert "1000000 tasks" in e.message and "4,096 MB" in e.message
     assert "memory_limit_mb" in e.message
 
 
 def test_a_billion_copies_by_the_default_limit(write):
-    # About 38 TB: over the default limit of any machine (80% of MemAvailable, or 4 GiB).
+    # About 6 TB: over the default limit of any machine (80% of MemAvailable, or 4 GiB).
     e = refused(write(scenario(loops=1_000_000_000)))
     assert e.field == "domain.0.workload.0.copies"
     assert "available" in e.message or "default limit" in e.message
@@ -71,9 +71,9 @@ def test_a_billion_copies_by_the_default_limit(write):
 
 def test_a_thousand_domains_of_256_vcpus_names_the_domains(write):
     e = refused(write(scenario(domains=1000, vcpus=256, pcpus=256, loops=0)),
-                memory_limit_mb=4096)
+                memory_limit_mb=1024)
     assert e.field == "domain"
-    assert "1000 domains of 256000 vCPUs" in e.message and "4,096 MB" in e.message
+    assert "1000 domains of 256000 vCPUs" in e.message and "1,024 MB" in e.message
 
 
 def test_a_thousand_cyclictest_threads_with_a_million_buckets(write):
@@ -201,8 +201,8 @@ RSS = textwrap.dedent("""
 
 
 @pytest.mark.parametrize("kw", [
-    dict(loops=3000),
-    dict(domains=20, vcpus=64, pcpus=64, loops=0),
+    dict(loops=4000),
+    dict(domains=40, vcpus=64, pcpus=64, loops=0),
     dict(loops=0, ct_threads=100, buckets=10_000),
     dict(loops=0, ctx=1, sample_us=1, duration_ms=200),
 ], ids=["tasks", "vcpus", "histograms", "samples"])
@@ -213,4 +213,4 @@ def test_the_estimate_is_within_a_factor_of_two_of_the_peak(write, kw):
                        check=True)
     m = json.loads(r.stdout)
     assert m["estimate"] > 20 << 20, m  # big enough to be measured
-    assert 0.5 <= m["used"] / m["estimate"] <= 2.0, m  # measured: 0.88 to 0.97
+    assert 0.5 <= m["used"] / m["estimate"] <= 2.0, m  # measured: 0.61 to 0.87

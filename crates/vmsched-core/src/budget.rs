@@ -5,14 +5,16 @@
 //! for it and the copies the results make at the end:
 //!
 //! * every entity (a vCPU at the host, a task in a guest) keeps a wait-time histogram (HDR, two
-//!   significant digits over 1 ns .. 1 h: its size is read from a real one, about 37 KB) plus
-//!   [`ENTITY_BYTES`] of state in the engine and its scheduler;
+//!   significant digits over 1 ns .. 1 h, its counts allocated per range on first use:
+//!   [`WAIT_HIST_BYTES`] as runs leave them) plus [`ENTITY_BYTES`] of state in the engine and
+//!   its scheduler;
 //! * a task also holds its program three times (the workload's spec, the build's copy and the
 //!   engine's), and one entry per task in every channel's wait and spin queues;
 //! * a guest CPU (one per vCPU) and a physical CPU each [`CPU_BYTES`];
-//! * a cyclictest thread's latency histogram (HDR with three digits, about 270 KB) and its
-//!   1-µs buckets, [`BUCKET_BYTES`] each (the engine's, the summary's, the result column's and the
-//!   Arrow and polars copies);
+//! * a cyclictest thread's latency histogram (HDR with three digits, [`LAT_HIST_BYTES`], also
+//!   allocated per range) and its 1-µs buckets, [`BUCKET_BYTES`] each (the summary's, the result
+//!   column's and the Arrow and polars copies; the engine's own are allocated 64 at a time on
+//!   first use and left out);
 //! * a sampled series [`SAMPLE_BYTES`] per sample (plus its name per row in the long table);
 //! * a trace buffer, when the run writes a trace, [`TRACE_RECORD_BYTES`] per record;
 //! * xenmon's figures (docs/xenmon.md), [`XENMON_ROW_BYTES`] per vCPU and window (the whole
@@ -27,11 +29,18 @@
 
 use std::mem::size_of;
 
-use crate::metrics::LatHist;
 use crate::scenario::Scenario;
 use crate::time::{Nanos, NS_PER_S, NS_PER_US};
 use crate::workload::{Step, WorkloadConfig};
 
+/// A wait histogram's counts as a run leaves them (metrics::lazy allocates 128 bytes per
+/// quarter of a power-of-two range on first use): 0.4–3.8 KB per entity over the benchmark set
+/// (1.1 KB the median of its rows, `mixed-p64` for 5 s the largest), at most 18.7 KB
+/// (`LatHist::full_bytes`) whatever it records.
+pub const WAIT_HIST_BYTES: u64 = 2 * 1024;
+/// A cyclictest thread's latency histogram (three digits: 1 KB per quarter range) likewise:
+/// 0.5–20 KB over the benchmark set (`mixed-p64` for 5 s: 20 KB), at most 133 KB.
+pub const LAT_HIST_BYTES: u64 = 20 * 1024;
 /// Engine and scheduler state of one entity beyond its wait histogram (its parameters with two
 /// CPU masks, runstate accounting, the scheduler's per-entity data, its name).
 pub const ENTITY_BYTES: u64 = 3 * 1024;
@@ -39,8 +48,9 @@ pub const ENTITY_BYTES: u64 = 3 * 1024;
 pub const CPU_BYTES: u64 = 2 * 1024;
 /// A task's own state beyond its entity's (slots, random stream, program counters).
 pub const TASK_BYTES: u64 = 512;
-/// One 1-µs bucket of a fixed latency histogram, over all its copies up to the result tables.
-pub const BUCKET_BYTES: u64 = 40;
+/// One 1-µs bucket of a fixed latency histogram, over its copies from the summary to the result
+/// tables.
+pub const BUCKET_BYTES: u64 = 32;
 /// One sample of a series, over all its copies (engine, results, table, Arrow, polars), plus
 /// twice the series' name (repeated on every row of the long table, as text and in Arrow).
 pub const SAMPLE_BYTES: u64 = 120;
@@ -421,9 +431,7 @@ impl Estimate {
         s: &Scenario<H, G>,
         trace_records: Option<usize>,
     ) -> Estimate {
-        let wait_hist = LatHist::with_precision(0, 2).heap_bytes();
-        let lat_hist = LatHist::new(0).heap_bytes();
-        let entity = wait_hist + ENTITY_BYTES;
+        let entity = WAIT_HIST_BYTES + ENTITY_BYTES;
         let mut parts = Vec::new();
         let mut out = Vec::new();
         let mut rates: Vec<(u64, String)> = Vec::new();
@@ -473,7 +481,7 @@ impl Estimate {
                     parts.push(Part {
                         field: at("threads"),
                         what: format!("{} latency histograms", sh.hists),
-                        bytes: sh.hists.saturating_mul(lat_hist),
+                        bytes: sh.hists.saturating_mul(LAT_HIST_BYTES),
                     });
                     let b = sh.hists.saturating_mul(sh.buckets);
                     parts.push(Part {
@@ -654,9 +662,15 @@ mod tests {
     }
 
     #[test]
-    fn histograms_are_sized_from_real_ones() {
-        // Two significant digits over 1 ns .. 1 h: 36 sub-bucket halves of 128 counts.
-        assert_eq!(LatHist::with_precision(0, 2).heap_bytes(), 36 * 128 * 8);
-        assert_eq!(LatHist::new(100).heap_bytes(), (33 * 1024 + 100) * 8);
+    fn histogram_estimates_lie_between_an_empty_and_a_full_one() {
+        use crate::metrics::LatHist;
+        // Two significant digits over 1 ns .. 1 h: 36 sub-bucket halves of 128 u32 counts and
+        // a slot per quarter; three digits: 33 halves of 1,024.
+        let wait = LatHist::with_precision(0, 2);
+        assert_eq!(wait.full_bytes(), 36 * 128 * 4 + 144 * 2);
+        assert!((wait.heap_bytes()..wait.full_bytes()).contains(&WAIT_HIST_BYTES));
+        let lat = LatHist::new(0);
+        assert_eq!(lat.full_bytes(), 33 * 1024 * 4 + 132 * 2);
+        assert!((lat.heap_bytes()..lat.full_bytes()).contains(&LAT_HIST_BYTES));
     }
 }

@@ -2,18 +2,24 @@
 //!
 //! Memory grows with the number of entities and metrics, not with simulated time. The only
 //! time-proportional data is the optional sampled series, and only when a scenario asks for it.
+//! Histogram counts are allocated in chunks on first use (`lazy`), so an entity pays for the
+//! ranges its samples fall in, not for the whole 1 ns .. 1 h range.
 
-use hdrhistogram::Histogram;
 use serde::Serialize;
+
+pub mod lazy;
+
+use lazy::{Counts, LogHist};
 
 use crate::time::Nanos;
 
 /// A latency histogram: HDR (3 significant digits, 1 ns .. 1 h) for percentiles, plus optional
-/// fixed 1-µs buckets in cyclictest's style (`-h N`).
+/// fixed 1-µs buckets in cyclictest's style (`-h N`). Both are [`lazy`]: HdrHistogram's layout
+/// and figures, counts allocated per range on first use.
 #[derive(Clone)]
 pub struct LatHist {
-    hdr: Histogram<u64>,
-    buckets: Vec<u64>,
+    hdr: LogHist,
+    buckets: Counts,
     overflows: u64,
     /// Sample index (cycle number) of each overflow, the first 1000 (cyclictest lists them).
     overflow_cycles: Vec<u64>,
@@ -27,6 +33,8 @@ pub struct LatHist {
 }
 
 const HDR_MAX: u64 = 3_600_000_000_000;
+/// The fixed 1-µs buckets are allocated 64 µs at a time.
+const BUCKET_CHUNK_SHIFT: u8 = 6;
 
 impl LatHist {
     /// A histogram with `buckets_us` fixed buckets and 3 significant digits.
@@ -34,11 +42,12 @@ impl LatHist {
         Self::with_precision(buckets_us, 3)
     }
 
-    /// `sigfig` significant digits (2 keeps a histogram at about 40 KB, for per-entity waits).
+    /// `sigfig` significant digits (2 for per-entity waits: 4,608 counts, 128 per
+    /// power-of-two range, against 33,792 and 1,024 with 3).
     pub fn with_precision(buckets_us: u32, sigfig: u8) -> LatHist {
         LatHist {
-            hdr: Histogram::new_with_bounds(1, HDR_MAX, sigfig).expect("valid HDR bounds"),
-            buckets: vec![0; buckets_us as usize],
+            hdr: LogHist::new(HDR_MAX, sigfig),
+            buckets: Counts::new(buckets_us as usize, BUCKET_CHUNK_SHIFT),
             overflows: 0,
             overflow_cycles: Vec::new(),
             count: 0,
@@ -50,25 +59,31 @@ impl LatHist {
         }
     }
 
-    /// Bytes on the heap (the HDR counts, the fixed buckets, the overflow list), for the memory
-    /// budget (crate::budget).
+    /// Bytes on the heap now (the HDR counts allocated so far, the fixed buckets', the
+    /// overflow list).
     pub fn heap_bytes(&self) -> u64 {
-        ((self.hdr.distinct_values() + self.buckets.capacity() + self.overflow_cycles.capacity())
-            * 8) as u64
+        (self.hdr.heap_bytes() + self.buckets.heap_bytes() + self.overflow_cycles.capacity() * 8)
+            as u64
+    }
+
+    /// Bytes on the heap with every range of the HDR counts and every fixed bucket allocated:
+    /// the most a histogram holds, whatever it records (the overflow list aside).
+    pub fn full_bytes(&self) -> u64 {
+        (self.hdr.full_bytes() + self.buckets.full_bytes()) as u64
     }
 
     #[inline]
     pub fn record(&mut self, v: Nanos) {
-        self.hdr.saturating_record(v.clamp(1, HDR_MAX));
+        self.hdr.record(v);
         let us = v / 1000;
         if !self.buckets.is_empty() {
-            if us as usize >= self.buckets.len() {
+            if us >= self.buckets.len() as u64 {
                 self.overflows += 1;
                 if self.overflow_cycles.len() < 1000 {
                     self.overflow_cycles.push(self.count);
                 }
             } else {
-                self.buckets[us as usize] += 1;
+                self.buckets.incr(us as usize);
             }
         }
         self.count += 1;
@@ -108,7 +123,7 @@ impl LatHist {
 
     pub fn reset(&mut self) {
         self.hdr.reset();
-        self.buckets.iter_mut().for_each(|b| *b = 0);
+        self.buckets.reset();
         self.overflows = 0;
         self.overflow_cycles.clear();
         self.count = 0;
@@ -144,7 +159,7 @@ impl LatHist {
                 self.sum_us_trunc as f64 / self.count as f64
             },
             max_us: self.max / 1000,
-            buckets_us: self.buckets.clone(),
+            buckets_us: self.buckets.to_vec(),
             overflows: self.overflows,
             overflow_cycles: self.overflow_cycles.clone(),
         }

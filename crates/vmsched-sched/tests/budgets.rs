@@ -2,7 +2,7 @@
 //! scenario whose estimate exceeds its limit before building anything, naming the field; the
 //! estimate's parts name the fields that set them.
 
-use vmsched_core::budget::{Estimate, Limit, LimitSource};
+use vmsched_core::budget::{Estimate, Limit, LimitSource, ENTITY_BYTES, WAIT_HIST_BYTES};
 
 fn scenario(copies: u64, limit_mb: Option<u64>) -> String {
     let limit = limit_mb.map_or(String::new(), |m| format!("memory_limit_mb = {m}\n"));
@@ -15,7 +15,7 @@ fn scenario(copies: u64, limit_mb: Option<u64>) -> String {
 
 #[test]
 fn run_refuses_a_scenario_over_its_limit_naming_the_field() {
-    // A billion tasks: about 38 TB, over any machine's default limit.
+    // A billion tasks: about 6 TB, over any machine's default limit.
     let e = vmsched_sched::run("big.toml", &scenario(1_000_000_000, None), &[]).unwrap_err();
     assert_eq!(e.field, "domain.0.workload.0.copies");
     assert!(e.message.contains("1000000000 tasks"), "{e}");
@@ -39,9 +39,9 @@ fn the_estimate_grows_with_the_field_it_names() {
     let (small, big) = (est(10), est(10_000));
     assert_eq!(big.largest.field, "domain.0.workload.0.copies");
     let grew = big.memory_bytes - small.memory_bytes;
-    // 9,990 more tasks, each an entity with its wait histogram (about 40 KB).
+    // 9,990 more tasks, each an entity with its wait histogram (about 6 KB).
     assert!(
-        (9_990 * 36_864..9_990 * 64 * 1024).contains(&grew),
+        (9_990 * (WAIT_HIST_BYTES + ENTITY_BYTES)..9_990 * 8 * 1024).contains(&grew),
         "{grew}"
     );
     let limit = Limit {
