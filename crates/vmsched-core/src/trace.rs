@@ -247,6 +247,11 @@ pub enum SchedEvent<E = EntityId, C = CpuId> {
     Migrate { ent: E, from: C, to: C },
     /// CPU `cpu` enters its scheduler with `assigned` its vCPU, if any (null `null_schedule`).
     NullSchedule { cpu: C, assigned: Option<E> },
+    /// The events that follow, up to the next `Pool`, come from the scheduler of cpupool
+    /// `pool` (added by [`crate::cpupool::PoolSched`] before the events of each hook it routes,
+    /// so a sink knows whose they are: Xen's `TRC_SCHED_CLASS` records carry the id of the
+    /// scheduler that writes them). Not a decision; no sink shows it.
+    Pool { pool: u32 },
 }
 
 /// What decided a [`SchedEvent::WakeCheck`].
@@ -409,6 +414,7 @@ impl<E: Copy, C: Copy> SchedEvent<E, C> {
                 cpu: c(cpu),
                 assigned: assigned.map(e),
             },
+            Pool { pool } => Pool { pool },
         }
     }
 
@@ -431,6 +437,7 @@ impl<E: Copy, C: Copy> SchedEvent<E, C> {
             SchedEvent::Assign { .. } => "assign",
             SchedEvent::Deassign { .. } => "deassign",
             SchedEvent::Migrate { .. } => "migrate",
+            SchedEvent::Pool { .. } => "pool",
         }
     }
 }
@@ -496,6 +503,9 @@ pub struct TraceMeta {
 pub struct LevelMeta {
     pub name: String,
     pub sched: &'static str,
+    /// A host level with cpupools (docs/cpupools.md): each pool's name and its scheduler's
+    /// name, Pool-0 first (the numbers of [`SchedEvent::Pool`]); empty without pools.
+    pub pools: Vec<(String, &'static str)>,
 }
 
 #[derive(Clone, Debug)]

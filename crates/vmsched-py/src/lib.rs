@@ -770,7 +770,7 @@ fn trace_counts<'py>(
 
 /// Writes the host level of the run's trace to `path` as a xentrace file; returns what was
 /// written (`records`, `by_event` as (event id, count), `cpu_hz`, `domains` as (name, domain
-/// id)) and the trace's counts under `trace` (whether it was truncated).
+/// id), `pools` as (name, scheduler, Xen scheduler id or None) on a machine with cpupools) and the trace's counts under `trace` (whether it was truncated).
 fn write_xentrace<'py>(
     py: Python<'py>,
     tr: &vmsched_core::trace::Trace,
@@ -785,6 +785,7 @@ fn write_xentrace<'py>(
     d.set_item("by_event", sum.by_event)?;
     d.set_item("cpu_hz", sum.cpu_hz)?;
     d.set_item("domains", sum.domains)?;
+    d.set_item("pools", sum.pools)?;
     d.set_item("trace", trace_counts(py, tr)?)?;
     Ok(d)
 }

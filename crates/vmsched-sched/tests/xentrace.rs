@@ -283,3 +283,89 @@ fn each_scheduler_writes_its_own_class_records() {
         }
     }
 }
+
+/// A machine with cpupools (cpupools.toml: Credit2 Pool-0 on pCPUs 0–1, an RTDS pool "rt" on
+/// 2–3; pCPU 3 moves to Pool-0 at 500 ms, domain "ui" to "rt" at 1000 ms): every class record
+/// carries the id of the scheduler of the pool it belongs to at its time: a pCPU's (its
+/// SCHEDULE, a tickle of it) the pCPU's pool, a vCPU's (dv) its domain's pool.
+#[test]
+fn pooled_machines_write_each_pools_class_records() {
+    let tr = run("cpupools.toml", 1500);
+    let (sum, recs) = export(&tr);
+    let ids: Vec<(&str, &str, Option<u32>)> = sum
+        .pools
+        .iter()
+        .map(|(n, s, i)| (n.as_str(), *s, *i))
+        .collect();
+    assert_eq!(
+        ids,
+        vec![("Pool-0", "credit2", Some(1)), ("rt", "rtds", Some(4))]
+    );
+    let dom = |n: &str| sum.domains.iter().find(|d| d.0 == n).unwrap().1;
+    let (batch, ui, ctl) = (dom("batch"), dom("ui"), dom("ctl"));
+    let ms = |c: u64| (c - 1) as f64 / sum.cpu_hz as f64 * 1e3;
+    // Xen's scheduler id of the pool a pCPU, a domain is in at `t` ms (None: at the instant
+    // of a move, either).
+    let cpu_sched = |p: u32, t: f64| match (p, t) {
+        (3, 500.0) => None,
+        (0 | 1, _) => Some(1),
+        (3, t) if t > 500.0 => Some(1),
+        _ => Some(4),
+    };
+    let dom_sched = |d: u32, t: f64| {
+        if d == batch || (d == ui && t < 1000.0) {
+            Some(1)
+        } else if d == ui && t == 1000.0 {
+            None
+        } else {
+            assert!(d == ctl || d == ui, "domain {d}");
+            Some(4)
+        }
+    };
+    let mut seen = std::collections::BTreeMap::new();
+    for r in &recs {
+        if r.event & 0xffff_f000 != xt::TRC_SCHED_CLASS {
+            continue;
+        }
+        let (sid, n) = ((r.event >> 9) & 0xf, r.event & 0x1ff);
+        let t = ms(r.cycles.unwrap());
+        *seen.entry((sid, n, r.pcpu)).or_insert(0) += 1;
+        let want = match (sid, n) {
+            // Tickles name a pCPU; SCHEDULE is its pCPU's own.
+            (1, 6) | (4, 1) => cpu_sched(r.data[0], t),
+            (4, 6) => cpu_sched(r.data[0] & 0xffff, t),
+            (1, 21) => cpu_sched(r.data[0] & 0xffff, t),
+            // The rest name a vCPU (dv first).
+            _ => dom_sched(r.data[0] >> 16, t),
+        };
+        if let Some(w) = want {
+            assert_eq!(sid, w, "class record {:#x} at {t} ms: {r:?}", r.event);
+        }
+    }
+    // Both schedulers write, and pCPU 3 changes hands: RTDS's records on it before 500 ms,
+    // Credit2's after, and RTDS's SCHEDULE never after (an RTDS record may still be written
+    // there: a wake of an "rt" vCPU run by pCPU 3's code, e.g. ui's timer after it moved).
+    assert!(seen.keys().any(|k| k.0 == 1) && seen.keys().any(|k| k.0 == 4));
+    let on3 = |sid: u32, n: Option<u32>, before: bool| {
+        recs.iter().any(|r| {
+            r.pcpu == 3
+                && (r.event >> 9) & 0xf == sid
+                && n.is_none_or(|n| r.event & 0x1ff == n)
+                && r.event & 0xffff_f000 == xt::TRC_SCHED_CLASS
+                && (ms(r.cycles.unwrap()) < 500.0) == before
+        })
+    };
+    assert!(on3(4, None, true) && on3(1, None, false) && !on3(4, Some(6), false));
+    assert!(on3(4, Some(6), true));
+    // Every switch is still written on its pCPU (the generic records need no pool).
+    let switches = tr
+        .records
+        .iter()
+        .filter(|r| matches!(r, Record::Switch { level, .. } if *level == tr.meta.cpus[0].level))
+        .count();
+    let written = recs
+        .iter()
+        .filter(|r| r.event == xt::TRC_SCHED_SWITCH)
+        .count();
+    assert_eq!(switches, written);
+}

@@ -26,6 +26,14 @@ impl Simulation {
                 .map(|lv| LevelMeta {
                     name: lv.name.clone(),
                     sched: lv.sched.name(),
+                    pools: lv.sched.pool_map().map_or(Vec::new(), |m| {
+                        (0..m.names.len() as u32)
+                            .map(|p| {
+                                let sched = lv.sched.pool_sched_name(p).unwrap_or("");
+                                (m.names[p as usize].clone(), sched)
+                            })
+                            .collect()
+                    }),
                 })
                 .collect(),
             cpus: self

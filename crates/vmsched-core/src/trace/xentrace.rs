@@ -355,6 +355,10 @@ pub struct XentraceSummary {
     pub cpu_hz: u64,
     /// Xen domain id of each domain, by name, in domain-id order.
     pub domains: Vec<(String, u32)>,
+    /// On a machine with cpupools: each pool's name, its scheduler's name and Xen's id of
+    /// that scheduler (None: it writes no class records), Pool-0 first. The file itself has
+    /// no record of the pools (Xen's `cpupool.c` traces nothing); empty without pools.
+    pub pools: Vec<(String, &'static str, Option<u32>)>,
     /// Set when the trace was truncated (its records end there).
     pub truncated_at_ns: Option<SimTime>,
 }
@@ -534,7 +538,12 @@ pub fn write<W: Write>(tr: &Trace, opts: &XentraceOpts, out: W) -> io::Result<Xe
             ..Default::default()
         });
     };
-    let class = class_of(tr.meta.levels[host.level.idx()].sched);
+    // The class of the host's scheduler; on a machine with cpupools, of the pool whose
+    // scheduler reported the events that follow (SchedEvent::Pool marks them).
+    let lm = &tr.meta.levels[host.level.idx()];
+    let pool_class: Vec<Option<&'static dyn XenClass>> =
+        lm.pools.iter().map(|(_, s)| class_of(s)).collect();
+    let mut class = class_of(lm.sched);
     let hz = opts.cpu_hz as u128;
     let cyc = |t: SimTime| cycles(t, hz as u64);
     let ids = &host.ids;
@@ -716,6 +725,13 @@ pub fn write<W: Write>(tr: &Trace, opts: &XentraceOpts, out: W) -> io::Result<Xe
                 let (d, v) = ids.dom_vcpu(ent);
                 w.rec(vs[ent.idx()].pcpu, cyc(t), TRC_SCHED_BLOCK, &[d, v])?;
             }
+            Record::Sched {
+                ev: SchedEvent::Pool { pool },
+                level,
+                ..
+            } if level == host.level => {
+                class = pool_class.get(pool as usize).copied().flatten();
+            }
             Record::Sched { t, level, cpu, ev } if level == host.level => {
                 let Some(class) = class else { continue };
                 let Some((n, data)) = class.record(&ev, ids) else {
@@ -766,6 +782,12 @@ pub fn write<W: Write>(tr: &Trace, opts: &XentraceOpts, out: W) -> io::Result<Xe
         by_event: w.by_event.into_iter().collect(),
         cpu_hz: opts.cpu_hz,
         domains: host.domains,
+        pools: lm
+            .pools
+            .iter()
+            .zip(&pool_class)
+            .map(|((n, s), c)| (n.clone(), *s, c.map(|c| c.sched_id())))
+            .collect(),
         truncated_at_ns: tr.truncated_at,
     })
 }
