@@ -295,6 +295,10 @@ impl Scheduler for PoolSched {
         Some(self.pools.get(pool as usize)?.sched.name())
     }
 
+    fn pool_trace_class(&self, pool: u32) -> Option<&'static str> {
+        Some(self.pools.get(pool as usize)?.sched.trace_class())
+    }
+
     fn cpupool(&mut self, ctx: &mut SchedCtx, op: PoolOp) {
         match op {
             PoolOp::AssignCpu { cpu, pool } => {

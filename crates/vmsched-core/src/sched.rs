@@ -450,6 +450,12 @@ pub trait Scheduler: Send {
     /// Short name, e.g. `credit2`.
     fn name(&self) -> &'static str;
 
+    /// The name of the layout its own trace records take (the xentrace sink's class, docs/
+    /// trace.md): its name, or a release whose records differ (`credit2-4.2.1`).
+    fn trace_class(&self) -> &'static str {
+        self.name()
+    }
+
     /// Number of timers the policy wants (`set_timer` keys `0..n`). Called once at build.
     fn nr_timers(&self) -> u32 {
         0
@@ -628,6 +634,11 @@ pub trait Scheduler: Send {
     /// The name of pool `pool`'s scheduler, for a host level with cpupools (the trace's
     /// metadata); None (the default): no pools.
     fn pool_sched_name(&self, _pool: u32) -> Option<&'static str> {
+        None
+    }
+
+    /// The [`Self::trace_class`] of pool `pool`'s scheduler; None (the default): no pools.
+    fn pool_trace_class(&self, _pool: u32) -> Option<&'static str> {
         None
     }
 }

@@ -246,7 +246,13 @@ fn each_scheduler_writes_its_own_class_records() {
         let traced = events
             .iter()
             .filter(|e| {
+                // Xen core records (written as generic ones), not the class's.
                 !matches!(
+                    e,
+                    SchedEvent::Sleep { .. }
+                        | SchedEvent::CoreWake { .. }
+                        | SchedEvent::Yield { .. }
+                ) && !matches!(
                     (sched_id, e),
                     (
                         0,
@@ -368,4 +374,113 @@ fn pooled_machines_write_each_pools_class_records() {
         .filter(|r| r.event == xt::TRC_SCHED_SWITCH)
         .count();
     assert_eq!(switches, written);
+}
+
+/// Xen core records beyond the switches (lifecycle_boot_fork.toml, Credit2: "build" is
+/// created at 200 ms and destroyed at 1300 ms, "web" paused at 700 ms and unpaused at 800):
+/// `DOM_ADD`/`DOM_REM` with the domain, once each; a `SLEEP` per vCPU of the paused domain;
+/// at the unpause a `WAKE` per vCPU, each followed at once on its pCPU by the vCPU's
+/// runstate change if it has one; and Credit2's `SCHEDULE` first on its pCPU, with that pCPU.
+#[test]
+fn lifecycle_pause_and_schedule_records() {
+    let tr = run("lifecycle_boot_fork.toml", 1500);
+    let (sum, recs) = export(&tr);
+    let dom = |n: &str| sum.domains.iter().find(|d| d.0 == n).unwrap().1;
+    let ms = |r: &Rec| (r.cycles.unwrap() - 1) / (sum.cpu_hz / 1000);
+    let of = |ev: u32| recs.iter().filter(move |r| r.event == ev);
+    let add: Vec<_> = of(xt::TRC_SCHED_DOM_ADD)
+        .map(|r| (ms(r), r.data.clone()))
+        .collect();
+    assert_eq!(add, vec![(200, vec![dom("build")])]);
+    let rem: Vec<_> = of(xt::TRC_SCHED_DOM_REM)
+        .map(|r| (ms(r), r.data.clone()))
+        .collect();
+    assert_eq!(rem, vec![(1300, vec![dom("build")])]);
+    let web = dom("web");
+    let nweb = tr
+        .meta
+        .ents
+        .iter()
+        .filter(|e| {
+            e.vcpu_of
+                .is_some_and(|c| tr.meta.levels[tr.meta.cpus[c.idx()].level.idx()].name == "web")
+        })
+        .count();
+    // (Each on its vCPU's pCPU: sorted, as the file holds them per pCPU.)
+    let mut sleeps: Vec<_> = of(xt::TRC_SCHED_SLEEP)
+        .filter(|r| r.data[0] == web)
+        .map(|r| (ms(r), r.data[1]))
+        .collect();
+    sleeps.sort();
+    assert_eq!(
+        sleeps,
+        (0..nweb as u32).map(|v| (700, v)).collect::<Vec<_>>()
+    );
+    // Per pCPU in file order: each WAKE of web at 800 ms, then its runstate change if any.
+    let mut woken = 0;
+    for p in 0..4 {
+        let list: Vec<&Rec> = recs.iter().filter(|r| r.pcpu == p).collect();
+        for (k, w) in list.iter().enumerate() {
+            let at = w.cycles == Some(xt::cycles(800_000_000, sum.cpu_hz));
+            if w.event != xt::TRC_SCHED_WAKE || w.data[0] != web || !at {
+                continue;
+            }
+            woken += 1;
+            let next = list[k + 1];
+            if next.event & 0xffff_f00f == 0x0002_1001 && next.data[0] == web << 16 | w.data[1] {
+                // Out of offline (it was queued) or blocked (its wake-up waited for the
+                // unpause), never out of running.
+                assert!(matches!((next.event >> 8) & 0xf, 2 | 3), "{next:?}");
+                assert_eq!(next.cycles, w.cycles);
+            }
+        }
+    }
+    assert_eq!(woken, nweb, "one WAKE per vCPU at the unpause");
+    // Credit2's SCHEDULE (0x22215): on its own pCPU, before the switch it leads to.
+    let sched = xt::class_event(1, 21);
+    assert!(of(sched).count() > 10);
+    for r in of(sched) {
+        assert_eq!(r.data[0] & 0xffff, r.pcpu, "{r:?}");
+        assert_eq!(r.data[1] & 0xff, 0, "no tasklet");
+    }
+}
+
+/// Credit2 as in 4.2.1 (credit2_4_2_1_slices.toml) writes 4.2.1's layouts: ids from
+/// `TRC_SCHED_CLASS` without the scheduler id (credit burn 0x22003, tickle 0x22006, credit
+/// reset 0x22007), the domain in the low half of the vCPU word, three words for a burn (no
+/// budget), a tickle without a cycle count; and none of 4.20's records.
+#[test]
+fn credit2_4_2_1_writes_its_own_layouts() {
+    let tr = run("credit2_4_2_1_slices.toml", 500);
+    let (sum, recs) = export(&tr);
+    let doms: Vec<u32> = sum.domains.iter().map(|d| d.1).collect();
+    let class: Vec<&Rec> = recs
+        .iter()
+        .filter(|r| r.event & 0xffff_f000 == xt::TRC_SCHED_CLASS)
+        .collect();
+    assert!(class
+        .iter()
+        .all(|r| matches!(r.event, 0x22003 | 0x22006 | 0x22007)));
+    let burns: Vec<_> = class.iter().filter(|r| r.event == 0x22003).collect();
+    assert!(!burns.is_empty());
+    for r in &burns {
+        assert_eq!(r.data.len(), 3);
+        assert!(r.cycles.is_some());
+        assert!(doms.contains(&(r.data[0] & 0xffff)), "{r:?}");
+    }
+    for r in class.iter().filter(|r| r.event == 0x22006) {
+        assert_eq!(r.cycles, None, "4.2.1's tickle has no cycle count");
+        assert!(r.data[0] < 256);
+    }
+    // The policy's events are all still written: one record per burn, tickle and reset.
+    use vmsched_core::trace::SchedEvent;
+    let host = tr.meta.cpus[0].level;
+    let n = tr
+        .records
+        .iter()
+        .filter(|r| {
+            matches!(r, Record::Sched { level, ev: SchedEvent::CreditBurn { .. } | SchedEvent::Tickle { .. } | SchedEvent::CreditReset { .. }, .. } if *level == host)
+        })
+        .count();
+    assert_eq!(class.len(), n);
 }

@@ -55,6 +55,14 @@ pub const TRC_SCHED_SWITCH_INFPREV: u32 = TRC_SCHED_VERBOSE + 14;
 pub const TRC_SCHED_SWITCH_INFNEXT: u32 = TRC_SCHED_VERBOSE + 15;
 /// `TRC_SCHED_SWITCH_INFCONT`; data: domain, vCPU, run time, slice.
 pub const TRC_SCHED_SWITCH_INFCONT: u32 = TRC_SCHED_VERBOSE + 17;
+/// `TRC_SCHED_DOM_ADD` (4.20: the domain).
+pub const TRC_SCHED_DOM_ADD: u32 = TRC_SCHED_VERBOSE + 1;
+/// `TRC_SCHED_DOM_REM` (4.20: the domain).
+pub const TRC_SCHED_DOM_REM: u32 = TRC_SCHED_VERBOSE + 2;
+/// `TRC_SCHED_SLEEP`; data: domain, vCPU.
+pub const TRC_SCHED_SLEEP: u32 = TRC_SCHED_VERBOSE + 3;
+/// `TRC_SCHED_YIELD`; data: domain, vCPU.
+pub const TRC_SCHED_YIELD: u32 = TRC_SCHED_VERBOSE + 5;
 /// `DOMID_IDLE`: the domain of the idle vCPUs (one per pCPU, numbered as the pCPU).
 pub const DOMID_IDLE: u32 = 0x7fff;
 
@@ -175,6 +183,15 @@ pub trait XenClass: Sync {
     /// The record number within the class and the data words of `ev`, or None when Xen's
     /// scheduler traces no such event.
     fn record(&self, ev: &SchedEvent<GEnt, GCpu>, ids: &Ids) -> Option<(u32, Vec<u32>)>;
+    /// The event id of record `n` ([`class_event`] with [`Self::sched_id`]; a release before
+    /// the scheduler ids, Credit2 4.2.1, numbers its records from `TRC_SCHED_CLASS`).
+    fn event(&self, n: u32) -> u32 {
+        class_event(self.sched_id(), n)
+    }
+    /// Whether record `n` carries a cycle count (all but a few of 4.2.1's Credit2 records).
+    fn has_cycles(&self, _n: u32) -> bool {
+        true
+    }
 }
 
 /// Credit1 (`xen/common/sched/credit.c`, `TRC_CSCHED_*`).
@@ -199,6 +216,10 @@ impl XenClass for Credit1 {
             SchedEvent::Tickle { cpu } => (6, vec![ids.pcpu(cpu)]),
             SchedEvent::Boost { ent } => (7, dv2(ent)),
             SchedEvent::Unboost { ent } => (8, dv2(ent)),
+            // SCHEDULE: pCPU (16 bits), tasklet (8 bits, none modelled: 0), idle (8 bits).
+            SchedEvent::Schedule { cpu, idle, .. } => {
+                (9, vec![(ids.pcpu(cpu) & 0xffff) | (idle as u32) << 24])
+            }
             SchedEvent::Ratelimit { ent, runtime } => (10, vec![ids.dv(ent), runtime]),
             _ => return None,
         })
@@ -230,7 +251,63 @@ impl XenClass for Credit2 {
             SchedEvent::PickedCpu { ent, cpu } => {
                 (19, vec![0, 0, ids.dv(ent), ids.pcpu(cpu) << 16])
             }
+            // SCHEDULE: pCPU (16 bits), runqueue id (16 bits); then tasklet (none modelled:
+            // 0), idle, smt_idle, tickled, a byte each.
+            SchedEvent::RunqSchedule {
+                cpu,
+                runq,
+                tickled,
+                idle,
+                smt_idle,
+            } => (
+                21,
+                vec![
+                    (ids.pcpu(cpu) & 0xffff) | runq << 16,
+                    (idle as u32) << 8 | (smt_idle as u32) << 16 | (tickled as u32) << 24,
+                ],
+            ),
             SchedEvent::Ratelimit { ent, runtime } => (22, vec![ids.dv(ent), runtime]),
+            _ => return None,
+        })
+    }
+}
+
+/// Credit2 as in Xen 4.2.1 (`xen/common/sched_credit2.c`): its records are numbered from
+/// `TRC_SCHED_CLASS` itself (no scheduler id bits: 0x00022001...), pack a vCPU with the
+/// domain in the low and the vCPU in the high 16 bits, and its tickle has no cycle count.
+/// It has no budget, picked-CPU, ratelimit or schedule record.
+pub struct Credit2v421;
+
+impl XenClass for Credit2v421 {
+    fn sched_id(&self) -> u32 {
+        1
+    }
+
+    fn event(&self, n: u32) -> u32 {
+        TRC_SCHED_CLASS + n
+    }
+
+    /// `TRC_CSCHED2_TICKLE` (and `RUNQ_POS`, not written) go without a cycle count.
+    fn has_cycles(&self, n: u32) -> bool {
+        !matches!(n, 2 | 6)
+    }
+
+    fn record(&self, ev: &SchedEvent<GEnt, GCpu>, ids: &Ids) -> Option<(u32, Vec<u32>)> {
+        let vd = |e: GEnt| {
+            let (d, v) = ids.dom_vcpu(e);
+            (d & 0xffff) | v << 16
+        };
+        Some(match *ev {
+            // CREDIT_BURN: domain:vCPU, credit, delta.
+            SchedEvent::CreditBurn { ent, credit, delta } => {
+                (3, vec![vd(ent), credit as u32, delta as u32])
+            }
+            // TICKLE: the pCPU (8 bits).
+            SchedEvent::Tickle { cpu } => (6, vec![ids.pcpu(cpu) & 0xff]),
+            // CREDIT_RESET: domain:vCPU, credit before, after.
+            SchedEvent::CreditReset { ent, start, end } => {
+                (7, vec![vd(ent), start as u32, end as u32])
+            }
             _ => return None,
         })
     }
@@ -332,9 +409,11 @@ impl XenClass for Null {
 }
 
 /// The schedulers whose own records are written, by [`crate::sched::Scheduler::name`].
+/// (By [`crate::sched::Scheduler::trace_class`]: `credit2-4.2.1` is Credit2 as in 4.2.1.)
 pub static CLASSES: &[(&str, &dyn XenClass)] = &[
     ("credit", &Credit1),
     ("credit2", &Credit2),
+    ("credit2-4.2.1", &Credit2v421),
     ("rtds", &Rtds),
     ("null", &Null),
 ];
@@ -438,8 +517,19 @@ struct Out<W: Write> {
 
 impl<W: Write> Out<W> {
     fn rec(&mut self, pcpu: u32, cycles: u64, event: u32, data: &[u32]) -> io::Result<()> {
+        self.rec_opt(pcpu, Some(cycles), event, data)
+    }
+
+    /// A record with or without a cycle count.
+    fn rec_opt(
+        &mut self,
+        pcpu: u32,
+        cycles: Option<u64>,
+        event: u32,
+        data: &[u32],
+    ) -> io::Result<()> {
         let b = &mut self.buf[pcpu as usize];
-        encode(b, event, Some(cycles), data);
+        encode(b, event, cycles, data);
         self.records += 1;
         *self.by_event.entry(event).or_default() += 1;
         if b.len() >= WINDOW_BYTES {
@@ -496,6 +586,7 @@ struct PendingClass {
     /// The pCPU a tickle names.
     tickle: Option<u32>,
     event: u32,
+    cycles: bool,
     data: Vec<u32>,
 }
 
@@ -523,9 +614,19 @@ fn flush_class<W: Write>(
                 .or(pc.tickle)
                 .unwrap_or(0)
         });
-        w.rec(p, cycles(pc.t, hz), pc.event, &pc.data)?;
+        let c = pc.cycles.then(|| cycles(pc.t, hz));
+        w.rec_opt(p, c, pc.event, &pc.data)?;
     }
     Ok(())
+}
+
+/// The policy events that are Xen core records, not a scheduler's own (written as generic
+/// records whatever the scheduler).
+fn generic(ev: &SchedEvent<GEnt, GCpu>) -> bool {
+    matches!(
+        ev,
+        SchedEvent::Sleep { .. } | SchedEvent::CoreWake { .. } | SchedEvent::Yield { .. }
+    )
 }
 
 /// Writes the host level of `tr` as a xentrace file to `out` (buffer it). A trace without a
@@ -542,8 +643,8 @@ pub fn write<W: Write>(tr: &Trace, opts: &XentraceOpts, out: W) -> io::Result<Xe
     // scheduler reported the events that follow (SchedEvent::Pool marks them).
     let lm = &tr.meta.levels[host.level.idx()];
     let pool_class: Vec<Option<&'static dyn XenClass>> =
-        lm.pools.iter().map(|(_, s)| class_of(s)).collect();
-    let mut class = class_of(lm.sched);
+        lm.pools.iter().map(|p| class_of(p.2)).collect();
+    let mut class = class_of(lm.class);
     let hz = opts.cpu_hz as u128;
     let cyc = |t: SimTime| cycles(t, hz as u64);
     let ids = &host.ids;
@@ -580,7 +681,8 @@ pub fn write<W: Write>(tr: &Trace, opts: &XentraceOpts, out: W) -> io::Result<Xe
     let mut after_wake: Option<(u32, SimTime)> = None;
     let mut wake_rs: Option<(GEnt, SimTime)> = None;
     for r in &tr.records {
-        if !pending.is_empty() && !matches!(*r, Record::Sched { level, .. } if level == host.level)
+        if !pending.is_empty()
+            && !matches!(*r, Record::Sched { level, ev, .. } if level == host.level && !generic(&ev))
         {
             let switch_p = match *r {
                 Record::Switch { t, level, cpu, .. } | Record::Continue { t, level, cpu, .. }
@@ -732,15 +834,55 @@ pub fn write<W: Write>(tr: &Trace, opts: &XentraceOpts, out: W) -> io::Result<Xe
             } if level == host.level => {
                 class = pool_class.get(pool as usize).copied().flatten();
             }
+            Record::Sched {
+                t,
+                level,
+                cpu,
+                ev:
+                    SchedEvent::Sleep { ent } | SchedEvent::CoreWake { ent } | SchedEvent::Yield { ent },
+            } if level == host.level => {
+                let (d, v) = ids.dom_vcpu(ent);
+                let p = cpu.map_or(vs[ent.idx()].pcpu, |c| pcpu_of(c, &vs));
+                let event = match r {
+                    Record::Sched {
+                        ev: SchedEvent::Sleep { .. },
+                        ..
+                    } => TRC_SCHED_SLEEP,
+                    Record::Sched {
+                        ev: SchedEvent::Yield { .. },
+                        ..
+                    } => TRC_SCHED_YIELD,
+                    _ => {
+                        // Its runstate change (if any) follows on the same pCPU.
+                        woken = Some((ent, p, t));
+                        TRC_SCHED_WAKE
+                    }
+                };
+                w.rec(p, cyc(t), event, &[d, v])?;
+            }
+            Record::Domain {
+                t,
+                level,
+                ent,
+                created,
+            } if level == host.level => {
+                let (d, _) = ids.dom_vcpu(ent);
+                let event = if created {
+                    TRC_SCHED_DOM_ADD
+                } else {
+                    TRC_SCHED_DOM_REM
+                };
+                w.rec(0, cyc(t), event, &[d])?;
+            }
             Record::Sched { t, level, cpu, ev } if level == host.level => {
                 let Some(class) = class else { continue };
                 let Some((n, data)) = class.record(&ev, ids) else {
                     continue;
                 };
                 let (marker, tickle) = match ev {
-                    SchedEvent::Schedule { cpu, .. } | SchedEvent::NullSchedule { cpu, .. } => {
-                        (Some(ids.pcpu(cpu)), None)
-                    }
+                    SchedEvent::Schedule { cpu, .. }
+                    | SchedEvent::NullSchedule { cpu, .. }
+                    | SchedEvent::RunqSchedule { cpu, .. } => (Some(ids.pcpu(cpu)), None),
                     SchedEvent::Tickle { cpu } => (None, Some(ids.pcpu(cpu))),
                     _ => (None, None),
                 };
@@ -749,7 +891,8 @@ pub fn write<W: Write>(tr: &Trace, opts: &XentraceOpts, out: W) -> io::Result<Xe
                     local: cpu.map(|c| pcpu_of(c, &vs)),
                     marker,
                     tickle,
-                    event: class_event(class.sched_id(), n),
+                    event: class.event(n),
+                    cycles: class.has_cycles(n),
                     data,
                 });
             }
@@ -786,7 +929,7 @@ pub fn write<W: Write>(tr: &Trace, opts: &XentraceOpts, out: W) -> io::Result<Xe
             .pools
             .iter()
             .zip(&pool_class)
-            .map(|((n, s), c)| (n.clone(), *s, c.map(|c| c.sched_id())))
+            .map(|((n, s, _), c)| (n.clone(), *s, c.map(|c| c.sched_id())))
             .collect(),
         truncated_at_ns: tr.truncated_at,
     })
