@@ -511,12 +511,15 @@ impl Host {
 struct Out<W: Write> {
     out: W,
     buf: Vec<Vec<u8>>,
+    /// Per pCPU: the cycle count of its last record (a pCPU's counts never go back).
+    floor: Vec<u64>,
     records: u64,
     by_event: std::collections::BTreeMap<u32, u64>,
 }
 
 impl<W: Write> Out<W> {
-    fn rec(&mut self, pcpu: u32, cycles: u64, event: u32, data: &[u32]) -> io::Result<()> {
+    /// Writes a record; returns the cycle count it got (at least the pCPU's last).
+    fn rec(&mut self, pcpu: u32, cycles: u64, event: u32, data: &[u32]) -> io::Result<u64> {
         self.rec_opt(pcpu, Some(cycles), event, data)
     }
 
@@ -527,7 +530,11 @@ impl<W: Write> Out<W> {
         cycles: Option<u64>,
         event: u32,
         data: &[u32],
-    ) -> io::Result<()> {
+    ) -> io::Result<u64> {
+        let f = &mut self.floor[pcpu as usize];
+        let cycles = cycles.map(|c| c.max(*f));
+        *f = cycles.unwrap_or(*f);
+        let used = *f;
         let b = &mut self.buf[pcpu as usize];
         encode(b, event, cycles, data);
         self.records += 1;
@@ -540,7 +547,7 @@ impl<W: Write> Out<W> {
                 self.flush(p as u32)?;
             }
         }
-        Ok(())
+        Ok(used)
     }
 
     /// Writes pCPU `pcpu`'s buffer as one window: `TRC_TRACE_CPU_CHANGE` (pCPU, bytes), then
@@ -574,6 +581,8 @@ struct VcpuState {
     state: Option<RunState>,
     /// The pCPU its last wake was written on.
     pcpu_woken: u32,
+    /// The pCPU and cycle count of its last runstate change.
+    rs_last: Option<(u32, u64)>,
 }
 
 /// A class record waiting for the record after it ([`flush_class`]).
@@ -652,12 +661,15 @@ pub fn write<W: Write>(tr: &Trace, opts: &XentraceOpts, out: W) -> io::Result<Xe
     let mut w = Out {
         out,
         buf: vec![Vec::new(); host.npcpu],
+        floor: vec![0; host.npcpu],
         records: 0,
         by_event: Default::default(),
     };
     let mut vs = vec![VcpuState::default(); m.ents.len()];
     // Per pCPU: when its idle vCPU was last switched in or out.
     let mut idle_switched = vec![0 as SimTime; host.npcpu];
+    // Per pCPU: the vCPU it runs (None: idle).
+    let mut cur: Vec<Option<GEnt>> = vec![None; host.npcpu];
     // A switch to idle whose idle runstate change waits for the previous vCPU's (§8.4 order).
     let mut idle_in: Option<(u32, SimTime, GEnt)> = None;
     // A wake whose runstate change (at the same instant) goes to the waker's pCPU.
@@ -719,6 +731,7 @@ pub fn write<W: Write>(tr: &Trace, opts: &XentraceOpts, out: W) -> io::Result<Xe
             } if level == host.level => {
                 let p = ids.pcpu(cpu);
                 let c = cyc(t);
+                cur[p as usize] = next;
                 let dv = |e: Option<GEnt>| e.map_or((DOMID_IDLE, p), |e| ids.dom_vcpu(e));
                 let (pd, pv) = dv(prev);
                 let (nd, nv) = dv(next);
@@ -791,8 +804,12 @@ pub fn write<W: Write>(tr: &Trace, opts: &XentraceOpts, out: W) -> io::Result<Xe
                 from,
                 to,
             } if level == host.level => {
+                // A wake's own change (out of blocked or offline, not into running: a vCPU
+                // that was runnable changes nothing at its wake, and its next change, when
+                // a pCPU takes it, is that pCPU's).
+                let of_wake = from != RunState::Running && to != RunState::Running;
                 let p = match woken.take() {
-                    Some((e, p, wt)) if e == ent && wt == t => {
+                    Some((e, p, wt)) if e == ent && wt == t && of_wake => {
                         vs[ent.idx()].pcpu_woken = p;
                         wake_rs = Some((ent, t));
                         p
@@ -800,7 +817,19 @@ pub fn write<W: Write>(tr: &Trace, opts: &XentraceOpts, out: W) -> io::Result<Xe
                     _ => vs[ent.idx()].pcpu,
                 };
                 vs[ent.idx()].state = Some(to);
-                w.rec(p, cyc(t), idle_rs(from, to), &[ids.dv(ent)])?;
+                // A change on another pCPU than the vCPU's last one at the same instant (it
+                // left one pCPU and another took it at once) is put one cycle later: xenalyze
+                // merges the pCPUs by cycle count and takes equal counts in no set order, so
+                // it would otherwise see the vCPU run on one before it left the other (a
+                // real vCPU cannot: the second pCPU waits for the first's context switch).
+                let mut c = cyc(t);
+                if let Some((q, qc)) = vs[ent.idx()].rs_last {
+                    if q != p && c <= qc {
+                        c = qc + 1;
+                    }
+                }
+                let c = w.rec(p, c, idle_rs(from, to), &[ids.dv(ent)])?;
+                vs[ent.idx()].rs_last = Some((p, c));
                 if let Some((ip, it, _)) = idle_in.filter(|x| x.2 == ent) {
                     w.rec(
                         ip,
@@ -915,6 +944,27 @@ pub fn write<W: Write>(tr: &Trace, opts: &XentraceOpts, out: W) -> io::Result<Xe
             idle_rs(RunState::Runnable, RunState::Running),
             &[DOMID_IDLE << 16 | p],
         )?;
+    }
+    if let Some(first) = tr.truncated_at {
+        // The bound dropped records from `first` on (crate::trace: one buffer for the whole
+        // run, so from then on every pCPU loses its records). Xen's writer reports a loss with
+        // the next record that fits (`insert_lost_records`): here each pCPU gets one
+        // TRC_LOST_RECORDS at the end of the run, as if its buffer had room again then:
+        // the count (the run's dropped records, of every level: the model has no per-pCPU
+        // count), the vCPU current at the loss (domain low, vCPU high half), the first lost
+        // cycle count. xenalyze marks the pCPU's time from `first` as lost.
+        let fc = cyc(first);
+        let at = cyc(tr.end).max(fc + 1);
+        for p in 0..host.npcpu {
+            let (d, v) = cur[p].map_or((DOMID_IDLE, p as u32), |e| ids.dom_vcpu(e));
+            let count = tr.dropped.min(u32::MAX as u64) as u32;
+            w.rec(
+                p as u32,
+                at,
+                TRC_LOST_RECORDS,
+                &[count, (d & 0xffff) | v << 16, fc as u32, (fc >> 32) as u32],
+            )?;
+        }
     }
     for p in 0..host.npcpu {
         w.flush(p as u32)?;
