@@ -268,12 +268,14 @@ def test_xenalyze_runstate_summary_agrees_with_the_run(tmp_path, scenario, ms):
         n, mean = got[key].get("running", (0, 0))
         cycles = e["running_ns"] * hz // 10**9
         # xenalyze counts the running intervals the trace closes: all of them unless the vCPU
-        # still runs at the end (that last one is open). Its mean is a whole number of cycles.
+        # still runs at the end (that last one is open). Its mean is a whole number of cycles
+        # (up to n lost), and each interval's start and end may sit one cycle late (a change
+        # on another pCPU at the instant of the vCPU's last one: docs/trace.md).
         if e["final_state"] != "running":
-            assert abs(n * mean - cycles) <= n + 1, (e["name"], n, mean, cycles)
+            assert abs(n * mean - cycles) <= 3 * n + 1, (e["name"], n, mean, cycles)
             exact += 1
         else:
-            assert n * mean <= cycles + n, (e["name"], n, mean, cycles)
+            assert n * mean <= cycles + 2 * n, (e["name"], n, mean, cycles)
     assert exact > 0, "no vCPU ended off its CPU: nothing compared exactly"
 
 

@@ -1053,6 +1053,120 @@ mod tests {
         assert_eq!(class_event(4, 1), 0x0002_2801, "RTDS tickle");
     }
 
+    /// A host of two pCPUs with one domain of one vCPU (domain 1, vCPU 0).
+    fn tiny(records: Vec<Record>, truncated_at: Option<SimTime>) -> Trace {
+        use crate::trace::{CpuMeta, EntMeta, LevelMeta, TraceMeta};
+        let lv = |name: &str| LevelMeta {
+            name: name.into(),
+            sched: "credit2",
+            class: "credit2",
+            pools: Vec::new(),
+        };
+        let cpu = |level: u32, local: u32, backing: Option<GEnt>| CpuMeta {
+            level: LevelId(level),
+            local,
+            backing,
+        };
+        Trace {
+            records,
+            max_records: 100,
+            dropped: truncated_at.map_or(0, |_| 7),
+            truncated_at,
+            end: 1_000_000,
+            meta: TraceMeta {
+                levels: vec![lv("host"), lv("domU1")],
+                cpus: vec![cpu(0, 0, None), cpu(0, 1, None), cpu(1, 0, Some(GEnt(0)))],
+                ents: vec![EntMeta {
+                    level: LevelId(0),
+                    name: "domU1.v0".into(),
+                    vcpu_of: Some(GCpu(2)),
+                }],
+            },
+        }
+    }
+
+    /// (pCPU, event, cycles, data) of each record of a file.
+    fn read(b: &[u8]) -> Vec<(u32, u32, Option<u64>, Vec<u32>)> {
+        let w = words(b);
+        let (mut out, mut i) = (Vec::new(), 0);
+        while i < w.len() {
+            let (p, end) = (w[i + 1], i + 3 + w[i + 2] as usize / 4);
+            i += 3;
+            while i < end {
+                let n = ((w[i] >> 28) & 7) as usize;
+                let c = (w[i] >> 31 == 1).then(|| w[i + 1] as u64 | (w[i + 2] as u64) << 32);
+                let at = i + 1 + if c.is_some() { 2 } else { 0 };
+                out.push((p, w[i] & 0x0fff_ffff, c, w[at..at + n].to_vec()));
+                i = at + n;
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn yield_domain_records_and_lost_records() {
+        let (l, e) = (LevelId(0), GEnt(0));
+        let tr = tiny(
+            vec![
+                Record::Domain {
+                    t: 10,
+                    level: l,
+                    ent: e,
+                    created: true,
+                },
+                Record::Switch {
+                    t: 20,
+                    level: l,
+                    cpu: GCpu(1),
+                    prev: None,
+                    next: Some(e),
+                    slice: None,
+                },
+                Record::Sched {
+                    t: 30,
+                    level: l,
+                    cpu: Some(GCpu(1)),
+                    ev: SchedEvent::Yield { ent: e },
+                },
+            ],
+            Some(40),
+        );
+        let mut b = Vec::new();
+        write(
+            &tr,
+            &XentraceOpts {
+                cpu_hz: 1_000_000_000,
+            },
+            &mut b,
+        )
+        .unwrap();
+        let r = read(&b);
+        let find = |ev: u32| r.iter().filter(move |x| x.1 == ev);
+        assert_eq!(
+            find(TRC_SCHED_DOM_ADD)
+                .map(|x| (x.0, x.2, x.3.clone()))
+                .collect::<Vec<_>>(),
+            vec![(0, Some(11), vec![1])]
+        );
+        assert_eq!(
+            find(TRC_SCHED_YIELD)
+                .map(|x| (x.0, x.2, x.3.clone()))
+                .collect::<Vec<_>>(),
+            vec![(1, Some(31), vec![1, 0])],
+            "on the yielding vCPU's pCPU"
+        );
+        // Lost records: one per pCPU, last on it, at the run's end; count, the vCPU current
+        // at the loss (domain low, vCPU high: idle 0x7fff on pCPU 0), the first lost cycles.
+        let lost: Vec<_> = find(TRC_LOST_RECORDS).collect();
+        assert_eq!(lost.len(), 2);
+        assert_eq!(lost[0].3, vec![7, DOMID_IDLE, 41, 0]);
+        assert_eq!(lost[1].3, vec![7, 1, 41, 0]);
+        for x in &lost {
+            assert_eq!(x.2, Some(1_000_001));
+            assert_eq!(r.iter().rfind(|y| y.0 == x.0).unwrap().1, TRC_LOST_RECORDS);
+        }
+    }
+
     #[test]
     #[should_panic(expected = "data words")]
     fn more_than_seven_data_words_is_refused() {

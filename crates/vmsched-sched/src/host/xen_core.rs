@@ -551,8 +551,8 @@ impl<P: XenOps> Scheduler for XenCore<P> {
             for i in 0..n {
                 let e = EntityId(i as u32);
                 if here(ops, x, e) {
-                    x.set_flag(e, VPF_MIGRATING);
                     x.trace(|| SchedEvent::Sleep { ent: e });
+                    x.set_flag(e, VPF_MIGRATING);
                     ops.sleep(x, e);
                 }
             }
@@ -582,8 +582,8 @@ impl<P: XenOps> Scheduler for XenCore<P> {
     fn set_down(&mut self, ctx: &mut SchedCtx, e: EntityId, down: bool) {
         self.with_ops(ctx, |ops, x| {
             if down {
-                x.set_flag(e, VPF_DOWN);
                 x.trace(|| SchedEvent::Sleep { ent: e });
+                x.set_flag(e, VPF_DOWN);
                 ops.sleep(x, e);
             } else {
                 Self::core_wake(ops, x, e, VPF_DOWN);
@@ -599,8 +599,8 @@ impl<P: XenOps> Scheduler for XenCore<P> {
     fn set_paused(&mut self, ctx: &mut SchedCtx, e: EntityId, paused: bool) {
         self.with_ops(ctx, |ops, x| {
             if paused {
-                x.set_flag(e, VPF_DOMPAUSED);
                 x.trace(|| SchedEvent::Sleep { ent: e });
+                x.set_flag(e, VPF_DOMPAUSED);
                 ops.sleep(x, e);
             } else {
                 Self::core_wake(ops, x, e, VPF_DOMPAUSED);
