@@ -129,6 +129,40 @@ def test_a_run_without_task_wakeups_still_has_its_timeline(tmp_path):
     assert "host: pCPU 0" in text
 
 
+def test_the_report_makes_the_run_once(seed000, tmp_path, monkeypatch):
+    """The attribution, the explained wake-ups and the Gantt chart read one traced run: the
+    report calls `_core.traced` once and none of the bindings that make a run of their own."""
+    run, _ = seed000
+    calls = []
+    traced = _core.traced
+    monkeypatch.setattr(_core, "traced", lambda *a: calls.append("traced") or traced(*a))
+    for name in ("attribution", "explain", "gantt", "run"):
+        monkeypatch.setattr(_core, name, lambda *a, _n=name, **k: calls.append(_n))
+    text = make_report(run, out=tmp_path / "once.html").read_text()
+    assert calls == ["traced"]
+    assert _section_ids(text) == RUN_SECTIONS and "what each CPU ran" in text
+
+
+def test_a_huge_gantt_window_is_refused_with_a_note_naming_the_option(seed000, tmp_path):
+    run, _ = seed000
+    out = tmp_path / "big.html"
+    assert main(["report", str(run), "-o", str(out), "--window", "500ms..1000ms",
+                 "--gantt-max-segments", "500"]) == 0
+    text = out.read_text()
+    assert _section_ids(text) == RUN_SECTIONS
+    assert "what each CPU ran" not in text
+    m = re.search(r"holds ([\d,]+) bars, more than the bound of 500", text)
+    assert m and int(m.group(1).replace(",", "")) > 500
+    assert "--gantt-max-segments N" in text and "gantt_max_segments" in text
+    # The same window under the default bound is drawn (it holds fewer bars than that).
+    n = int(m.group(1).replace(",", ""))
+    if n <= 20_000:
+        text = make_report(run, out=tmp_path / "b2.html", window="500ms..1000ms").read_text()
+        assert "what each CPU ran, 500.000 to 1000.000 ms" in text
+    with pytest.raises(ValueError, match="gantt_max_segments"):
+        make_report(run, out=tmp_path / "b3.html", gantt_max_segments=0)
+
+
 def test_window_and_task_options(seed000, tmp_path):
     run, _ = seed000
     out = tmp_path / "r.html"

@@ -126,7 +126,9 @@ def test_the_bound_cuts_the_file_where_the_trace_stops(tmp_path):
     assert t["dropped"] > 0 and t["truncated_at_ns"] is not None
     recs = parse(path)
     assert 0 < len(recs) == r.xentrace["records"]
-    assert max(c for _, _, c, _ in recs) <= 1 + t["truncated_at_ns"] * 2.4
+    # Every record but the lost-record reports (stamped at the run's end: below) is before
+    # the truncation.
+    assert max(c for _, e, c, _ in recs if e != 0x0001F001) <= 1 + t["truncated_at_ns"] * 2.4
 
 
 def test_bad_arguments_are_refused(tmp_path):
@@ -154,11 +156,11 @@ def test_cli_writes_the_file_and_names_the_domains(tmp_path):
     assert path.read_bytes() == mine.read_bytes()
 
 
-def formats():
+def formats(path=vmsched.XENTRACE_FORMATS):
     """Our definitions file: event id -> the event's name as printed (TRC_... and, for a
     runstate change, its from->to)."""
     names = {}
-    for line in vmsched.XENTRACE_FORMATS.read_text().splitlines():
+    for line in path.read_text().splitlines():
         if not line.startswith("0x"):
             continue
         ev, fmt = line.split(None, 1)
@@ -169,22 +171,31 @@ def formats():
 
 
 @pytest.mark.parametrize("scenario,ms,class_ids", [
-    ("seed000_context1_ratelimit", 300, {0x22203, 0x22206}),
-    ("credit1_boost_interactive", 1500, {0x22006, 0x22007}),
+    # Credit2: credit burn, tickle, schedule.
+    ("seed000_context1_ratelimit", 300, {0x22203, 0x22206, 0x22215}),
+    # Credit1: tickle, boost, schedule.
+    ("credit1_boost_interactive", 1500, {0x22006, 0x22007, 0x22009}),
     # RTDS: tickle, runq pick, budget burn, replenish, schedule; null: pick, assign, schedule.
     ("rtds_reservation", 1000, {0x22801, 0x22802, 0x22803, 0x22804, 0x22806}),
-    ("null_static", 1500, {0x22A01, 0x22A02, 0x22A05})])
+    ("null_static", 1500, {0x22A01, 0x22A02, 0x22A05, 0x28001, 0x28002}),
+    # Cpupools: Credit2's and RTDS's schedules; the moves put vCPUs to sleep and wake them.
+    ("cpupools", 1500, {0x22215, 0x22203, 0x22806, 0x22803, 0x28003}),
+    # Create, destroy, pause: DOM_ADD, DOM_REM, SLEEP.
+    ("lifecycle_boot_fork", 1500, {0x28001, 0x28002, 0x28003, 0x22215}),
+    # Credit2 as in 4.2.1, read with its own definitions file: burn, tickle, reset.
+    ("credit2_4_2_1_slices", 500, {0x22003, 0x22006})])
 def test_xentrace_format_prints_the_records(tmp_path, scenario, ms, class_ids):
     tool = _tool("xentrace_format")
     py2 = _python2()
     r, path = run(tmp_path, scenario, ms)
+    fmt = vmsched.XENTRACE_FORMATS_4_2_1 if "4_2_1" in scenario else vmsched.XENTRACE_FORMATS
     with path.open("rb") as f:
-        p = subprocess.run([py2, tool, str(vmsched.XENTRACE_FORMATS)], stdin=f,
+        p = subprocess.run([py2, tool, str(fmt)], stdin=f,
                            capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
     assert not any("unknown event" in ln for ln in lines), "every event id has a name"
-    names = formats()
+    names = formats(fmt)
     printed = Counter(m.group(1) for ln in lines if (m := re.search(r"(TRC_\w+(?: \w+->\w+)?)",
                                                                      ln)))
     expected = Counter()
@@ -233,7 +244,10 @@ def xenalyze_runstates(text):
                                          ("credit1_boost_interactive", 1500),
                                          ("seed000_ncopy", 500),
                                          ("rtds_reservation", 1000),
-                                         ("arinc653_partitions", 1000)])
+                                         ("arinc653_partitions", 1000),
+                                         ("cpupools", 1500),
+                                         ("lifecycle_boot_fork", 1500),
+                                         ("credit2_4_2_1_slices", 500)])
 def test_xenalyze_runstate_summary_agrees_with_the_run(tmp_path, scenario, ms):
     tool = _tool("xenalyze")
     r, path = run(tmp_path, scenario, ms)
@@ -254,10 +268,40 @@ def test_xenalyze_runstate_summary_agrees_with_the_run(tmp_path, scenario, ms):
         n, mean = got[key].get("running", (0, 0))
         cycles = e["running_ns"] * hz // 10**9
         # xenalyze counts the running intervals the trace closes: all of them unless the vCPU
-        # still runs at the end (that last one is open). Its mean is a whole number of cycles.
+        # still runs at the end (that last one is open). Its mean is a whole number of cycles
+        # (up to n lost), and each interval's start and end may sit one cycle late (a change
+        # on another pCPU at the instant of the vCPU's last one: docs/trace.md).
         if e["final_state"] != "running":
-            assert abs(n * mean - cycles) <= n + 1, (e["name"], n, mean, cycles)
+            assert abs(n * mean - cycles) <= 3 * n + 1, (e["name"], n, mean, cycles)
             exact += 1
         else:
-            assert n * mean <= cycles + n, (e["name"], n, mean, cycles)
+            assert n * mean <= cycles + 2 * n, (e["name"], n, mean, cycles)
     assert exact > 0, "no vCPU ended off its CPU: nothing compared exactly"
+
+
+def test_a_truncated_file_ends_with_lost_records_that_xenalyze_reads(tmp_path):
+    """The bound drops records from `truncated_at_ns` on: every pCPU's buffer ends with one
+    TRC_LOST_RECORDS (count, the vCPU current there as domain | vCPU << 16, the first lost
+    cycle count) stamped at the end of the run, and xenalyze still reads the file."""
+    r, path = run(tmp_path, "seed000_context1_ratelimit", 300, trace_max_records=2000)
+    t = r.xentrace["trace"]
+    assert t["dropped"] > 0
+    recs = parse(path)
+    lost = [(p, c, d) for p, e, c, d in recs if e == 0x0001F001]
+    npcpu = 1 + max(p for p, _, _, _ in recs)
+    assert sorted(p for p, _, _ in lost) == list(range(npcpu))
+    first = 1 + t["truncated_at_ns"] * 24 // 10
+    end = 1 + 300_000_000 * 24 // 10
+    ids = {d for _, d in r.xentrace["domains"]} | {IDLE}
+    for p, c, d in lost:
+        assert d[0] == t["dropped"]
+        assert d[2] | d[3] << 32 == first
+        assert c == end > first
+        assert d[1] & 0xFFFF in ids
+        # The last record of its pCPU.
+        assert [e for q, e, _, _ in recs if q == p][-1] == 0x0001F001
+    tool = _tool("xenalyze")
+    p = subprocess.run([tool, "--cpu-hz=2400000000", "-s", str(path)], capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert "FATAL" not in p.stdout + p.stderr

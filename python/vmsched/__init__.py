@@ -24,10 +24,12 @@ from vmsched.tune import tune  # noqa: E402  isort: skip
 
 #: xentrace_format's definitions file for the xentrace files vmsched writes (docs/trace.md).
 XENTRACE_FORMATS = Path(__file__).with_name("xentrace.formats")
+#: The same for a trace of Credit2 as in Xen 4.2.1, whose records reuse other ids (docs/trace.md).
+XENTRACE_FORMATS_4_2_1 = Path(__file__).with_name("xentrace-4.2.1.formats")
 
 __all__ = ["BudgetWarning", "CoreError", "Estimate", "Explanation", "Result", "ScenarioError",
            "SeedRuns",
-           "XENTRACE_FORMATS", "check", "explain",
+           "XENTRACE_FORMATS", "XENTRACE_FORMATS_4_2_1", "check", "explain",
            "estimate", "import_rtapp", "import_skeleton", "import_sysctl", "import_xl", "report",
            "run", "scenario_path", "sweep", "tune"]
 __version__ = "0.1.0"

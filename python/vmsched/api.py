@@ -332,7 +332,8 @@ class Result:
     def xentrace(self) -> dict | None:
         """If the run wrote a xentrace file (docs/trace.md): `records` written, `by_event`
         ((Xen event id, count) pairs), `cpu_hz` (the CPU frequency its cycle counts assume),
-        `domains` ((domain name, Xen domain id) pairs) and `trace` (the trace's counts, as
+        `domains` ((domain name, Xen domain id) pairs), `pools` (on a machine with cpupools:
+        (pool name, scheduler, Xen scheduler id or None) per pool) and `trace` (the trace's counts, as
         `Result.trace`: `truncated_at_ns` is set if the bound was reached)."""
         return self.xentrace_info
 

@@ -306,7 +306,8 @@ def cmd_report(a) -> int:
         raise FileExistsError(f"{out}: exists (--force replaces it)")
     with console.status(f"making the report of {escape(str(a.path))}"):
         path = report(a.path, out=out, task=a.task, window=a.window, worst=a.worst,
-                      trace_max_records=a.trace_limit)
+                      trace_max_records=a.trace_limit,
+                      gantt_max_segments=a.gantt_max_segments)
     console.print(f"report written to {escape(str(path))} (one file: open it in a browser, "
                   "no network needed)", highlight=False)
     return 0
@@ -706,6 +707,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--trace-limit", type=_positive_int, metavar="N",
                    help="keep at most N trace records when making the run again (default "
                         "4,000,000)")
+    p.add_argument("--gantt-max-segments", type=_positive_int, default=20_000, metavar="N",
+                   help="draw the Gantt chart only if its window holds at most N bars "
+                        "(default 20,000); a larger window gets a note instead")
     p.set_defaults(fn=cmd_report)
 
     p = sub.add_parser("perf", help="print a run as perf sched latency / timehist print it",

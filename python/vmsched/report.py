@@ -11,9 +11,12 @@ in a row of their own. For a sweep: the table of its figures and each workload's
 against each swept parameter, mean with the min–max over seeds.
 
 The run is made again with the trace on, as `vmsched explain` makes it (the simulation is
-deterministic; the event count is checked): once for the attribution and the latencies, once
-for the explained wake-ups and the Gantt chart's switches. Figures are plotly's, its script
-embedded once in the page.
+deterministic; the event count is checked), once: the attribution, the latencies, the explained
+wake-ups and the Gantt chart all read that one trace (`_core.traced`; until issue 13's last
+step each was a run of its own, because the task to explain is chosen from the latencies and
+each binding made its own run). A Gantt window with more than `gantt_max_segments` bars is not
+drawn: its section says so and names the option (plotly would take minutes on a second of
+seed 000). Figures are plotly's, its script embedded once in the page.
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ GANTT_PAD_NS = 500_000
 #: The Gantt chart's default window when no task has a wake-up to explain: this much (ns) from
 #: the warm-up's end.
 NO_TASK_WINDOW_NS = 10_000_000
+#: The most bars (what a CPU ran, between two switches) a Gantt chart draws by default.
+GANTT_MAX_SEGMENTS = 20_000
 #: Tasks whose latency figures the report draws, the worst first; the others are listed.
 MAX_TASKS = 12
 #: The colours of the explained segments' causes (docs/explain.md's table), in its order.
@@ -140,21 +145,25 @@ def parse_window(text: str, option: str = "--window") -> tuple[int, int]:
 
 
 def report(path, out=None, task: str | None = None, window: str | tuple[int, int] | None = None,
-           worst: int = 3, trace_max_records: int | None = None) -> Path:
+           worst: int = 3, trace_max_records: int | None = None,
+           gantt_max_segments: int = GANTT_MAX_SEGMENTS) -> Path:
     """Writes the HTML report of a run directory or a sweep directory (`path`) to `out`
     (default: `report.html` inside it) and returns its path. Run directories: `task` is the task
     whose `worst` longest wake-ups are explained (default: the one with the longest measured
     latency); `window` is the Gantt chart's (`"860ms..890ms"` or (start, end) in ns; default:
     around the worst of them). The run is made again with a trace of at most
-    `trace_max_records` records, as for `vmsched explain`."""
+    `trace_max_records` records, as for `vmsched explain`. A Gantt window with more than
+    `gantt_max_segments` bars is not drawn (the section says so)."""
     path = Path(path)
     if worst < 1:
         raise ValueError(f"worst must be at least 1, got {worst}")
+    if gantt_max_segments < 1:
+        raise ValueError(f"gantt_max_segments must be at least 1, got {gantt_max_segments}")
     if (path / "sweep.parquet").is_file():
         page = _sweep_page(path)
     elif (path / "summary.json").is_file():
         win = parse_window(window) if isinstance(window, str) else window
-        page = _run_page(path, task, win, worst, trace_max_records)
+        page = _run_page(path, task, win, worst, trace_max_records, gantt_max_segments)
     else:
         raise FileNotFoundError(f"{path}: neither a run directory (summary.json, written by "
                                 "`vmsched run -o DIR`) nor a sweep directory (sweep.parquet)")
@@ -167,7 +176,8 @@ def report(path, out=None, task: str | None = None, window: str | tuple[int, int
 
 # ---- a run ----------------------------------------------------------------------------------
 
-def _run_page(run_dir: Path, task: str | None, window, worst: int, limit) -> _Page:
+def _run_page(run_dir: Path, task: str | None, window, worst: int, limit,
+              max_segments: int = GANTT_MAX_SEGMENTS) -> _Page:
     from vmsched import _core
     from vmsched.explain import _check_events
 
@@ -183,10 +193,12 @@ def _run_page(run_dir: Path, task: str | None, window, worst: int, limit) -> _Pa
     _workloads_section(page, run_dir)
     _entities_section(page, run_dir)
 
-    # The run again with the trace on: attribution and every measured latency.
+    # The run again with the trace on, once: attribution and every measured latency, then
+    # the explained wake-ups and the Gantt chart from the same trace.
     spath, text, overrides, events = _source(run_dir)
-    att = _core.attribution(str(spath), text, overrides, limit, True)
-    _check_events(att["events"], events)
+    run = _core.traced(str(spath), text, overrides, limit)
+    _check_events(run.events, events)
+    att = run.attribution(True)
     lat = att["latencies"]
     lat_rows = [{"level": lv, "task": t, "measure": m, "lat": v}
                 for lv, t, m, v in zip(lat["level"], lat["task"], lat["measure"],
@@ -204,21 +216,18 @@ def _run_page(run_dir: Path, task: str | None, window, worst: int, limit) -> _Pa
         # The Gantt chart all the same: the window asked for, or the first 10 ms measured.
         warm = s["duration_ns"] - s["measured_ns"]
         win = window or (warm, min(s["duration_ns"], warm + NO_TASK_WINDOW_NS))
-        g = _core.gantt(str(spath), text, overrides, win, limit)
-        _check_events(g["events"], events)
+        g = run.gantt(win)
         _gantt_section(page, g, Explanation(task="", total=0, measured=0, warmup_ns=warm,
-                                            trace={}, wakeups=[]))
+                                            trace={}, wakeups=[]), max_segments)
         return page
     # The Gantt window: the one asked for, or the worst wake-up widened on each side by
     # 0.5 ms or a fifth of its latency, whichever is more.
-    out = _core.explain(str(spath), text, task, overrides, worst, None, limit, window,
-                        None if window is not None else GANTT_PAD_NS)
-    _check_events(out["events"], events)
+    out = run.explain(task, worst, None, window, None if window is not None else GANTT_PAD_NS)
     ex = Explanation(task=out["task"], total=out["total"], measured=out["measured"],
                      warmup_ns=out["warmup_ns"], trace=out["trace"], wakeups=out["wakeups"])
     _explained_section(page, ex)
     if "gantt" in out:
-        _gantt_section(page, out["gantt"], ex)
+        _gantt_section(page, out["gantt"], ex, max_segments)
     return page
 
 
@@ -403,10 +412,20 @@ def _explained_section(page: _Page, ex: Explanation) -> None:
     page.section("explained", "Worst wake-ups explained", "\n".join(parts))
 
 
-def _gantt_section(page: _Page, g: dict, ex: Explanation) -> None:
+def _gantt_section(page: _Page, g: dict, ex: Explanation,
+                   max_segments: int = GANTT_MAX_SEGMENTS) -> None:
     import plotly.graph_objects as go
 
     a, b = g["window"]
+    n = len(g["columns"]["start_ns"])
+    if n > max_segments:
+        page.section("gantt", "Timeline (Gantt chart)", (
+            f"<p class='note'>Not drawn: the window {a / 1e6:.3f} to {b / 1e6:.3f} ms holds "
+            f"{n:,} bars, more than the bound of {max_segments:,} (a chart that large takes "
+            "the browser minutes). Choose a narrower window with <code>--window "
+            "START..END</code>, or raise the bound with <code>--gantt-max-segments N</code> "
+            "(Python: <code>gantt_max_segments</code>).</p>"))
+        return
     df = pl.DataFrame(g["columns"], schema={"level": pl.Utf8, "cpu": pl.Utf8, "vcpu": pl.Utf8,
                                             "ent": pl.Utf8, "start_ns": pl.Int64,
                                             "end_ns": pl.Int64})

@@ -125,6 +125,9 @@ impl PoolSched {
         if pool.base != 0 {
             ctx.offset_timers(m, pool.base);
         }
+        if ctx.tracing() {
+            ctx.tag_pool_traces(m, p);
+        }
         r
     }
 
@@ -286,6 +289,14 @@ impl Scheduler for PoolSched {
 
     fn pool_map(&self) -> Option<&PoolMap> {
         Some(&self.map)
+    }
+
+    fn pool_sched_name(&self, pool: u32) -> Option<&'static str> {
+        Some(self.pools.get(pool as usize)?.sched.name())
+    }
+
+    fn pool_trace_class(&self, pool: u32) -> Option<&'static str> {
+        Some(self.pools.get(pool as usize)?.sched.trace_class())
     }
 
     fn cpupool(&mut self, ctx: &mut SchedCtx, op: PoolOp) {

@@ -414,6 +414,26 @@ impl<'a> SchedCtx<'a> {
         self.out.len()
     }
 
+    /// Tags the trace events reported since `from` ([`Self::mark`]) as cpupool `pool`'s: puts
+    /// a [`SchedEvent::Pool`] before them if there are any. Cold: only while tracing is on.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn tag_pool_traces(&mut self, from: usize, pool: u32) {
+        if self.out[from..]
+            .iter()
+            .any(|r| matches!(r, Request::Trace(_)))
+        {
+            self.out
+                .insert(from, Request::Trace(SchedEvent::Pool { pool }));
+        }
+    }
+
+    /// Whether tracing is on ([`LevelClock::trace`]).
+    #[inline]
+    pub(crate) fn tracing(&self) -> bool {
+        self.clock.trace
+    }
+
     /// Adds `base` to the key of every timer request made since `from` ([`Self::mark`]).
     #[inline]
     pub(crate) fn offset_timers(&mut self, from: usize, base: u32) {
@@ -429,6 +449,12 @@ impl<'a> SchedCtx<'a> {
 pub trait Scheduler: Send {
     /// Short name, e.g. `credit2`.
     fn name(&self) -> &'static str;
+
+    /// The name of the layout its own trace records take (the xentrace sink's class, docs/
+    /// trace.md): its name, or a release whose records differ (`credit2-4.2.1`).
+    fn trace_class(&self) -> &'static str {
+        self.name()
+    }
 
     /// Number of timers the policy wants (`set_timer` keys `0..n`). Called once at build.
     fn nr_timers(&self) -> u32 {
@@ -602,6 +628,17 @@ pub trait Scheduler: Send {
     /// Which pool each pCPU and domain is in, for a host level with cpupools (the engine
     /// reads it in cpupool operations and results); None (the default): no pools.
     fn pool_map(&self) -> Option<&crate::cpupool::PoolMap> {
+        None
+    }
+
+    /// The name of pool `pool`'s scheduler, for a host level with cpupools (the trace's
+    /// metadata); None (the default): no pools.
+    fn pool_sched_name(&self, _pool: u32) -> Option<&'static str> {
+        None
+    }
+
+    /// The [`Self::trace_class`] of pool `pool`'s scheduler; None (the default): no pools.
+    fn pool_trace_class(&self, _pool: u32) -> Option<&'static str> {
         None
     }
 }

@@ -152,6 +152,15 @@ pub enum Record {
         port: u32,
         end: bool,
     },
+    /// A domain is created (`created`) or destroyed at run time (`xl create`, `xl destroy`;
+    /// Xen `sched_init_domain`, `sched_destroy_domain`): recorded before its vCPUs are
+    /// inserted, after they are removed. `ent` is its first vCPU, at `level` (the host).
+    Domain {
+        t: SimTime,
+        level: LevelId,
+        ent: GEnt,
+        created: bool,
+    },
     /// Task `ent` runs its first step after a timed wake-up and its workload records the
     /// latency `t - expiry` in a histogram (cyclictest, a video frame's wake): the metric's own
     /// start and end, for [`explain`].
@@ -178,6 +187,7 @@ impl Record {
             | Record::Timer { t, .. }
             | Record::Notify { t, .. }
             | Record::Handler { t, .. }
+            | Record::Domain { t, .. }
             | Record::Latency { t, .. } => t,
         }
     }
@@ -247,6 +257,29 @@ pub enum SchedEvent<E = EntityId, C = CpuId> {
     Migrate { ent: E, from: C, to: C },
     /// CPU `cpu` enters its scheduler with `assigned` its vCPU, if any (null `null_schedule`).
     NullSchedule { cpu: C, assigned: Option<E> },
+    /// CPU `cpu` enters its scheduler, which serves runqueue `runq`; `tickled`: it had been
+    /// tickled, `idle`: it was running nothing, `smt_idle`: its core is idle after the
+    /// tickled mask is cleared (Credit2 `csched2_schedule`).
+    RunqSchedule {
+        cpu: C,
+        runq: u32,
+        tickled: bool,
+        idle: bool,
+        smt_idle: bool,
+    },
+    /// Xen's core puts `ent` to sleep (`vcpu_sleep_nosync`: a pause, `VCPUOP_down`, a
+    /// migration off a pCPU leaving its pool). A generic record, not a policy's.
+    Sleep { ent: E },
+    /// Xen's core wakes `ent` outside the engine's wake-ups (`vcpu_wake` at an unpause,
+    /// `VCPUOP_up`, the end of a migration). A generic record, not a policy's.
+    CoreWake { ent: E },
+    /// `ent` yields (`vcpu_yield`, after the policy's yield hook). A generic record.
+    Yield { ent: E },
+    /// The events that follow, up to the next `Pool`, come from the scheduler of cpupool
+    /// `pool` (added by [`crate::cpupool::PoolSched`] before the events of each hook it routes,
+    /// so a sink knows whose they are: Xen's `TRC_SCHED_CLASS` records carry the id of the
+    /// scheduler that writes them). Not a decision; no sink shows it.
+    Pool { pool: u32 },
 }
 
 /// What decided a [`SchedEvent::WakeCheck`].
@@ -409,6 +442,23 @@ impl<E: Copy, C: Copy> SchedEvent<E, C> {
                 cpu: c(cpu),
                 assigned: assigned.map(e),
             },
+            RunqSchedule {
+                cpu,
+                runq,
+                tickled,
+                idle,
+                smt_idle,
+            } => RunqSchedule {
+                cpu: c(cpu),
+                runq,
+                tickled,
+                idle,
+                smt_idle,
+            },
+            Sleep { ent } => Sleep { ent: e(ent) },
+            CoreWake { ent } => CoreWake { ent: e(ent) },
+            Yield { ent } => Yield { ent: e(ent) },
+            Pool { pool } => Pool { pool },
         }
     }
 
@@ -424,13 +474,19 @@ impl<E: Copy, C: Copy> SchedEvent<E, C> {
             SchedEvent::PickedCpu { .. } => "picked cpu",
             SchedEvent::WakeCheck { .. } => "wake check",
             SchedEvent::Throttle { .. } => "rt throttle",
-            SchedEvent::Schedule { .. } | SchedEvent::NullSchedule { .. } => "schedule",
+            SchedEvent::Schedule { .. }
+            | SchedEvent::NullSchedule { .. }
+            | SchedEvent::RunqSchedule { .. } => "schedule",
+            SchedEvent::Sleep { .. } => "sleep",
+            SchedEvent::CoreWake { .. } => "wake",
+            SchedEvent::Yield { .. } => "yield",
             SchedEvent::RunqPick { .. } => "runq pick",
             SchedEvent::BudgetBurn { .. } => "budget burn",
             SchedEvent::Replenish { .. } => "replenish",
             SchedEvent::Assign { .. } => "assign",
             SchedEvent::Deassign { .. } => "deassign",
             SchedEvent::Migrate { .. } => "migrate",
+            SchedEvent::Pool { .. } => "pool",
         }
     }
 }
@@ -496,6 +552,12 @@ pub struct TraceMeta {
 pub struct LevelMeta {
     pub name: String,
     pub sched: &'static str,
+    /// Its scheduler's [`crate::sched::Scheduler::trace_class`] (the layout of its records).
+    pub class: &'static str,
+    /// A host level with cpupools (docs/cpupools.md): each pool's name, its scheduler's
+    /// name and trace class, Pool-0 first (the numbers of [`SchedEvent::Pool`]); empty
+    /// without pools.
+    pub pools: Vec<(String, &'static str, &'static str)>,
 }
 
 #[derive(Clone, Debug)]

@@ -398,24 +398,40 @@ fn explain<'py>(
     window: Option<(u64, u64)>,
     pad_ns: Option<u64>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    use vmsched_core::trace::explain::{self as ex, Select};
     let (tr, warmup, events) = traced_run(py, file, text, &overrides, trace_max_records)?;
+    explain_dict(py, &tr, warmup, events, task, worst, at_ns, window, pad_ns)
+}
+
+/// `explain`'s dict, from a trace already made.
+#[allow(clippy::too_many_arguments)]
+fn explain_dict<'py>(
+    py: Python<'py>,
+    tr: &vmsched_core::trace::Trace,
+    warmup: u64,
+    events: u64,
+    task: &str,
+    worst: Option<usize>,
+    at_ns: Option<u64>,
+    window: Option<(u64, u64)>,
+    pad_ns: Option<u64>,
+) -> PyResult<Bound<'py, PyDict>> {
+    use vmsched_core::trace::explain::{self as ex, Select};
     let sel = match (worst, at_ns) {
         (_, Some(t)) => Select::At(t),
         (n, None) => Select::Worst(n.unwrap_or(5)),
     };
     let e = py
-        .detach(|| quiet(|| ex::explain(&tr, task, sel, warmup)))?
+        .detach(|| quiet(|| ex::explain(tr, task, sel, warmup)))?
         .map_err(PyValueError::new_err)?;
     let out = PyDict::new(py);
-    out.set_item("task", ex::ent_name(&tr, e.task))?;
+    out.set_item("task", ex::ent_name(tr, e.task))?;
     out.set_item("total", e.total)?;
     out.set_item("measured", e.measured)?;
     out.set_item("warmup_ns", warmup)?;
     out.set_item("events", events)?;
-    out.set_item("trace", trace_counts(py, &tr)?)?;
-    let cpu = |c: Option<vmsched_core::ids::GCpu>| c.map(|c| ex::cpu_name(&tr, c));
-    let ent = |g: Option<vmsched_core::ids::GEnt>| g.map(|g| ex::ent_name(&tr, g).to_string());
+    out.set_item("trace", trace_counts(py, tr)?)?;
+    let cpu = |c: Option<vmsched_core::ids::GCpu>| c.map(|c| ex::cpu_name(tr, c));
+    let ent = |g: Option<vmsched_core::ids::GEnt>| g.map(|g| ex::ent_name(tr, g).to_string());
     let list = PyList::empty(py);
     for w in &e.wakeups {
         let d = PyDict::new(py);
@@ -436,10 +452,10 @@ fn explain<'py>(
             g.set_item("end_ns", sg.end)?;
             g.set_item("cause", sg.cause.name())?;
             g.set_item("rule", sg.rule_name())?;
-            g.set_item("scheduler", sg.sched(&tr))?;
+            g.set_item("scheduler", sg.sched(tr))?;
             g.set_item("cpu", cpu(sg.cpu))?;
             g.set_item("who", ent(sg.who))?;
-            g.set_item("text", sg.describe(&tr, w.task))?;
+            g.set_item("text", sg.describe(tr, w.task))?;
             segs.append(g)?;
         }
         d.set_item("segments", segs)?;
@@ -452,7 +468,7 @@ fn explain<'py>(
         Some((w.start.saturating_sub(pad), w.end.saturating_add(pad)))
     });
     if let Some((a, b)) = win {
-        out.set_item("gantt", gantt_columns(py, &tr, a, b)?)?;
+        out.set_item("gantt", gantt_columns(py, tr, a, b)?)?;
     }
     Ok(out)
 }
@@ -542,10 +558,21 @@ fn attribution<'py>(
     trace_max_records: Option<usize>,
     latencies: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
-    use vmsched_core::trace::explain as ex;
     let (tr, warmup, events) = traced_run(py, file, text, &overrides, trace_max_records)?;
-    let rows = py.detach(|| quiet(|| ex::attribution(&tr, warmup)))?;
-    let name = |g: vmsched_core::ids::GEnt| ex::ent_name(&tr, g).to_string();
+    attribution_dict(py, &tr, warmup, events, latencies)
+}
+
+/// `attribution`'s dict, from a trace already made.
+fn attribution_dict<'py>(
+    py: Python<'py>,
+    tr: &vmsched_core::trace::Trace,
+    warmup: u64,
+    events: u64,
+    latencies: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    use vmsched_core::trace::explain as ex;
+    let rows = py.detach(|| quiet(|| ex::attribution(tr, warmup)))?;
+    let name = |g: vmsched_core::ids::GEnt| ex::ent_name(tr, g).to_string();
     let level = |g: vmsched_core::ids::GEnt| {
         tr.meta.levels[tr.meta.ents[g.idx()].level.idx()]
             .name
@@ -589,7 +616,7 @@ fn attribution<'py>(
     let out = PyDict::new(py);
     out.set_item("columns", cols)?;
     if latencies {
-        let lat = py.detach(|| quiet(|| ex::latencies(&tr, warmup)))?;
+        let lat = py.detach(|| quiet(|| ex::latencies(tr, warmup)))?;
         let d = PyDict::new(py);
         d.set_item("level", lat.iter().map(|r| level(r.0)).collect::<Vec<_>>())?;
         d.set_item("task", lat.iter().map(|r| name(r.0)).collect::<Vec<_>>())?;
@@ -605,8 +632,82 @@ fn attribution<'py>(
     }
     out.set_item("warmup_ns", warmup)?;
     out.set_item("events", events)?;
-    out.set_item("trace", trace_counts(py, &tr)?)?;
+    out.set_item("trace", trace_counts(py, tr)?)?;
     Ok(out)
+}
+
+/// A run made once with tracing on, kept for several analyses (the HTML report's: the
+/// attribution, the explained wake-ups and the Gantt chart from one run, not one run each).
+#[pyclass(frozen, name = "TracedRun", module = "vmsched._core")]
+struct TracedRun {
+    trace: vmsched_core::trace::Trace,
+    warmup: u64,
+    events: u64,
+}
+
+#[pymethods]
+impl TracedRun {
+    /// The run's event count.
+    #[getter]
+    fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// As the function `attribution`, on this run.
+    #[pyo3(signature = (latencies=false))]
+    fn attribution<'py>(&self, py: Python<'py>, latencies: bool) -> PyResult<Bound<'py, PyDict>> {
+        attribution_dict(py, &self.trace, self.warmup, self.events, latencies)
+    }
+
+    /// As the function `explain`, on this run.
+    #[pyo3(signature = (task, worst=None, at_ns=None, window=None, pad_ns=None))]
+    fn explain<'py>(
+        &self,
+        py: Python<'py>,
+        task: &str,
+        worst: Option<usize>,
+        at_ns: Option<u64>,
+        window: Option<(u64, u64)>,
+        pad_ns: Option<u64>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        explain_dict(
+            py,
+            &self.trace,
+            self.warmup,
+            self.events,
+            task,
+            worst,
+            at_ns,
+            window,
+            pad_ns,
+        )
+    }
+
+    /// As the function `gantt`, on this run.
+    fn gantt<'py>(&self, py: Python<'py>, window: (u64, u64)) -> PyResult<Bound<'py, PyDict>> {
+        let out = gantt_columns(py, &self.trace, window.0, window.1)?;
+        out.set_item("events", self.events)?;
+        Ok(out)
+    }
+}
+
+/// Runs a scenario once with tracing on (at most `trace_max_records` records) and keeps the
+/// trace for the analyses of a [`TracedRun`].
+#[pyfunction]
+#[pyo3(signature = (file, text, overrides=vec![], trace_max_records=None))]
+fn traced<'py>(
+    py: Python<'py>,
+    file: &str,
+    text: &str,
+    overrides: Vec<(String, Bound<'py, PyAny>)>,
+    trace_max_records: Option<usize>,
+) -> PyResult<TracedRun> {
+    let (trace, warmup, events) = traced_run(py, file, text, &overrides, trace_max_records)?;
+    Ok(TracedRun {
+        trace,
+        warmup,
+        events,
+    })
 }
 
 /// Runs a scenario again with tracing on and returns the figures of `perf sched latency`
@@ -770,7 +871,7 @@ fn trace_counts<'py>(
 
 /// Writes the host level of the run's trace to `path` as a xentrace file; returns what was
 /// written (`records`, `by_event` as (event id, count), `cpu_hz`, `domains` as (name, domain
-/// id)) and the trace's counts under `trace` (whether it was truncated).
+/// id), `pools` as (name, scheduler, Xen scheduler id or None) on a machine with cpupools) and the trace's counts under `trace` (whether it was truncated).
 fn write_xentrace<'py>(
     py: Python<'py>,
     tr: &vmsched_core::trace::Trace,
@@ -785,6 +886,7 @@ fn write_xentrace<'py>(
     d.set_item("by_event", sum.by_event)?;
     d.set_item("cpu_hz", sum.cpu_hz)?;
     d.set_item("domains", sum.domains)?;
+    d.set_item("pools", sum.pools)?;
     d.set_item("trace", trace_counts(py, tr)?)?;
     Ok(d)
 }
@@ -837,6 +939,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(attribution, m)?)?;
     m.add_function(wrap_pyfunction!(perf_sched, m)?)?;
     m.add_function(wrap_pyfunction!(gantt, m)?)?;
+    m.add_function(wrap_pyfunction!(traced, m)?)?;
+    m.add_class::<TracedRun>()?;
     m.add_function(wrap_pyfunction!(import_file, m)?)?;
     m.add_function(wrap_pyfunction!(import_skeleton, m)?)?;
     m.add_function(wrap_pyfunction!(estimate, m)?)?;

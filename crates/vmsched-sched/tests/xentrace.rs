@@ -246,7 +246,13 @@ fn each_scheduler_writes_its_own_class_records() {
         let traced = events
             .iter()
             .filter(|e| {
+                // Xen core records (written as generic ones), not the class's.
                 !matches!(
+                    e,
+                    SchedEvent::Sleep { .. }
+                        | SchedEvent::CoreWake { .. }
+                        | SchedEvent::Yield { .. }
+                ) && !matches!(
                     (sched_id, e),
                     (
                         0,
@@ -282,4 +288,199 @@ fn each_scheduler_writes_its_own_class_records() {
             }
         }
     }
+}
+
+/// A machine with cpupools (cpupools.toml: Credit2 Pool-0 on pCPUs 0–1, an RTDS pool "rt" on
+/// 2–3; pCPU 3 moves to Pool-0 at 500 ms, domain "ui" to "rt" at 1000 ms): every class record
+/// carries the id of the scheduler of the pool it belongs to at its time: a pCPU's (its
+/// SCHEDULE, a tickle of it) the pCPU's pool, a vCPU's (dv) its domain's pool.
+#[test]
+fn pooled_machines_write_each_pools_class_records() {
+    let tr = run("cpupools.toml", 1500);
+    let (sum, recs) = export(&tr);
+    let ids: Vec<(&str, &str, Option<u32>)> = sum
+        .pools
+        .iter()
+        .map(|(n, s, i)| (n.as_str(), *s, *i))
+        .collect();
+    assert_eq!(
+        ids,
+        vec![("Pool-0", "credit2", Some(1)), ("rt", "rtds", Some(4))]
+    );
+    let dom = |n: &str| sum.domains.iter().find(|d| d.0 == n).unwrap().1;
+    let (batch, ui, ctl) = (dom("batch"), dom("ui"), dom("ctl"));
+    let ms = |c: u64| (c - 1) as f64 / sum.cpu_hz as f64 * 1e3;
+    // Xen's scheduler id of the pool a pCPU, a domain is in at `t` ms (None: at the instant
+    // of a move, either).
+    let cpu_sched = |p: u32, t: f64| match (p, t) {
+        (3, 500.0) => None,
+        (0 | 1, _) => Some(1),
+        (3, t) if t > 500.0 => Some(1),
+        _ => Some(4),
+    };
+    let dom_sched = |d: u32, t: f64| {
+        if d == batch || (d == ui && t < 1000.0) {
+            Some(1)
+        } else if d == ui && t == 1000.0 {
+            None
+        } else {
+            assert!(d == ctl || d == ui, "domain {d}");
+            Some(4)
+        }
+    };
+    let mut seen = std::collections::BTreeMap::new();
+    for r in &recs {
+        if r.event & 0xffff_f000 != xt::TRC_SCHED_CLASS {
+            continue;
+        }
+        let (sid, n) = ((r.event >> 9) & 0xf, r.event & 0x1ff);
+        let t = ms(r.cycles.unwrap());
+        *seen.entry((sid, n, r.pcpu)).or_insert(0) += 1;
+        let want = match (sid, n) {
+            // Tickles name a pCPU; SCHEDULE is its pCPU's own.
+            (1, 6) | (4, 1) => cpu_sched(r.data[0], t),
+            (4, 6) => cpu_sched(r.data[0] & 0xffff, t),
+            (1, 21) => cpu_sched(r.data[0] & 0xffff, t),
+            // The rest name a vCPU (dv first).
+            _ => dom_sched(r.data[0] >> 16, t),
+        };
+        if let Some(w) = want {
+            assert_eq!(sid, w, "class record {:#x} at {t} ms: {r:?}", r.event);
+        }
+    }
+    // Both schedulers write, and pCPU 3 changes hands: RTDS's records on it before 500 ms,
+    // Credit2's after, and RTDS's SCHEDULE never after (an RTDS record may still be written
+    // there: a wake of an "rt" vCPU run by pCPU 3's code, e.g. ui's timer after it moved).
+    assert!(seen.keys().any(|k| k.0 == 1) && seen.keys().any(|k| k.0 == 4));
+    let on3 = |sid: u32, n: Option<u32>, before: bool| {
+        recs.iter().any(|r| {
+            r.pcpu == 3
+                && (r.event >> 9) & 0xf == sid
+                && n.is_none_or(|n| r.event & 0x1ff == n)
+                && r.event & 0xffff_f000 == xt::TRC_SCHED_CLASS
+                && (ms(r.cycles.unwrap()) < 500.0) == before
+        })
+    };
+    assert!(on3(4, None, true) && on3(1, None, false) && !on3(4, Some(6), false));
+    assert!(on3(4, Some(6), true));
+    // Every switch is still written on its pCPU (the generic records need no pool).
+    let switches = tr
+        .records
+        .iter()
+        .filter(|r| matches!(r, Record::Switch { level, .. } if *level == tr.meta.cpus[0].level))
+        .count();
+    let written = recs
+        .iter()
+        .filter(|r| r.event == xt::TRC_SCHED_SWITCH)
+        .count();
+    assert_eq!(switches, written);
+}
+
+/// Xen core records beyond the switches (lifecycle_boot_fork.toml, Credit2: "build" is
+/// created at 200 ms and destroyed at 1300 ms, "web" paused at 700 ms and unpaused at 800):
+/// `DOM_ADD`/`DOM_REM` with the domain, once each; a `SLEEP` per vCPU of the paused domain;
+/// at the unpause a `WAKE` per vCPU, each followed at once on its pCPU by the vCPU's
+/// runstate change if it has one; and Credit2's `SCHEDULE` first on its pCPU, with that pCPU.
+#[test]
+fn lifecycle_pause_and_schedule_records() {
+    let tr = run("lifecycle_boot_fork.toml", 1500);
+    let (sum, recs) = export(&tr);
+    let dom = |n: &str| sum.domains.iter().find(|d| d.0 == n).unwrap().1;
+    let ms = |r: &Rec| (r.cycles.unwrap() - 1) / (sum.cpu_hz / 1000);
+    let of = |ev: u32| recs.iter().filter(move |r| r.event == ev);
+    let add: Vec<_> = of(xt::TRC_SCHED_DOM_ADD)
+        .map(|r| (ms(r), r.data.clone()))
+        .collect();
+    assert_eq!(add, vec![(200, vec![dom("build")])]);
+    let rem: Vec<_> = of(xt::TRC_SCHED_DOM_REM)
+        .map(|r| (ms(r), r.data.clone()))
+        .collect();
+    assert_eq!(rem, vec![(1300, vec![dom("build")])]);
+    let web = dom("web");
+    let nweb = tr
+        .meta
+        .ents
+        .iter()
+        .filter(|e| {
+            e.vcpu_of
+                .is_some_and(|c| tr.meta.levels[tr.meta.cpus[c.idx()].level.idx()].name == "web")
+        })
+        .count();
+    // (Each on its vCPU's pCPU: sorted, as the file holds them per pCPU.)
+    let mut sleeps: Vec<_> = of(xt::TRC_SCHED_SLEEP)
+        .filter(|r| r.data[0] == web)
+        .map(|r| (ms(r), r.data[1]))
+        .collect();
+    sleeps.sort();
+    assert_eq!(
+        sleeps,
+        (0..nweb as u32).map(|v| (700, v)).collect::<Vec<_>>()
+    );
+    // Per pCPU in file order: each WAKE of web at 800 ms, then its runstate change if any.
+    let mut woken = 0;
+    for p in 0..4 {
+        let list: Vec<&Rec> = recs.iter().filter(|r| r.pcpu == p).collect();
+        for (k, w) in list.iter().enumerate() {
+            let at = w.cycles == Some(xt::cycles(800_000_000, sum.cpu_hz));
+            if w.event != xt::TRC_SCHED_WAKE || w.data[0] != web || !at {
+                continue;
+            }
+            woken += 1;
+            let next = list[k + 1];
+            if next.event & 0xffff_f00f == 0x0002_1001 && next.data[0] == web << 16 | w.data[1] {
+                // Out of offline (it was queued) or blocked (its wake-up waited for the
+                // unpause), never out of running.
+                assert!(matches!((next.event >> 8) & 0xf, 2 | 3), "{next:?}");
+                assert_eq!(next.cycles, w.cycles);
+            }
+        }
+    }
+    assert_eq!(woken, nweb, "one WAKE per vCPU at the unpause");
+    // Credit2's SCHEDULE (0x22215): on its own pCPU, before the switch it leads to.
+    let sched = xt::class_event(1, 21);
+    assert!(of(sched).count() > 10);
+    for r in of(sched) {
+        assert_eq!(r.data[0] & 0xffff, r.pcpu, "{r:?}");
+        assert_eq!(r.data[1] & 0xff, 0, "no tasklet");
+    }
+}
+
+/// Credit2 as in 4.2.1 (credit2_4_2_1_slices.toml) writes 4.2.1's layouts: ids from
+/// `TRC_SCHED_CLASS` without the scheduler id (credit burn 0x22003, tickle 0x22006, credit
+/// reset 0x22007), the domain in the low half of the vCPU word, three words for a burn (no
+/// budget), a tickle without a cycle count; and none of 4.20's records.
+#[test]
+fn credit2_4_2_1_writes_its_own_layouts() {
+    let tr = run("credit2_4_2_1_slices.toml", 500);
+    let (sum, recs) = export(&tr);
+    let doms: Vec<u32> = sum.domains.iter().map(|d| d.1).collect();
+    let class: Vec<&Rec> = recs
+        .iter()
+        .filter(|r| r.event & 0xffff_f000 == xt::TRC_SCHED_CLASS)
+        .collect();
+    assert!(class
+        .iter()
+        .all(|r| matches!(r.event, 0x22003 | 0x22006 | 0x22007)));
+    let burns: Vec<_> = class.iter().filter(|r| r.event == 0x22003).collect();
+    assert!(!burns.is_empty());
+    for r in &burns {
+        assert_eq!(r.data.len(), 3);
+        assert!(r.cycles.is_some());
+        assert!(doms.contains(&(r.data[0] & 0xffff)), "{r:?}");
+    }
+    for r in class.iter().filter(|r| r.event == 0x22006) {
+        assert_eq!(r.cycles, None, "4.2.1's tickle has no cycle count");
+        assert!(r.data[0] < 256);
+    }
+    // The policy's events are all still written: one record per burn, tickle and reset.
+    use vmsched_core::trace::SchedEvent;
+    let host = tr.meta.cpus[0].level;
+    let n = tr
+        .records
+        .iter()
+        .filter(|r| {
+            matches!(r, Record::Sched { level, ev: SchedEvent::CreditBurn { .. } | SchedEvent::Tickle { .. } | SchedEvent::CreditReset { .. }, .. } if *level == host)
+        })
+        .count();
+    assert_eq!(class.len(), n);
 }

@@ -16,6 +16,7 @@
 
 use super::*;
 use crate::sched::GlobalParam;
+use crate::trace::emit;
 
 /// One timeline action, with its targets resolved to the level's ids.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -204,6 +205,7 @@ impl Simulation {
     }
 
     fn create_domain(&mut self, level: LevelId, group: u32, guest: LevelId) {
+        emit!(self.trace_domain(level, group, true));
         let n = self.levels[level.idx()].ent_info.len();
         for k in 0..n {
             if self.levels[level.idx()].ent_info[k].params.group != group {
@@ -265,6 +267,7 @@ impl Simulation {
             }
             self.with_sched(level, |s, ctx| s.remove(ctx, EntityId(k as u32)));
         }
+        emit!(self.trace_domain(level, group, false));
         // The guest is gone: nothing reaches its CPUs any more (no tick, no wake-up of its
         // vCPUs by a leftover timer).
         self.levels[guest.idx()].alive = false;

@@ -26,6 +26,16 @@ impl Simulation {
                 .map(|lv| LevelMeta {
                     name: lv.name.clone(),
                     sched: lv.sched.name(),
+                    class: lv.sched.trace_class(),
+                    pools: lv.sched.pool_map().map_or(Vec::new(), |m| {
+                        (0..m.names.len() as u32)
+                            .map(|p| {
+                                let sched = lv.sched.pool_sched_name(p).unwrap_or("");
+                                let class = lv.sched.pool_trace_class(p).unwrap_or("");
+                                (m.names[p as usize].clone(), sched, class)
+                            })
+                            .collect()
+                    }),
                 })
                 .collect(),
             cpus: self
@@ -176,6 +186,24 @@ impl Simulation {
             t: self.now,
             level,
             ent: g,
+        });
+    }
+
+    /// Domain `group` of `level` is created (`created`) or destroyed: recorded with its
+    /// first entity (none: nothing recorded).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn trace_domain(&mut self, level: LevelId, group: u32, created: bool) {
+        let lv = &self.levels[level.idx()];
+        let Some(k) = lv.ent_info.iter().position(|e| e.params.group == group) else {
+            return;
+        };
+        let ent = lv.ent_g[k];
+        self.record(Record::Domain {
+            t: self.now,
+            level,
+            ent,
+            created,
         });
     }
 

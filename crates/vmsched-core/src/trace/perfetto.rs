@@ -419,7 +419,10 @@ pub fn write<W: Write>(tr: &Trace, out: W) -> io::Result<()> {
                 &[Arg::Str("port", &port.to_string())],
             )?,
             // Shown by the xentrace sink (docs/trace.md); nothing here yet.
-            Record::Continue { .. } | Record::Sched { .. } | Record::Latency { .. } => {}
+            Record::Continue { .. }
+            | Record::Sched { .. }
+            | Record::Latency { .. }
+            | Record::Domain { .. } => {}
         }
     }
     let end = tr.complete_until();

@@ -55,6 +55,14 @@ pub const TRC_SCHED_SWITCH_INFPREV: u32 = TRC_SCHED_VERBOSE + 14;
 pub const TRC_SCHED_SWITCH_INFNEXT: u32 = TRC_SCHED_VERBOSE + 15;
 /// `TRC_SCHED_SWITCH_INFCONT`; data: domain, vCPU, run time, slice.
 pub const TRC_SCHED_SWITCH_INFCONT: u32 = TRC_SCHED_VERBOSE + 17;
+/// `TRC_SCHED_DOM_ADD` (4.20: the domain).
+pub const TRC_SCHED_DOM_ADD: u32 = TRC_SCHED_VERBOSE + 1;
+/// `TRC_SCHED_DOM_REM` (4.20: the domain).
+pub const TRC_SCHED_DOM_REM: u32 = TRC_SCHED_VERBOSE + 2;
+/// `TRC_SCHED_SLEEP`; data: domain, vCPU.
+pub const TRC_SCHED_SLEEP: u32 = TRC_SCHED_VERBOSE + 3;
+/// `TRC_SCHED_YIELD`; data: domain, vCPU.
+pub const TRC_SCHED_YIELD: u32 = TRC_SCHED_VERBOSE + 5;
 /// `DOMID_IDLE`: the domain of the idle vCPUs (one per pCPU, numbered as the pCPU).
 pub const DOMID_IDLE: u32 = 0x7fff;
 
@@ -175,6 +183,15 @@ pub trait XenClass: Sync {
     /// The record number within the class and the data words of `ev`, or None when Xen's
     /// scheduler traces no such event.
     fn record(&self, ev: &SchedEvent<GEnt, GCpu>, ids: &Ids) -> Option<(u32, Vec<u32>)>;
+    /// The event id of record `n` ([`class_event`] with [`Self::sched_id`]; a release before
+    /// the scheduler ids, Credit2 4.2.1, numbers its records from `TRC_SCHED_CLASS`).
+    fn event(&self, n: u32) -> u32 {
+        class_event(self.sched_id(), n)
+    }
+    /// Whether record `n` carries a cycle count (all but a few of 4.2.1's Credit2 records).
+    fn has_cycles(&self, _n: u32) -> bool {
+        true
+    }
 }
 
 /// Credit1 (`xen/common/sched/credit.c`, `TRC_CSCHED_*`).
@@ -199,6 +216,10 @@ impl XenClass for Credit1 {
             SchedEvent::Tickle { cpu } => (6, vec![ids.pcpu(cpu)]),
             SchedEvent::Boost { ent } => (7, dv2(ent)),
             SchedEvent::Unboost { ent } => (8, dv2(ent)),
+            // SCHEDULE: pCPU (16 bits), tasklet (8 bits, none modelled: 0), idle (8 bits).
+            SchedEvent::Schedule { cpu, idle, .. } => {
+                (9, vec![(ids.pcpu(cpu) & 0xffff) | (idle as u32) << 24])
+            }
             SchedEvent::Ratelimit { ent, runtime } => (10, vec![ids.dv(ent), runtime]),
             _ => return None,
         })
@@ -230,7 +251,63 @@ impl XenClass for Credit2 {
             SchedEvent::PickedCpu { ent, cpu } => {
                 (19, vec![0, 0, ids.dv(ent), ids.pcpu(cpu) << 16])
             }
+            // SCHEDULE: pCPU (16 bits), runqueue id (16 bits); then tasklet (none modelled:
+            // 0), idle, smt_idle, tickled, a byte each.
+            SchedEvent::RunqSchedule {
+                cpu,
+                runq,
+                tickled,
+                idle,
+                smt_idle,
+            } => (
+                21,
+                vec![
+                    (ids.pcpu(cpu) & 0xffff) | runq << 16,
+                    (idle as u32) << 8 | (smt_idle as u32) << 16 | (tickled as u32) << 24,
+                ],
+            ),
             SchedEvent::Ratelimit { ent, runtime } => (22, vec![ids.dv(ent), runtime]),
+            _ => return None,
+        })
+    }
+}
+
+/// Credit2 as in Xen 4.2.1 (`xen/common/sched_credit2.c`): its records are numbered from
+/// `TRC_SCHED_CLASS` itself (no scheduler id bits: 0x00022001...), pack a vCPU with the
+/// domain in the low and the vCPU in the high 16 bits, and its tickle has no cycle count.
+/// It has no budget, picked-CPU, ratelimit or schedule record.
+pub struct Credit2v421;
+
+impl XenClass for Credit2v421 {
+    fn sched_id(&self) -> u32 {
+        1
+    }
+
+    fn event(&self, n: u32) -> u32 {
+        TRC_SCHED_CLASS + n
+    }
+
+    /// `TRC_CSCHED2_TICKLE` (and `RUNQ_POS`, not written) go without a cycle count.
+    fn has_cycles(&self, n: u32) -> bool {
+        !matches!(n, 2 | 6)
+    }
+
+    fn record(&self, ev: &SchedEvent<GEnt, GCpu>, ids: &Ids) -> Option<(u32, Vec<u32>)> {
+        let vd = |e: GEnt| {
+            let (d, v) = ids.dom_vcpu(e);
+            (d & 0xffff) | v << 16
+        };
+        Some(match *ev {
+            // CREDIT_BURN: domain:vCPU, credit, delta.
+            SchedEvent::CreditBurn { ent, credit, delta } => {
+                (3, vec![vd(ent), credit as u32, delta as u32])
+            }
+            // TICKLE: the pCPU (8 bits).
+            SchedEvent::Tickle { cpu } => (6, vec![ids.pcpu(cpu) & 0xff]),
+            // CREDIT_RESET: domain:vCPU, credit before, after.
+            SchedEvent::CreditReset { ent, start, end } => {
+                (7, vec![vd(ent), start as u32, end as u32])
+            }
             _ => return None,
         })
     }
@@ -332,9 +409,11 @@ impl XenClass for Null {
 }
 
 /// The schedulers whose own records are written, by [`crate::sched::Scheduler::name`].
+/// (By [`crate::sched::Scheduler::trace_class`]: `credit2-4.2.1` is Credit2 as in 4.2.1.)
 pub static CLASSES: &[(&str, &dyn XenClass)] = &[
     ("credit", &Credit1),
     ("credit2", &Credit2),
+    ("credit2-4.2.1", &Credit2v421),
     ("rtds", &Rtds),
     ("null", &Null),
 ];
@@ -355,6 +434,10 @@ pub struct XentraceSummary {
     pub cpu_hz: u64,
     /// Xen domain id of each domain, by name, in domain-id order.
     pub domains: Vec<(String, u32)>,
+    /// On a machine with cpupools: each pool's name, its scheduler's name and Xen's id of
+    /// that scheduler (None: it writes no class records), Pool-0 first. The file itself has
+    /// no record of the pools (Xen's `cpupool.c` traces nothing); empty without pools.
+    pub pools: Vec<(String, &'static str, Option<u32>)>,
     /// Set when the trace was truncated (its records end there).
     pub truncated_at_ns: Option<SimTime>,
 }
@@ -428,14 +511,32 @@ impl Host {
 struct Out<W: Write> {
     out: W,
     buf: Vec<Vec<u8>>,
+    /// Per pCPU: the cycle count of its last record (a pCPU's counts never go back).
+    floor: Vec<u64>,
     records: u64,
     by_event: std::collections::BTreeMap<u32, u64>,
 }
 
 impl<W: Write> Out<W> {
-    fn rec(&mut self, pcpu: u32, cycles: u64, event: u32, data: &[u32]) -> io::Result<()> {
+    /// Writes a record; returns the cycle count it got (at least the pCPU's last).
+    fn rec(&mut self, pcpu: u32, cycles: u64, event: u32, data: &[u32]) -> io::Result<u64> {
+        self.rec_opt(pcpu, Some(cycles), event, data)
+    }
+
+    /// A record with or without a cycle count.
+    fn rec_opt(
+        &mut self,
+        pcpu: u32,
+        cycles: Option<u64>,
+        event: u32,
+        data: &[u32],
+    ) -> io::Result<u64> {
+        let f = &mut self.floor[pcpu as usize];
+        let cycles = cycles.map(|c| c.max(*f));
+        *f = cycles.unwrap_or(*f);
+        let used = *f;
         let b = &mut self.buf[pcpu as usize];
-        encode(b, event, Some(cycles), data);
+        encode(b, event, cycles, data);
         self.records += 1;
         *self.by_event.entry(event).or_default() += 1;
         if b.len() >= WINDOW_BYTES {
@@ -446,7 +547,7 @@ impl<W: Write> Out<W> {
                 self.flush(p as u32)?;
             }
         }
-        Ok(())
+        Ok(used)
     }
 
     /// Writes pCPU `pcpu`'s buffer as one window: `TRC_TRACE_CPU_CHANGE` (pCPU, bytes), then
@@ -480,6 +581,8 @@ struct VcpuState {
     state: Option<RunState>,
     /// The pCPU its last wake was written on.
     pcpu_woken: u32,
+    /// The pCPU and cycle count of its last runstate change.
+    rs_last: Option<(u32, u64)>,
 }
 
 /// A class record waiting for the record after it ([`flush_class`]).
@@ -492,6 +595,7 @@ struct PendingClass {
     /// The pCPU a tickle names.
     tickle: Option<u32>,
     event: u32,
+    cycles: bool,
     data: Vec<u32>,
 }
 
@@ -519,9 +623,19 @@ fn flush_class<W: Write>(
                 .or(pc.tickle)
                 .unwrap_or(0)
         });
-        w.rec(p, cycles(pc.t, hz), pc.event, &pc.data)?;
+        let c = pc.cycles.then(|| cycles(pc.t, hz));
+        w.rec_opt(p, c, pc.event, &pc.data)?;
     }
     Ok(())
+}
+
+/// The policy events that are Xen core records, not a scheduler's own (written as generic
+/// records whatever the scheduler).
+fn generic(ev: &SchedEvent<GEnt, GCpu>) -> bool {
+    matches!(
+        ev,
+        SchedEvent::Sleep { .. } | SchedEvent::CoreWake { .. } | SchedEvent::Yield { .. }
+    )
 }
 
 /// Writes the host level of `tr` as a xentrace file to `out` (buffer it). A trace without a
@@ -534,7 +648,12 @@ pub fn write<W: Write>(tr: &Trace, opts: &XentraceOpts, out: W) -> io::Result<Xe
             ..Default::default()
         });
     };
-    let class = class_of(tr.meta.levels[host.level.idx()].sched);
+    // The class of the host's scheduler; on a machine with cpupools, of the pool whose
+    // scheduler reported the events that follow (SchedEvent::Pool marks them).
+    let lm = &tr.meta.levels[host.level.idx()];
+    let pool_class: Vec<Option<&'static dyn XenClass>> =
+        lm.pools.iter().map(|p| class_of(p.2)).collect();
+    let mut class = class_of(lm.class);
     let hz = opts.cpu_hz as u128;
     let cyc = |t: SimTime| cycles(t, hz as u64);
     let ids = &host.ids;
@@ -542,12 +661,15 @@ pub fn write<W: Write>(tr: &Trace, opts: &XentraceOpts, out: W) -> io::Result<Xe
     let mut w = Out {
         out,
         buf: vec![Vec::new(); host.npcpu],
+        floor: vec![0; host.npcpu],
         records: 0,
         by_event: Default::default(),
     };
     let mut vs = vec![VcpuState::default(); m.ents.len()];
     // Per pCPU: when its idle vCPU was last switched in or out.
     let mut idle_switched = vec![0 as SimTime; host.npcpu];
+    // Per pCPU: the vCPU it runs (None: idle).
+    let mut cur: Vec<Option<GEnt>> = vec![None; host.npcpu];
     // A switch to idle whose idle runstate change waits for the previous vCPU's (§8.4 order).
     let mut idle_in: Option<(u32, SimTime, GEnt)> = None;
     // A wake whose runstate change (at the same instant) goes to the waker's pCPU.
@@ -571,7 +693,8 @@ pub fn write<W: Write>(tr: &Trace, opts: &XentraceOpts, out: W) -> io::Result<Xe
     let mut after_wake: Option<(u32, SimTime)> = None;
     let mut wake_rs: Option<(GEnt, SimTime)> = None;
     for r in &tr.records {
-        if !pending.is_empty() && !matches!(*r, Record::Sched { level, .. } if level == host.level)
+        if !pending.is_empty()
+            && !matches!(*r, Record::Sched { level, ev, .. } if level == host.level && !generic(&ev))
         {
             let switch_p = match *r {
                 Record::Switch { t, level, cpu, .. } | Record::Continue { t, level, cpu, .. }
@@ -608,6 +731,7 @@ pub fn write<W: Write>(tr: &Trace, opts: &XentraceOpts, out: W) -> io::Result<Xe
             } if level == host.level => {
                 let p = ids.pcpu(cpu);
                 let c = cyc(t);
+                cur[p as usize] = next;
                 let dv = |e: Option<GEnt>| e.map_or((DOMID_IDLE, p), |e| ids.dom_vcpu(e));
                 let (pd, pv) = dv(prev);
                 let (nd, nv) = dv(next);
@@ -680,8 +804,12 @@ pub fn write<W: Write>(tr: &Trace, opts: &XentraceOpts, out: W) -> io::Result<Xe
                 from,
                 to,
             } if level == host.level => {
+                // A wake's own change (out of blocked or offline, not into running: a vCPU
+                // that was runnable changes nothing at its wake, and its next change, when
+                // a pCPU takes it, is that pCPU's).
+                let of_wake = from != RunState::Running && to != RunState::Running;
                 let p = match woken.take() {
-                    Some((e, p, wt)) if e == ent && wt == t => {
+                    Some((e, p, wt)) if e == ent && wt == t && of_wake => {
                         vs[ent.idx()].pcpu_woken = p;
                         wake_rs = Some((ent, t));
                         p
@@ -689,7 +817,19 @@ pub fn write<W: Write>(tr: &Trace, opts: &XentraceOpts, out: W) -> io::Result<Xe
                     _ => vs[ent.idx()].pcpu,
                 };
                 vs[ent.idx()].state = Some(to);
-                w.rec(p, cyc(t), idle_rs(from, to), &[ids.dv(ent)])?;
+                // A change on another pCPU than the vCPU's last one at the same instant (it
+                // left one pCPU and another took it at once) is put one cycle later: xenalyze
+                // merges the pCPUs by cycle count and takes equal counts in no set order, so
+                // it would otherwise see the vCPU run on one before it left the other (a
+                // real vCPU cannot: the second pCPU waits for the first's context switch).
+                let mut c = cyc(t);
+                if let Some((q, qc)) = vs[ent.idx()].rs_last {
+                    if q != p && c <= qc {
+                        c = qc + 1;
+                    }
+                }
+                let c = w.rec(p, c, idle_rs(from, to), &[ids.dv(ent)])?;
+                vs[ent.idx()].rs_last = Some((p, c));
                 if let Some((ip, it, _)) = idle_in.filter(|x| x.2 == ent) {
                     w.rec(
                         ip,
@@ -716,15 +856,62 @@ pub fn write<W: Write>(tr: &Trace, opts: &XentraceOpts, out: W) -> io::Result<Xe
                 let (d, v) = ids.dom_vcpu(ent);
                 w.rec(vs[ent.idx()].pcpu, cyc(t), TRC_SCHED_BLOCK, &[d, v])?;
             }
+            Record::Sched {
+                ev: SchedEvent::Pool { pool },
+                level,
+                ..
+            } if level == host.level => {
+                class = pool_class.get(pool as usize).copied().flatten();
+            }
+            Record::Sched {
+                t,
+                level,
+                cpu,
+                ev:
+                    SchedEvent::Sleep { ent } | SchedEvent::CoreWake { ent } | SchedEvent::Yield { ent },
+            } if level == host.level => {
+                let (d, v) = ids.dom_vcpu(ent);
+                let p = cpu.map_or(vs[ent.idx()].pcpu, |c| pcpu_of(c, &vs));
+                let event = match r {
+                    Record::Sched {
+                        ev: SchedEvent::Sleep { .. },
+                        ..
+                    } => TRC_SCHED_SLEEP,
+                    Record::Sched {
+                        ev: SchedEvent::Yield { .. },
+                        ..
+                    } => TRC_SCHED_YIELD,
+                    _ => {
+                        // Its runstate change (if any) follows on the same pCPU.
+                        woken = Some((ent, p, t));
+                        TRC_SCHED_WAKE
+                    }
+                };
+                w.rec(p, cyc(t), event, &[d, v])?;
+            }
+            Record::Domain {
+                t,
+                level,
+                ent,
+                created,
+            } if level == host.level => {
+                let (d, _) = ids.dom_vcpu(ent);
+                let event = if created {
+                    TRC_SCHED_DOM_ADD
+                } else {
+                    TRC_SCHED_DOM_REM
+                };
+                w.rec(0, cyc(t), event, &[d])?;
+            }
             Record::Sched { t, level, cpu, ev } if level == host.level => {
                 let Some(class) = class else { continue };
                 let Some((n, data)) = class.record(&ev, ids) else {
                     continue;
                 };
                 let (marker, tickle) = match ev {
-                    SchedEvent::Schedule { cpu, .. } | SchedEvent::NullSchedule { cpu, .. } => {
-                        (Some(ids.pcpu(cpu)), None)
-                    }
+                    SchedEvent::Schedule { cpu, .. }
+                    | SchedEvent::NullSchedule { cpu, .. }
+                    | SchedEvent::RunqSchedule { cpu, .. } => (Some(ids.pcpu(cpu)), None),
                     SchedEvent::Tickle { cpu } => (None, Some(ids.pcpu(cpu))),
                     _ => (None, None),
                 };
@@ -733,7 +920,8 @@ pub fn write<W: Write>(tr: &Trace, opts: &XentraceOpts, out: W) -> io::Result<Xe
                     local: cpu.map(|c| pcpu_of(c, &vs)),
                     marker,
                     tickle,
-                    event: class_event(class.sched_id(), n),
+                    event: class.event(n),
+                    cycles: class.has_cycles(n),
                     data,
                 });
             }
@@ -757,6 +945,27 @@ pub fn write<W: Write>(tr: &Trace, opts: &XentraceOpts, out: W) -> io::Result<Xe
             &[DOMID_IDLE << 16 | p],
         )?;
     }
+    if let Some(first) = tr.truncated_at {
+        // The bound dropped records from `first` on (crate::trace: one buffer for the whole
+        // run, so from then on every pCPU loses its records). Xen's writer reports a loss with
+        // the next record that fits (`insert_lost_records`): here each pCPU gets one
+        // TRC_LOST_RECORDS at the end of the run, as if its buffer had room again then:
+        // the count (the run's dropped records, of every level: the model has no per-pCPU
+        // count), the vCPU current at the loss (domain low, vCPU high half), the first lost
+        // cycle count. xenalyze marks the pCPU's time from `first` as lost.
+        let fc = cyc(first);
+        let at = cyc(tr.end).max(fc + 1);
+        for p in 0..host.npcpu {
+            let (d, v) = cur[p].map_or((DOMID_IDLE, p as u32), |e| ids.dom_vcpu(e));
+            let count = tr.dropped.min(u32::MAX as u64) as u32;
+            w.rec(
+                p as u32,
+                at,
+                TRC_LOST_RECORDS,
+                &[count, (d & 0xffff) | v << 16, fc as u32, (fc >> 32) as u32],
+            )?;
+        }
+    }
     for p in 0..host.npcpu {
         w.flush(p as u32)?;
     }
@@ -766,6 +975,12 @@ pub fn write<W: Write>(tr: &Trace, opts: &XentraceOpts, out: W) -> io::Result<Xe
         by_event: w.by_event.into_iter().collect(),
         cpu_hz: opts.cpu_hz,
         domains: host.domains,
+        pools: lm
+            .pools
+            .iter()
+            .zip(&pool_class)
+            .map(|((n, s, _), c)| (n.clone(), *s, c.map(|c| c.sched_id())))
+            .collect(),
         truncated_at_ns: tr.truncated_at,
     })
 }
@@ -836,6 +1051,120 @@ mod tests {
         assert_eq!(class_event(1, 3), 0x0002_2203, "TRC_CSCHED2_CREDIT_BURN");
         assert_eq!(class_event(1, 22), 0x0002_2216, "TRC_CSCHED2_RATELIMIT");
         assert_eq!(class_event(4, 1), 0x0002_2801, "RTDS tickle");
+    }
+
+    /// A host of two pCPUs with one domain of one vCPU (domain 1, vCPU 0).
+    fn tiny(records: Vec<Record>, truncated_at: Option<SimTime>) -> Trace {
+        use crate::trace::{CpuMeta, EntMeta, LevelMeta, TraceMeta};
+        let lv = |name: &str| LevelMeta {
+            name: name.into(),
+            sched: "credit2",
+            class: "credit2",
+            pools: Vec::new(),
+        };
+        let cpu = |level: u32, local: u32, backing: Option<GEnt>| CpuMeta {
+            level: LevelId(level),
+            local,
+            backing,
+        };
+        Trace {
+            records,
+            max_records: 100,
+            dropped: truncated_at.map_or(0, |_| 7),
+            truncated_at,
+            end: 1_000_000,
+            meta: TraceMeta {
+                levels: vec![lv("host"), lv("domU1")],
+                cpus: vec![cpu(0, 0, None), cpu(0, 1, None), cpu(1, 0, Some(GEnt(0)))],
+                ents: vec![EntMeta {
+                    level: LevelId(0),
+                    name: "domU1.v0".into(),
+                    vcpu_of: Some(GCpu(2)),
+                }],
+            },
+        }
+    }
+
+    /// (pCPU, event, cycles, data) of each record of a file.
+    fn read(b: &[u8]) -> Vec<(u32, u32, Option<u64>, Vec<u32>)> {
+        let w = words(b);
+        let (mut out, mut i) = (Vec::new(), 0);
+        while i < w.len() {
+            let (p, end) = (w[i + 1], i + 3 + w[i + 2] as usize / 4);
+            i += 3;
+            while i < end {
+                let n = ((w[i] >> 28) & 7) as usize;
+                let c = (w[i] >> 31 == 1).then(|| w[i + 1] as u64 | (w[i + 2] as u64) << 32);
+                let at = i + 1 + if c.is_some() { 2 } else { 0 };
+                out.push((p, w[i] & 0x0fff_ffff, c, w[at..at + n].to_vec()));
+                i = at + n;
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn yield_domain_records_and_lost_records() {
+        let (l, e) = (LevelId(0), GEnt(0));
+        let tr = tiny(
+            vec![
+                Record::Domain {
+                    t: 10,
+                    level: l,
+                    ent: e,
+                    created: true,
+                },
+                Record::Switch {
+                    t: 20,
+                    level: l,
+                    cpu: GCpu(1),
+                    prev: None,
+                    next: Some(e),
+                    slice: None,
+                },
+                Record::Sched {
+                    t: 30,
+                    level: l,
+                    cpu: Some(GCpu(1)),
+                    ev: SchedEvent::Yield { ent: e },
+                },
+            ],
+            Some(40),
+        );
+        let mut b = Vec::new();
+        write(
+            &tr,
+            &XentraceOpts {
+                cpu_hz: 1_000_000_000,
+            },
+            &mut b,
+        )
+        .unwrap();
+        let r = read(&b);
+        let find = |ev: u32| r.iter().filter(move |x| x.1 == ev);
+        assert_eq!(
+            find(TRC_SCHED_DOM_ADD)
+                .map(|x| (x.0, x.2, x.3.clone()))
+                .collect::<Vec<_>>(),
+            vec![(0, Some(11), vec![1])]
+        );
+        assert_eq!(
+            find(TRC_SCHED_YIELD)
+                .map(|x| (x.0, x.2, x.3.clone()))
+                .collect::<Vec<_>>(),
+            vec![(1, Some(31), vec![1, 0])],
+            "on the yielding vCPU's pCPU"
+        );
+        // Lost records: one per pCPU, last on it, at the run's end; count, the vCPU current
+        // at the loss (domain low, vCPU high: idle 0x7fff on pCPU 0), the first lost cycles.
+        let lost: Vec<_> = find(TRC_LOST_RECORDS).collect();
+        assert_eq!(lost.len(), 2);
+        assert_eq!(lost[0].3, vec![7, DOMID_IDLE, 41, 0]);
+        assert_eq!(lost[1].3, vec![7, 1, 41, 0]);
+        for x in &lost {
+            assert_eq!(x.2, Some(1_000_001));
+            assert_eq!(r.iter().rfind(|y| y.0 == x.0).unwrap().1, TRC_LOST_RECORDS);
+        }
     }
 
     #[test]

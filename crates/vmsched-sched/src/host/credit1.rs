@@ -639,6 +639,11 @@ impl Credit1 {
     fn schedule(&mut self, ctx: &mut XenCtx, cpu: CpuId) -> Pick {
         let now = ctx.now() as i64;
         let scurr = ctx.cpu(cpu).curr;
+        ctx.trace(|| SchedEvent::Schedule {
+            cpu,
+            tickled: false,
+            idle: scurr.is_none(),
+        });
         let v = self.v;
         let runnable = scurr.is_some_and(|c| ctx.unit_runnable(c));
         if let Some(c) = scurr {

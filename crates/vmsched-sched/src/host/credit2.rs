@@ -724,6 +724,15 @@ impl XenOps for Credit2 {
         "credit2"
     }
 
+    /// 4.2.1's records have other ids and payloads (docs/trace.md).
+    fn trace_class(&self) -> &'static str {
+        if self.v42 {
+            "credit2-4.2.1"
+        } else {
+            "credit2"
+        }
+    }
+
     /// One budget-replenishment timer per domain (key = domain index).
     fn nr_timers(&self) -> u32 {
         self.doms.len() as u32
@@ -878,11 +887,19 @@ impl XenOps for Credit2 {
         let r = self.cpu_rq[cpu.idx()];
         let scurr = ctx.cpu(cpu).curr;
 
-        if self.rqs[r].tickled.contains(cpu) {
+        let tickled = self.rqs[r].tickled.contains(cpu);
+        if tickled {
             self.rqs[r].tickled.remove(cpu);
             let idlers = self.rqs[r].idle.minus(&self.rqs[r].tickled);
             self.smt_idle_mask_set(r, cpu, &idlers);
         }
+        ctx.trace(|| SchedEvent::RunqSchedule {
+            cpu,
+            runq: r as u32,
+            tickled,
+            idle: scurr.is_none(),
+            smt_idle: self.rqs[r].smt_idle.contains(cpu),
+        });
         if let Some(c) = scurr {
             let delta = self.burn_credits(c, now);
             ctx.trace(|| self.burn_event(c, delta));

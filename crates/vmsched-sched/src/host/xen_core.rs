@@ -59,6 +59,7 @@ use std::ops::{Deref, DerefMut};
 use vmsched_core::ids::{CpuId, EntityId};
 use vmsched_core::sched::{GlobalParam, Pick, SchedCtx, Scheduler, WakeInfo};
 use vmsched_core::time::{Nanos, SimTime};
+use vmsched_core::trace::SchedEvent;
 
 /// Xen's default `timer_slop` (ns).
 pub const TIMER_SLOP_DEFAULT_NS: Nanos = 50_000;
@@ -203,6 +204,12 @@ impl<'c, 'a> XenCtx<'c, 'a> {
 pub trait XenOps: Send {
     /// Short name, e.g. `credit2`.
     fn name(&self) -> &'static str;
+
+    /// The name of the trace layout it writes ([`Scheduler::trace_class`]): its name, or a
+    /// release whose records differ (`credit2-4.2.1`).
+    fn trace_class(&self) -> &'static str {
+        self.name()
+    }
 
     /// Number of the policy's own timers (keys `0..n`), asked once at build.
     fn nr_timers(&self) -> u32 {
@@ -392,6 +399,15 @@ impl<P: XenOps> XenCore<P> {
     }
 
     /// Xen: vcpu_wake (the hook is called only for a runnable vCPU).
+    /// Xen: vcpu_wake from the core itself (an unpause, `VCPUOP_up`, the end of a
+    /// migration), which the engine's wake-up records do not show: traced here (`WAKE`).
+    /// The pause flag `flag` is cleared first (its runstate change follows the record).
+    fn core_wake(ops: &mut P, x: &mut XenCtx, e: EntityId, flag: u8) {
+        x.trace(|| SchedEvent::CoreWake { ent: e });
+        x.clear_flag(e, flag, true);
+        Self::vcpu_wake(ops, x, e, WakeInfo::default());
+    }
+
     #[inline]
     fn vcpu_wake(ops: &mut P, x: &mut XenCtx, e: EntityId, info: WakeInfo) {
         if x.unit_runnable(e) {
@@ -403,6 +419,10 @@ impl<P: XenOps> XenCore<P> {
 impl<P: XenOps> Scheduler for XenCore<P> {
     fn name(&self) -> &'static str {
         self.ops.name()
+    }
+
+    fn trace_class(&self) -> &'static str {
+        self.ops.trace_class()
     }
 
     fn nr_timers(&self) -> u32 {
@@ -446,6 +466,7 @@ impl<P: XenOps> Scheduler for XenCore<P> {
     /// Xen: SCHEDOP_yield → the policy's `yield` (`schedule` follows).
     fn yield_(&mut self, ctx: &mut SchedCtx, e: EntityId) {
         self.with_ops(ctx, |ops, x| ops.yield_(x, e));
+        ctx.trace(|| SchedEvent::Yield { ent: e });
     }
 
     /// Xen: schedule() → do_schedule; `s_timer` is armed no earlier than the timer slop, and
@@ -472,8 +493,7 @@ impl<P: XenOps> Scheduler for XenCore<P> {
             if x.is_migrating(e) {
                 let cpu = ops.pick_resource(x, e);
                 ops.migrate(x, e, cpu);
-                x.clear_flag(e, VPF_MIGRATING, true);
-                Self::vcpu_wake(ops, x, e, WakeInfo::default());
+                Self::core_wake(ops, x, e, VPF_MIGRATING);
             }
         });
     }
@@ -531,6 +551,7 @@ impl<P: XenOps> Scheduler for XenCore<P> {
             for i in 0..n {
                 let e = EntityId(i as u32);
                 if here(ops, x, e) {
+                    x.trace(|| SchedEvent::Sleep { ent: e });
                     x.set_flag(e, VPF_MIGRATING);
                     ops.sleep(x, e);
                 }
@@ -541,8 +562,7 @@ impl<P: XenOps> Scheduler for XenCore<P> {
                 if here(ops, x, e) && x.is_migrating(e) && x.cpu(cpu).curr != Some(e) {
                     let to = ops.pick_resource(x, e);
                     ops.migrate(x, e, to);
-                    x.clear_flag(e, VPF_MIGRATING, true);
-                    Self::vcpu_wake(ops, x, e, WakeInfo::default());
+                    Self::core_wake(ops, x, e, VPF_MIGRATING);
                 }
             }
         });
@@ -562,11 +582,11 @@ impl<P: XenOps> Scheduler for XenCore<P> {
     fn set_down(&mut self, ctx: &mut SchedCtx, e: EntityId, down: bool) {
         self.with_ops(ctx, |ops, x| {
             if down {
+                x.trace(|| SchedEvent::Sleep { ent: e });
                 x.set_flag(e, VPF_DOWN);
                 ops.sleep(x, e);
             } else {
-                x.clear_flag(e, VPF_DOWN, true);
-                Self::vcpu_wake(ops, x, e, WakeInfo::default());
+                Self::core_wake(ops, x, e, VPF_DOWN);
             }
         });
     }
@@ -579,11 +599,11 @@ impl<P: XenOps> Scheduler for XenCore<P> {
     fn set_paused(&mut self, ctx: &mut SchedCtx, e: EntityId, paused: bool) {
         self.with_ops(ctx, |ops, x| {
             if paused {
+                x.trace(|| SchedEvent::Sleep { ent: e });
                 x.set_flag(e, VPF_DOMPAUSED);
                 ops.sleep(x, e);
             } else {
-                x.clear_flag(e, VPF_DOMPAUSED, true);
-                Self::vcpu_wake(ops, x, e, WakeInfo::default());
+                Self::core_wake(ops, x, e, VPF_DOMPAUSED);
             }
         });
     }
