@@ -534,3 +534,86 @@ domain = "d0"
         .sum();
     assert!(spun > 2_500_000, "the spinners ran {spun} ns");
 }
+
+/// A 1-vCPU guest spinning forever with PAUSE on a 1-pCPU x86 KVM host (EEVDF 6.12), with
+/// `procs` host CPU loops beside it and `kvm` in `[host.kvm]`.
+fn kvm_spinner(procs: u32, kvm: &str) -> String {
+    let host = if procs > 0 {
+        format!("[[host.process]]\nkind = \"cpu_loop\"\nname = \"hl\"\ncopies = {procs}\n")
+    } else {
+        String::new()
+    };
+    format!(
+        "[run]\nduration_ms = 100\n[machine]\npcpus = 1\nhypervisor = \"kvm\"\n\
+         [host]\nscheduler = \"linux\"\n[host.kvm]\n{kvm}\n{host}\
+         [[domain]]\nname = \"g\"\nvcpus = 1\n[domain.sched]\nscheduler = \"cfs\"\n\
+         [[domain.workload]]\nkind = \"program\"\nname = \"p\"\nchannels = [\"never\"]\n\
+         steps = [{{ op = \"spin\", chan = \"never\", wfe = true }}, {{ op = \"exit\" }}]\n"
+    )
+}
+
+fn ple_window(sim: &vmsched_core::sim::Simulation) -> u64 {
+    sim.kvm_ple_window(vmsched_core::LevelId(1), vmsched_core::CpuId(0))
+}
+
+#[test]
+fn the_ple_window_grows_at_each_exit_and_resets_when_the_vcpu_thread_is_scheduled_in() {
+    // Alone on its pCPU the spinner's directed yields find no other vCPU: it stays, and its
+    // window doubles at every PAUSE-loop exit (toward ple_window_max, UINT_MAX cycles): the
+    // k-th exit comes after 2 µs × (2^k − 1), so 100 ms see 15 doublings.
+    let (sim, _) = run_sim(&kvm_spinner(0, ""));
+    assert_eq!(ple_window(&sim), 4096 << 15);
+    let (sim, _) = run_sim(&kvm_spinner(0, "ple_window_max = 100000"));
+    assert_eq!(ple_window(&sim), 100_000);
+    // ple_window_grow = 0 keeps the base window (4096), as Linux 3.17's fixed window.
+    let (sim, _) = run_sim(&kvm_spinner(0, "ple_window_grow = 0"));
+    assert_eq!(ple_window(&sim), 4096);
+    // Beside a host loop the vCPU thread is scheduled out at every slice end: each schedule-in
+    // resets the window (ple_window_shrink = 0), so it never gets near the cap; the spinner's
+    // exits are ~2 µs apart after each schedule-in instead of one per 4 s at the cap.
+    let (sim, r) = run_sim(&kvm_spinner(1, ""));
+    assert!(ent(&r, "g.v0").runs > 10, "scheduled in again and again");
+    assert!(
+        ple_window(&sim) < 4096 << 16,
+        "reset at every schedule-in: {}",
+        ple_window(&sim)
+    );
+    // SVM's pause filter: pause_filter_count_max (USHRT_MAX) caps it.
+    let (sim, _) = run_sim(&kvm_spinner(0, "vendor = \"amd\""));
+    assert_eq!(ple_window(&sim), 65535);
+    // ple_gap = 0 leaves PAUSE in the guest: no exits, no window; beside a host loop the
+    // spinner then keeps its fair share instead of yielding at every exit.
+    let (sim, _) = run_sim(&kvm_spinner(0, "ple_gap = 0"));
+    assert_eq!(ple_window(&sim), 0);
+    let (_, r) = run_sim(&kvm_spinner(1, "ple_gap = 0"));
+    let share = ent(&r, "g.v0").cpu_share;
+    assert!((share - 0.5).abs() < 0.05, "a plain CPU hog: {share:.3}");
+}
+
+#[test]
+fn kvm_module_parameters_the_host_lacks_are_refused_naming_the_field() {
+    let src = kvm_spinner(0, "");
+    let e = refused(
+        &src,
+        &[
+            ("host.kvm.ple_window_grow", "3"),
+            ("machine.arch", "\"arm64\""),
+        ],
+    );
+    assert_eq!(e.field, "host.kvm.ple_window_grow", "{e}");
+    let e = refused(&src, &[("host.kvm.pause_filter_count", "100")]);
+    assert_eq!(e.field, "host.kvm.pause_filter_count", "{e}");
+    let e = refused(&src, &[("host.kvm.ple_window", "0")]);
+    assert_eq!(e.field, "host.kvm.ple_window", "{e}");
+    let k317 = [
+        ("host.sched.scheduler", "cfs"),
+        ("host.sched.kernel", "\"3.17\""),
+    ];
+    let e = refused(
+        &src,
+        &[k317[0], k317[1], ("host.kvm.halt_poll_ns_shrink", "2")],
+    );
+    assert_eq!(e.field, "host.kvm.halt_poll_ns_shrink", "{e}");
+    let e = refused(&src, &[k317[0], k317[1], ("machine.halt_poll_ns", "1000")]);
+    assert_eq!(e.field, "machine.halt_poll_ns", "{e}");
+}
