@@ -29,10 +29,20 @@
 //!   x86 and 500000 on arm64 (`arch/*/include/asm/kvm_host.h`). arm64's
 //!   `kvm-arm.wfi_trap_policy=notrap` / `wfe_trap_policy=notrap` are `vwfi = "native"` here.
 //!
-//! Simplified (docs/simplifications.md): the poll window is fixed (no `halt_poll_ns_grow` /
-//! `shrink`); a directed yield goes through the host's `Scheduler::yield_to` under the Linux KVM
-//! host (docs/kvm.md) and is a plain yield under a host without one (Xen's); the costs default
-//! to 0; PV and HVM differ only in their spin rule today.
+//! - KVM's per-vCPU windows ([`HaltPoll`], [`PleWindow`], state in [`KvmVcpu`]): the halt-poll
+//!   window grows and shrinks after each halt (`grow_halt_poll_ns`, `shrink_halt_poll_ns` and
+//!   the tail of `kvm_vcpu_halt`, 5.10's `kvm_vcpu_block`); on x86 the PAUSE-loop window grows
+//!   at every PAUSE-loop exit and shrinks when the vCPU thread is scheduled in again
+//!   (`arch/x86/kvm/x86.h` `__grow_ple_window` / `__shrink_ple_window`, called by VMX's
+//!   `grow_ple_window` from `handle_pause` and `shrink_ple_window` from `vmx_sched_in` (5.10) /
+//!   `vmx_vcpu_load` after a schedule-out (6.12); SVM's `pause_filter_count` likewise). arm64
+//!   traps every WFE: no window.
+//!
+//! Simplified (docs/simplifications.md): a directed yield goes through the host's
+//! `Scheduler::yield_to` under the Linux KVM host (docs/kvm.md) and is a plain yield under a
+//! host without one (Xen's); the costs default to 0; PV and HVM differ only in their spin rule
+//! today; a PAUSE-loop window of `w` cycles traps after `w / base` times the trap round trip
+//! (`machine.wfe_trap_ns` is the base window's).
 
 use crate::scenario::{Arch, GuestType, Hypervisor, Vwfi};
 use crate::time::Nanos;
@@ -44,9 +54,10 @@ pub enum Halt {
     /// or a trapped WFI (Arm, `vwfi=trap`).
     #[default]
     Block,
-    /// KVM halt-polling: the vCPU stays on its pCPU for up to `ns` (the pCPU is busy), and
-    /// blocks only if no guest event arrived meanwhile. Linux: `kvm_vcpu_halt`.
-    Poll { ns: Nanos },
+    /// KVM halt-polling: the vCPU stays on its pCPU for up to its own current window (the
+    /// pCPU is busy), and blocks only if no guest event arrived meanwhile; the window adapts
+    /// after every halt ([`HaltPoll::adjust`]). Linux: `kvm_vcpu_halt`.
+    Poll(HaltPoll),
     /// WFI is not trapped (Xen `vwfi=native`, KVM `wfi_trap_policy=notrap`): the vCPU keeps its
     /// pCPU while idle and is never blocked by its guest.
     Stay,
@@ -88,6 +99,174 @@ impl Spin {
     }
 }
 
+/// KVM's halt-polling module parameters (`virt/kvm/kvm_main.c`); the window itself is per
+/// vCPU ([`KvmVcpu::halt_poll_ns`], 0 when the vCPU is created).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HaltPoll {
+    /// The cap of a vCPU's window: `halt_poll_ns` (from about 5.8 the per-VM
+    /// `max_halt_poll_ns`, which is `halt_poll_ns` unless KVM_CAP_HALT_POLL overrides it).
+    pub max_ns: Nanos,
+    /// `halt_poll_ns_grow`: the factor of a grow (0: the window never grows).
+    pub grow: u32,
+    /// `halt_poll_ns_grow_start`: the first window a grow from below gives.
+    pub grow_start: Nanos,
+    /// `halt_poll_ns_shrink`: the divisor of a shrink (0: a shrink resets the window to 0).
+    pub shrink: u32,
+}
+
+impl HaltPoll {
+    /// The window after a grow. Linux: `grow_halt_poll_ns` (the cap is applied there in
+    /// 5.10 and at the next halt's start from 5.16: the same window).
+    pub fn grow(&self, cur: Nanos) -> Nanos {
+        if self.grow == 0 {
+            return cur;
+        }
+        cur.saturating_mul(self.grow as u64)
+            .max(self.grow_start)
+            .min(self.max_ns)
+    }
+
+    /// The window after a shrink: divided by `shrink` (0: reset), and 0 once below
+    /// `grow_start`. Linux: `shrink_halt_poll_ns` (the `grow_start` floor is the 2021 change
+    /// backported to later 5.10.y, ERRATA L10).
+    pub fn shrink(&self, cur: Nanos) -> Nanos {
+        let v = match self.shrink {
+            0 => 0,
+            s => cur / s as u64,
+        };
+        if v < self.grow_start {
+            0
+        } else {
+            v
+        }
+    }
+
+    /// The window after a halt of `halt_ns` (from the halt's start, poll included, to the vCPU
+    /// thread running again) with window `cur`: a halt within the window changes nothing; a
+    /// halt longer than the cap shrinks a window; a halt shorter than the cap that outlasted
+    /// the window grows it. Linux: the tail of `kvm_vcpu_halt` (5.10: `kvm_vcpu_block`).
+    pub fn adjust(&self, cur: Nanos, halt_ns: Nanos) -> Nanos {
+        if self.max_ns == 0 {
+            0
+        } else if halt_ns <= cur {
+            cur
+        } else if cur > 0 && halt_ns > self.max_ns {
+            self.shrink(cur)
+        } else if cur < self.max_ns && halt_ns < self.max_ns {
+            self.grow(cur)
+        } else {
+            cur
+        }
+    }
+}
+
+/// x86 KVM's per-vCPU PAUSE-loop window: VMX's `ple_window` (cycles) with `ple_window_grow`,
+/// `ple_window_shrink`, `ple_window_max`, or SVM's `pause_filter_count` (PAUSE instructions)
+/// with `pause_filter_count_grow`, `_shrink`, `_max`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PleWindow {
+    /// `ple_window` / `pause_filter_count`: a new vCPU's window, and the floor of a shrink.
+    pub base: u64,
+    /// `ple_window_grow` / `pause_filter_count_grow`.
+    pub grow: u64,
+    /// `ple_window_shrink` / `pause_filter_count_shrink` (0: a shrink resets to `base`).
+    pub shrink: u64,
+    /// `ple_window_max` / `pause_filter_count_max`.
+    pub max: u64,
+}
+
+impl PleWindow {
+    /// The window after a PAUSE-loop exit: times `grow` while `grow` is below the base, plus
+    /// `grow` otherwise, at most `max`; a `grow` of 0 resets it to the base. Linux:
+    /// `__grow_ple_window` (via VMX `grow_ple_window`, SVM `grow_ple_window`).
+    pub fn grow(&self, cur: u64) -> u64 {
+        if self.grow < 1 {
+            return self.base;
+        }
+        let v = if self.grow < self.base {
+            cur.saturating_mul(self.grow)
+        } else {
+            cur.saturating_add(self.grow)
+        };
+        v.min(self.max)
+    }
+
+    /// The window when the vCPU thread is scheduled in again: divided by `shrink` while it is
+    /// below the base, minus `shrink` otherwise, at least the base; a `shrink` of 0 resets it
+    /// to the base. Linux: `__shrink_ple_window`.
+    pub fn shrink(&self, cur: u64) -> u64 {
+        if self.shrink < 1 {
+            return self.base;
+        }
+        let v = if self.shrink < self.base {
+            cur / self.shrink
+        } else {
+            cur.saturating_sub(self.shrink)
+        };
+        v.max(self.base)
+    }
+
+    /// How long a spin runs before a window of `w` exits, the base window taking `base_ns`.
+    #[inline]
+    pub fn trap_ns(&self, w: u64, base_ns: Nanos) -> Nanos {
+        let ns = (w as u128 * base_ns as u128) / self.base.max(1) as u128;
+        ns.min(crate::time::MAX_TIME_NS as u128) as Nanos
+    }
+}
+
+/// KVM's state of one vCPU that the exit model reads: its halt-poll window
+/// (`vcpu->halt_poll_ns`), its PAUSE-loop window (VMX `vmx->ple_window`, SVM
+/// `control->pause_filter_count`) and the start of the halt in progress.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KvmVcpu {
+    pub halt_poll_ns: Nanos,
+    pub ple_window: u64,
+    pub halt_start: Option<Nanos>,
+}
+
+impl KvmVcpu {
+    /// A new vCPU under `exit`: no poll window yet, the base PAUSE-loop window.
+    pub fn new(exit: &ExitModel) -> Self {
+        KvmVcpu {
+            halt_poll_ns: 0,
+            ple_window: exit.ple.map_or(0, |p| p.base),
+            halt_start: None,
+        }
+    }
+}
+
+/// KVM's module parameters that shape the exits: halt polling and the x86 PAUSE-loop window
+/// (None: arm64's WFE traps, or PLE off).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KvmKnobs {
+    pub halt_poll: HaltPoll,
+    pub ple: Option<PleWindow>,
+}
+
+impl KvmKnobs {
+    /// The defaults of Linux 6.12 on `arch` (the KVM host's default kernel; the host's
+    /// `[host.kvm]` table resolves them by version).
+    pub fn defaults(arch: Arch) -> Self {
+        KvmKnobs {
+            halt_poll: HaltPoll {
+                max_ns: ExitModel::kvm_halt_poll_default(arch),
+                grow: 2,
+                grow_start: 10_000,
+                shrink: 2,
+            },
+            ple: match arch {
+                Arch::X86 => Some(PleWindow {
+                    base: 4096,
+                    grow: 2,
+                    shrink: 0,
+                    max: u32::MAX as u64,
+                }),
+                Arch::Arm64 => None,
+            },
+        }
+    }
+}
+
 /// When an idle vCPU leaves its pCPU, the engine's reading of [`Halt`] plus the trap cost.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HaltWindow {
@@ -111,18 +290,35 @@ pub struct ExitModel {
     /// HLT or WFI exit): the vCPU stays on its pCPU this long before it is blocked, and an event
     /// arriving meanwhile cancels the block (Xen's `vcpu_block` rechecks pending events).
     pub hypercall_ns: Nanos,
+    /// x86 KVM's growing PAUSE-loop window: a trapping spin exits after the vCPU's current
+    /// window ([`KvmVcpu::ple_window`]) rather than after a fixed `trap_ns`.
+    pub ple: Option<PleWindow>,
 }
 
 impl ExitModel {
-    /// How an idle vCPU leaves its pCPU.
+    /// How an idle vCPU whose KVM poll window is `poll_ns` leaves its pCPU (a window of 0
+    /// does not poll).
     #[inline]
-    pub fn halt_window(&self) -> HaltWindow {
+    pub fn halt_window(&self, poll_ns: Nanos) -> HaltWindow {
         match self.halt {
             Halt::Stay => HaltWindow::Never,
-            Halt::Block if self.hypercall_ns == 0 => HaltWindow::Now,
-            Halt::Block => HaltWindow::After(self.hypercall_ns),
-            Halt::Poll { ns } => HaltWindow::After(ns.saturating_add(self.hypercall_ns)),
+            Halt::Poll(_) if poll_ns > 0 => {
+                HaltWindow::After(poll_ns.saturating_add(self.hypercall_ns))
+            }
+            Halt::Block | Halt::Poll(_) if self.hypercall_ns == 0 => HaltWindow::Now,
+            Halt::Block | Halt::Poll(_) => HaltWindow::After(self.hypercall_ns),
         }
+    }
+
+    /// How long a trapping spin runs before it exits with PAUSE-loop window `w` (the
+    /// vCPU's); None: it never traps.
+    #[inline]
+    pub fn spin_trap_ns(&self, w: u64) -> Option<Nanos> {
+        let t = self.spin.trap_ns()?;
+        Some(match self.ple {
+            Some(p) => p.trap_ns(w, t),
+            None => t,
+        })
     }
 
     /// Xen on x86, PV guest: SCHEDOP_block, PAUSE not intercepted.
@@ -153,24 +349,29 @@ impl ExitModel {
         }
     }
 
-    /// KVM: halt-polling for `poll_ns` (0: block at once), directed yield on a PAUSE-loop exit
-    /// or a trapped WFE; on arm64 `vwfi = "native"` stands for `wfi_trap_policy=notrap` and
+    /// KVM: halt-polling with `knobs.halt_poll` (a cap of 0: block at once), directed yield on
+    /// a PAUSE-loop exit (x86, with the growing window of `knobs.ple`) or a trapped WFE
+    /// (arm64); on arm64 `vwfi = "native"` stands for `wfi_trap_policy=notrap` and
     /// `wfe_trap_policy=notrap`.
-    pub fn kvm(vwfi: Vwfi, poll_ns: Nanos, trap_ns: Nanos) -> Self {
+    pub fn kvm(vwfi: Vwfi, knobs: KvmKnobs, trap_ns: Nanos) -> Self {
         match vwfi {
             Vwfi::Native => ExitModel {
                 halt: Halt::Stay,
                 ..Default::default()
             },
-            Vwfi::Trap => ExitModel {
-                halt: if poll_ns == 0 {
-                    Halt::Block
-                } else {
-                    Halt::Poll { ns: poll_ns }
-                },
-                spin: Spin::trapped(trap_ns, true),
-                ..Default::default()
-            },
+            Vwfi::Trap => {
+                let spin = Spin::trapped(trap_ns, true);
+                ExitModel {
+                    halt: if knobs.halt_poll.max_ns == 0 {
+                        Halt::Block
+                    } else {
+                        Halt::Poll(knobs.halt_poll)
+                    },
+                    spin,
+                    ple: knobs.ple.filter(|_| spin != Spin::Run),
+                    ..Default::default()
+                }
+            }
         }
     }
 
@@ -184,14 +385,14 @@ impl ExitModel {
 
     /// The preset of a guest: `hv` on `arch` with `vwfi`, a guest of type `guest` (validation
     /// has refused the combinations that do not exist), `trap_ns` the spin trap's round trip,
-    /// `poll_ns` KVM's halt-polling window (None: its default), then the two costs.
+    /// `kvm` KVM's module parameters (None: [`KvmKnobs::defaults`]), then the two costs.
     pub fn for_guest(
         hv: Hypervisor,
         arch: Arch,
         vwfi: Vwfi,
         guest: GuestType,
         trap_ns: Nanos,
-        poll_ns: Option<Nanos>,
+        kvm: Option<KvmKnobs>,
         kick_ns: Nanos,
         hypercall_ns: Nanos,
     ) -> Self {
@@ -201,7 +402,7 @@ impl ExitModel {
             (Hypervisor::Xen, Arch::Arm64, _) => Self::xen_arm(vwfi, trap_ns),
             (Hypervisor::Kvm, _, _) => Self::kvm(
                 vwfi,
-                poll_ns.unwrap_or_else(|| Self::kvm_halt_poll_default(arch)),
+                kvm.unwrap_or_else(|| KvmKnobs::defaults(arch)),
                 trap_ns,
             ),
         };
@@ -360,12 +561,129 @@ mod tests {
             hypercall_ns,
             ..Default::default()
         };
-        assert_eq!(m(Halt::Block, 0).halt_window(), HaltWindow::Now);
-        assert_eq!(m(Halt::Block, 500).halt_window(), HaltWindow::After(500));
+        let poll = Halt::Poll(KvmKnobs::defaults(Arch::X86).halt_poll);
+        assert_eq!(m(Halt::Block, 0).halt_window(0), HaltWindow::Now);
+        assert_eq!(m(Halt::Block, 500).halt_window(0), HaltWindow::After(500));
+        assert_eq!(m(poll, 500).halt_window(1000), HaltWindow::After(1500));
+        assert_eq!(m(poll, 0).halt_window(0), HaltWindow::Now, "no window yet");
+        assert_eq!(m(poll, 500).halt_window(0), HaltWindow::After(500));
+        assert_eq!(m(Halt::Stay, 500).halt_window(0), HaltWindow::Never);
+    }
+
+    fn hp(grow: u32, grow_start: Nanos, shrink: u32) -> HaltPoll {
+        HaltPoll {
+            max_ns: 200_000,
+            grow,
+            grow_start,
+            shrink,
+        }
+    }
+
+    #[test]
+    fn halt_poll_grows_from_grow_start_and_doubles_up_to_the_cap() {
+        let p = hp(2, 10_000, 0);
+        // A halt shorter than the cap that outlasted the window (here none yet) grows it.
+        let mut w = p.adjust(0, 50_000);
+        assert_eq!(w, 10_000, "from 0 to halt_poll_ns_grow_start");
+        let mut seen = vec![w];
+        for _ in 0..6 {
+            w = p.adjust(w, 199_000);
+            seen.push(w);
+        }
         assert_eq!(
-            m(Halt::Poll { ns: 1000 }, 500).halt_window(),
-            HaltWindow::After(1500)
+            seen,
+            [10_000, 20_000, 40_000, 80_000, 160_000, 200_000, 200_000],
+            "doubles, capped at halt_poll_ns"
         );
-        assert_eq!(m(Halt::Stay, 500).halt_window(), HaltWindow::Never);
+        assert_eq!(hp(0, 10_000, 0).adjust(0, 50_000), 0, "grow 0: never grows");
+        assert_eq!(
+            hp(3, 10_000, 0).adjust(20_000, 50_000),
+            60_000,
+            "grow 3 triples"
+        );
+    }
+
+    #[test]
+    fn halt_poll_keeps_its_window_when_the_wake_comes_within_it() {
+        let p = hp(2, 10_000, 0);
+        assert_eq!(p.adjust(40_000, 40_000), 40_000);
+        assert_eq!(
+            p.adjust(40_000, 3_000),
+            40_000,
+            "a short poll does not shrink"
+        );
+        // A halt as long as the cap neither grows nor shrinks.
+        assert_eq!(p.adjust(40_000, 200_000), 40_000);
+        // A halt longer than the cap does not start a window from 0.
+        assert_eq!(p.adjust(0, 1_000_000), 0);
+    }
+
+    #[test]
+    fn halt_poll_shrink_0_resets_and_shrink_2_halves_down_to_grow_start() {
+        // A halt longer than the cap shrinks the window.
+        assert_eq!(
+            hp(2, 10_000, 0).adjust(160_000, 1_000_000),
+            0,
+            "shrink 0 resets"
+        );
+        let p = hp(2, 10_000, 2);
+        assert_eq!(p.adjust(160_000, 1_000_000), 80_000, "shrink 2 halves");
+        assert_eq!(p.adjust(20_000, 1_000_000), 10_000);
+        assert_eq!(p.adjust(10_000, 1_000_000), 0, "below grow_start: 0");
+        // The cap 0 turns polling off whatever the window was.
+        let off = HaltPoll { max_ns: 0, ..p };
+        assert_eq!(off.adjust(80_000, 10), 0);
+    }
+
+    fn vmx() -> PleWindow {
+        KvmKnobs::defaults(Arch::X86).ple.unwrap()
+    }
+
+    #[test]
+    fn ple_window_doubles_at_each_exit_and_resets_when_scheduled_in() {
+        let p = vmx();
+        assert_eq!(
+            (p.base, p.grow, p.shrink),
+            (4096, 2, 0),
+            "kvm_intel defaults"
+        );
+        let mut w = p.base;
+        for k in 1..=4 {
+            w = p.grow(w);
+            assert_eq!(w, 4096 << k);
+        }
+        assert_eq!(
+            p.shrink(w),
+            4096,
+            "ple_window_shrink 0 resets to ple_window"
+        );
+        assert_eq!(
+            p.trap_ns(4096 << 4, 2000),
+            32_000,
+            "16 base windows of 2 µs"
+        );
+        assert_eq!(
+            p.grow(u32::MAX as u64),
+            u32::MAX as u64,
+            "capped at ple_window_max"
+        );
+    }
+
+    #[test]
+    fn ple_window_grow_and_shrink_above_the_base_add_and_subtract() {
+        let p = PleWindow {
+            base: 4096,
+            grow: 5000,
+            shrink: 5000,
+            max: 20_000,
+        };
+        assert_eq!(p.grow(4096), 9096, "a modifier at least the base is added");
+        assert_eq!(p.grow(19_000), 20_000, "at most max");
+        assert_eq!(p.shrink(12_000), 7000, "and subtracted");
+        assert_eq!(p.shrink(6000), 4096, "never below the base");
+        let q = PleWindow { shrink: 2, ..p };
+        assert_eq!(q.shrink(16_000), 8000, "a small modifier divides");
+        let r = PleWindow { grow: 0, ..p };
+        assert_eq!(r.grow(16_000), 4096, "grow 0 resets to the base");
     }
 }

@@ -31,7 +31,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use crate::hv::{ExitModel, HaltWindow, PendingIrqs};
+use crate::hv::{ExitModel, HaltWindow, KvmVcpu, PendingIrqs};
 use crate::ids::{CpuId, EntityId, GCpu, GEnt, LevelId};
 use crate::metrics::LatHist;
 use crate::queue::{EventQueue, SlotId};
@@ -157,6 +157,8 @@ struct CpuState {
     poll_limit: Nanos,
     guest_poll: bool,
     halted_at: Option<SimTime>,
+    /// Guest CPUs under KVM: the vCPU's halt-poll and PAUSE-loop windows (sim/pv.rs).
+    kvm: KvmVcpu,
 }
 
 /// Per-entity accounting (xenmon's figures).

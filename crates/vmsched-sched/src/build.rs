@@ -21,8 +21,7 @@ use vmsched_core::hv::ExitModel;
 use vmsched_core::pv::PvModel;
 use vmsched_core::report::Results;
 use vmsched_core::scenario::{
-    Arch, EventAction, GuestType, Hypervisor, MachineConfig, Preempt, ScenarioError, SetValue,
-    TickMode,
+    Arch, EventAction, GuestType, Hypervisor, Preempt, ScenarioError, SetValue, TickMode,
 };
 use vmsched_core::sim::{
     DeviceModel, FlowKind, IoSpec, LevelOpts, NetFlow, SimBuilder, Simulation, TimelineAction,
@@ -78,19 +77,39 @@ pub fn load_with(
     Ok(s)
 }
 
-/// The exit model of a guest on this machine (crate::hv presets; validation has refused the
-/// guest types that do not exist on it).
-fn exit_model(m: &MachineConfig, guest_type: Option<GuestType>) -> ExitModel {
+/// The exit model of a guest of scenario `s` (crate::hv presets; validation has refused the
+/// guest types that do not exist on it). Under the Linux KVM host, KVM's module parameters
+/// (`[host.kvm]`) with the defaults of the host kernel's version; else 6.12's.
+fn exit_model(s: &Scenario, guest_type: Option<GuestType>) -> ExitModel {
+    let m = &s.machine;
     let guest = m
         .guest_type(guest_type)
         .expect("invariant: guest_type validated");
+    let (knobs, trap_ns) = match &s.host {
+        HostSchedConfig::Linux(p) => (
+            p.kvm.knobs(m.arch, p.kvm_version(), m.halt_poll_ns),
+            if p.kvm.pause_in_guest(m.arch) {
+                0
+            } else {
+                m.wfe_trap_ns
+            },
+        ),
+        _ => (
+            crate::host::kvm::KvmModuleParams::default().knobs(
+                m.arch,
+                crate::host::kvm::KvmVersion::V6_12,
+                m.halt_poll_ns,
+            ),
+            m.wfe_trap_ns,
+        ),
+    };
     ExitModel::for_guest(
         m.hypervisor,
         m.arch,
         m.vwfi,
         guest,
-        m.wfe_trap_ns,
-        m.halt_poll_ns,
+        trap_ns,
+        Some(knobs),
         m.kick_ns,
         m.hypercall_ns,
     )
@@ -160,9 +179,9 @@ pub fn build(s: &Scenario) -> Simulation {
                     // cpuidle-haltpoll turns host polling off (MSR_KVM_POLL_CONTROL).
                     Some(_) => ExitModel {
                         halt: vmsched_core::hv::Halt::Block,
-                        ..exit_model(&s.machine, d.guest_type)
+                        ..exit_model(s, d.guest_type)
                     },
-                    None => exit_model(&s.machine, d.guest_type),
+                    None => exit_model(s, d.guest_type),
                 },
                 tick_periodic: d.kernel.tick == TickMode::Periodic,
                 skew_tick: d.kernel.skew_tick,

@@ -340,3 +340,40 @@ fn an_eevdf_6_18_host_charges_each_directed_yield_a_slice() {
         );
     }
 }
+
+/// Under a Linux EEVDF host (6.6, 6.12) with a fixed PAUSE-loop window, the lock waiters'
+/// exits every 2 µs drive the host's `yield_to` so often that two vCPU threads end up holding
+/// both pCPUs and the host loops starve (docs/pvops.md, "Under a Linux EEVDF host"). KVM's
+/// growing window (`ple_window_grow`, reset at each schedule-in) makes a waiter whose yields
+/// fail exit ever more rarely, and the host loops get their share back.
+#[test]
+fn the_growing_ple_window_tames_the_eevdf_host() {
+    let loops = |r: &Results| {
+        r.entities
+            .iter()
+            .filter(|e| e.level == "host" && e.name.starts_with("hostloop"))
+            .map(|e| e.cpu_share)
+            .sum::<f64>()
+    };
+    for k in ["\"6.6\"", "\"6.12\""] {
+        let host = [("host.sched.scheduler", "eevdf"), ("host.sched.kernel", k)];
+        let fixed = shipped(&[
+            host[0],
+            host[1],
+            ("host.kvm.ple_window_grow", "0"),
+            (LOCK, "qspinlock"),
+        ]);
+        let grown = shipped(&[host[0], host[1]]);
+        assert!(
+            loops(&fixed) < 0.05,
+            "{k} fixed window: loops {:.2}",
+            loops(&fixed)
+        );
+        assert!(
+            loops(&grown) > 0.5,
+            "{k} growing window: loops {:.2}",
+            loops(&grown)
+        );
+        assert!(rate(&grown) > 40_000.0, "{k}: lock rate {}", rate(&grown));
+    }
+}

@@ -162,28 +162,115 @@ fn bad_rt_sysctls_are_refused_by_field() {
     assert!(e.message.contains("sched_rt_perid_us"), "{e}");
 }
 
-/// A run-time policy change that would move a task between the RT and the fair class is
-/// refused by name, and so is an RT policy without a priority in 1..=99.
+/// A `sched_task` event `body` at `at_ms` on guest `g`.
+fn event(at_ms: &str, body: &str) -> String {
+    format!("\n[[event]]\nat_ms = {at_ms}\naction = \"sched_task\"\ndomain = \"g\"\n{body}\n")
+}
+
+/// `chrt` of a runnable guest task at run time moves it between the fair and the RT class at
+/// once (the Linux core's class switch, as at the KVM host): the FIFO hog made normal at
+/// 1.5 s shares the vCPU with the fair loop from then on; the loop made FIFO above the hog at
+/// 1.5 s takes the vCPU (up to RT throttling). Within the class a FIFO→RR change runs too.
 #[test]
-fn class_changing_events_are_refused_by_field() {
+fn a_runnable_guest_task_changes_class_at_once() {
     let src = format!("{ONE_VCPU}{FIFO_HOG}{FAIR_LOOP}");
-    let ev = |body: &str| {
-        format!("{src}\n[[event]]\nat_ms = 10\naction = \"sched_task\"\ndomain = \"g\"\n{body}\n")
+    // Before: the loop has 5 % (throttling); after, half: (0.075 + 0.75) / 3 s.
+    let r = run_src(
+        &format!(
+            "{src}{}",
+            event("1500", "workload = \"hog\"\npolicy = \"normal\"")
+        ),
+        &[],
+    );
+    let (hog, fair) = (share(&r, "hog.0"), share(&r, "loop.0"));
+    assert!(
+        (0.25..0.31).contains(&fair),
+        "the loop shares after the move: {fair}"
+    );
+    assert!((0.69..0.75).contains(&hog), "the hog: {hog}");
+    // The loop made FIFO 20 over the FIFO-10 hog: it holds the vCPU (95 % of each period).
+    let r = run_src(
+        &format!(
+            "{src}{}",
+            event(
+                "1500",
+                "workload = \"loop\"\npolicy = \"fifo\"\nrt_priority = 20"
+            )
+        ),
+        &[],
+    );
+    let fair = share(&r, "loop.0");
+    assert!((0.48..0.53).contains(&fair), "5 % then 95 %: {fair}");
+    // Within the class: FIFO to RR at another priority runs.
+    let r = run_src(
+        &format!(
+            "{src}{}",
+            event(
+                "10",
+                "workload = \"hog\"\npolicy = \"rr\"\nrt_priority = 50"
+            )
+        ),
+        &[],
+    );
+    assert!(share(&r, "hog.0") > 0.9);
+}
+
+/// A blocked guest task `chrt`'d at run time changes class at its next wake-up: a fair
+/// sleeper (10 µs of work per 1 ms sleep) under a FIFO hog runs only in the throttled 50 ms of
+/// each second; made FIFO above the hog while it sleeps in such a window (at 976 ms), it
+/// preempts the hog at every wake-up from then on.
+#[test]
+fn a_blocked_guest_task_changes_class_at_its_wake_up() {
+    let sleeper = "\n[[domain.workload]]\nkind = \"program\"\nname = \"s\"\ncounters = [\"n\"]\n\
+                   steps = [{ op = \"compute\", us = 10 }, { op = \"sleep\", us = 1000, slack_ns = 0 }, \
+                   { op = \"count\", counter = \"n\" }, { op = \"loop\", to = 0 }]\n";
+    let src = format!("{ONE_VCPU}{FIFO_HOG}{sleeper}");
+    let loops = |r: &Results| {
+        let w = r.workloads.iter().find(|w| w.name == "s").unwrap();
+        w.counters.iter().find(|(k, _)| k == "n").unwrap().1
     };
+    let before = loops(&run_src(&src, &[]));
+    let chrt = event(
+        "976",
+        "workload = \"s\"\npolicy = \"fifo\"\nrt_priority = 20",
+    );
+    let after = loops(&run_src(&format!("{src}{chrt}"), &[]));
+    // Unchanged: about 50 loops in each of the 3 throttled windows. Changed: every ms after
+    // the first second.
+    assert!(before < 200, "throttled windows only: {before}");
+    assert!(after > 1800, "FIFO from its next wake-up: {after}");
+}
+
+/// Refused by field: an RT priority outside 1..=99 for an RT task, and a move to or from
+/// SCHED_DEADLINE (no runtime, deadline or period is given at run time).
+#[test]
+fn impossible_policy_changes_are_refused_by_field() {
+    let src = format!("{ONE_VCPU}{FIFO_HOG}{FAIR_LOOP}");
     let e = load_err(
-        &ev("workload = \"loop\"\npolicy = \"fifo\"\nrt_priority = 5"),
+        &format!(
+            "{src}{}",
+            event("10", "workload = \"hog\"\nrt_priority = 0")
+        ),
+        &[],
+    );
+    assert_eq!(e.field, "event.0.rt_priority", "{e}");
+    let e = load_err(
+        &format!(
+            "{src}{}",
+            event("10", "workload = \"loop\"\npolicy = \"fifo\"")
+        ),
         &[],
     );
     assert_eq!(e.field, "event.0.policy", "{e}");
-    assert!(e.message.contains("class"), "{e}");
-    let e = load_err(&ev("workload = \"hog\"\npolicy = \"normal\""), &[]);
+    assert!(e.message.contains("rt_priority"), "{e}");
+    let e = load_err(
+        &format!(
+            "{src}{}",
+            event("10", "workload = \"loop\"\npolicy = \"deadline\"")
+        ),
+        &[],
+    );
     assert_eq!(e.field, "event.0.policy", "{e}");
-    let e = load_err(&ev("workload = \"hog\"\nrt_priority = 0"), &[]);
-    assert_eq!(e.field, "event.0.rt_priority", "{e}");
-    // Within the class: FIFO to RR at another priority runs.
-    let ok = ev("workload = \"hog\"\npolicy = \"rr\"\nrt_priority = 50");
-    let r = run_src(&ok, &[]);
-    assert!(share(&r, "hog.0") > 0.9);
 }
 
 /// Found by the fuzz generators (docs/fuzzing.md): a fair server of zero runtime looped forever

@@ -183,6 +183,7 @@ impl SimBuilder {
             poll_limit: 0,
             guest_poll: false,
             halted_at: None,
+            kvm: KvmVcpu::new(&self.sim.levels[level.idx()].opts.exit),
         });
         g
     }

@@ -105,13 +105,7 @@ impl Simulation {
     /// The next stretch of spinning of waiter `t` on CPU `c`: up to its PAUSE-loop exit (if
     /// its guest's spins trap), its PV threshold, or a mutex's next look at its owner.
     fn lock_chunk(&mut self, t: usize, c: GCpu) -> Nanos {
-        let trap = self.levels[self.cpus[c.idx()].level.idx()]
-            .opts
-            .exit
-            .spin
-            .trap_ns()
-            .filter(|_| self.cpus[c.idx()].backing.is_some())
-            .unwrap_or(NEVER);
+        let trap = self.spin_trap_ns(c).unwrap_or(NEVER);
         let lw = self.tasks[t]
             .lock_wait
             .as_mut()
@@ -150,7 +144,12 @@ impl Simulation {
             lw.since_exit + lw.chunk
         };
         let (kind, chan, wl, exits) = (lw.kind, lw.chan, task.wl, lw.exits);
-        if kind == LockKind::PvQspinlock && lw.spin_left == 0 {
+        if exits {
+            self.ple_grow(c);
+        }
+        if kind == LockKind::PvQspinlock
+            && self.tasks[t].lock_wait.is_some_and(|w| w.spin_left == 0)
+        {
             self.pv_wait(t, c);
             return;
         }
@@ -388,7 +387,88 @@ impl Simulation {
                 HaltWindow::After(cs.poll_limit.saturating_add(opts.exit.hypercall_ns)),
                 true,
             ),
-            _ => (opts.exit.halt_window(), false),
+            _ => (opts.exit.halt_window(cs.kvm.halt_poll_ns), false),
+        }
+    }
+
+    /// The idle vCPU behind `c` starts a halt (it runs, has nothing pending and no halt in
+    /// progress): under KVM halt-polling the halt's start is recorded for the window's
+    /// adjustment, and a halt still open (the vCPU ran again after a wake and found nothing to
+    /// do: `kvm_vcpu_halt` returned) ends first.
+    #[inline]
+    pub(super) fn kvm_halt_begins(&mut self, c: GCpu) {
+        if !matches!(
+            self.levels[self.cpus[c.idx()].level.idx()].opts.exit.halt,
+            crate::hv::Halt::Poll(_)
+        ) {
+            return;
+        }
+        if self.cpus[c.idx()].kvm.halt_start.is_some() {
+            self.kvm_halt_ends(c);
+        }
+        self.cpus[c.idx()].kvm.halt_start = Some(self.now);
+    }
+
+    /// The halt of the vCPU behind `c` is over (its guest runs something again): the halt's
+    /// length from its start (after the exit's `hypercall_ns`) to now, the vCPU thread running
+    /// again, adjusts the vCPU's poll window. Linux: the tail of `kvm_vcpu_halt`.
+    #[cold]
+    pub(super) fn kvm_halt_ends(&mut self, c: GCpu) {
+        let exit = self.levels[self.cpus[c.idx()].level.idx()].opts.exit;
+        let cs = &mut self.cpus[c.idx()];
+        let t0 = cs.kvm.halt_start.take().expect("invariant: a halt is open");
+        if let crate::hv::Halt::Poll(p) = exit.halt {
+            let halt_ns = (self.now - t0).saturating_sub(exit.hypercall_ns);
+            cs.kvm.halt_poll_ns = p.adjust(cs.kvm.halt_poll_ns, halt_ns);
+        }
+    }
+
+    /// Guest CPU `c`'s KVM halt-poll window (`vcpu->halt_poll_ns`), for tests.
+    pub fn kvm_halt_poll_ns(&self, level: LevelId, cpu: CpuId) -> Nanos {
+        self.cpus[self.levels[level.idx()].cpu_g[cpu.idx()].idx()]
+            .kvm
+            .halt_poll_ns
+    }
+
+    /// Guest CPU `c`'s KVM PAUSE-loop window (VMX `ple_window`, SVM `pause_filter_count`), for
+    /// tests.
+    pub fn kvm_ple_window(&self, level: LevelId, cpu: CpuId) -> u64 {
+        self.cpus[self.levels[level.idx()].cpu_g[cpu.idx()].idx()]
+            .kvm
+            .ple_window
+    }
+
+    /// How long a trappable spin on guest CPU `c` runs before it exits: its vCPU's PAUSE-loop
+    /// window under x86 KVM, the exit model's fixed trap otherwise; None: it never traps (not
+    /// trapped, or `c` is a physical CPU).
+    #[inline]
+    pub(super) fn spin_trap_ns(&self, c: GCpu) -> Option<Nanos> {
+        let cs = &self.cpus[c.idx()];
+        cs.backing?;
+        self.levels[cs.level.idx()]
+            .opts
+            .exit
+            .spin_trap_ns(cs.kvm.ple_window)
+    }
+
+    /// The spin on guest CPU `c` made a PAUSE-loop exit: its vCPU's window grows (VMX
+    /// `grow_ple_window` from `handle_pause`, before `kvm_vcpu_on_spin`).
+    #[inline]
+    pub(super) fn ple_grow(&mut self, c: GCpu) {
+        if let Some(p) = self.levels[self.cpus[c.idx()].level.idx()].opts.exit.ple {
+            let cs = &mut self.cpus[c.idx()];
+            cs.kvm.ple_window = p.grow(cs.kvm.ple_window);
+        }
+    }
+
+    /// The vCPU behind guest CPU `vc` is scheduled in at the host: its PAUSE-loop window
+    /// shrinks (5.10 `kvm_sched_in` → `vmx_sched_in`; 6.12 `vmx_vcpu_load` after a
+    /// schedule-out; `shrink_ple_window`).
+    #[inline]
+    pub(super) fn ple_shrink(&mut self, vc: GCpu) {
+        if let Some(p) = self.levels[self.cpus[vc.idx()].level.idx()].opts.exit.ple {
+            let cs = &mut self.cpus[vc.idx()];
+            cs.kvm.ple_window = p.shrink(cs.kvm.ple_window);
         }
     }
 
@@ -465,13 +545,7 @@ impl Simulation {
 
     /// The sender's spin until its next PAUSE-loop exit ([`NEVER`] if its spins do not trap).
     fn csd_chunk(&self, c: GCpu) -> Nanos {
-        self.levels[self.cpus[c.idx()].level.idx()]
-            .opts
-            .exit
-            .spin
-            .trap_ns()
-            .filter(|_| self.cpus[c.idx()].backing.is_some())
-            .unwrap_or(NEVER)
+        self.spin_trap_ns(c).unwrap_or(NEVER)
     }
 
     /// A sender's spin reached a PAUSE-loop exit (slot `TaskDone`): the vCPU exits and yields
@@ -480,6 +554,7 @@ impl Simulation {
         let c = self
             .task_cpu(t)
             .expect("invariant: a spinning sender is on a CPU");
+        self.ple_grow(c);
         let chunk = self.csd_chunk(c);
         let task = &mut self.tasks[t];
         task.executed += self.now - task.run_since.expect("a spinning sender was progressing");

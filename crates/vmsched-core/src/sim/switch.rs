@@ -87,6 +87,7 @@ impl Simulation {
         }
         match self.ents[g.idx()].kind {
             EntKind::Vcpu(vc) => {
+                self.ple_shrink(vc);
                 let cs = &mut self.cpus[c.idx()];
                 // Only a physical CPU pays (it always executes and has no kernel work); a guest
                 // CPU running a nested vCPU switches at no cost.
@@ -210,6 +211,9 @@ impl Simulation {
             if cs.pending.wakes_halt() || cs.kwork {
                 return;
             }
+            if cs.executing && !cs.halt_due && !self.q.is_armed(cs.halt_slot) {
+                self.kvm_halt_begins(c);
+            }
             let (window, guest_poll) = self.idle_window(c);
             match window {
                 HaltWindow::Now => {}
@@ -247,6 +251,9 @@ impl Simulation {
         cs.halt_due = false;
         cs.guest_poll = false;
         self.q.cancel(cs.halt_slot);
+        if cs.kvm.halt_start.is_some() {
+            self.kvm_halt_ends(c);
+        }
     }
 
     /// The halt window of the idle vCPU behind `c` ends with nothing to run: it blocks.

@@ -110,11 +110,9 @@ impl Simulation {
         let c = self
             .task_cpu(t)
             .expect("invariant: a spinning task is on a CPU");
-        let chunk = self.levels[self.cpus[c.idx()].level.idx()]
-            .opts
-            .exit
-            .spin
-            .trap_ns()
+        self.ple_grow(c);
+        let chunk = self
+            .spin_trap_ns(c)
             .expect("invariant: only a trapping spin ends its chunk");
         let task = &mut self.tasks[t];
         task.remaining = chunk;
@@ -318,12 +316,7 @@ impl Simulation {
                     }
                     ch.spinners.push(t);
                     // The exit model says whether a trappable spin traps, and after how long.
-                    let trap = self.levels[self.cpus[c.idx()].level.idx()]
-                        .opts
-                        .exit
-                        .spin
-                        .trap_ns()
-                        .filter(|_| wfe && self.cpus[c.idx()].backing.is_some());
+                    let trap = self.spin_trap_ns(c).filter(|_| wfe);
                     self.tasks[t].spinning = Some(chan);
                     self.begin_compute(t, trap.unwrap_or(NEVER), false);
                     return;

@@ -51,6 +51,20 @@ pub(super) fn check_layout(s: &Scenario, names_ratelimit: bool) -> Result<(), (S
                         .into(),
                 ));
             }
+            let v = p.kvm_version();
+            p.kvm
+                .check(s.machine.arch, v)
+                .map_err(|(f, m)| (format!("host.kvm.{f}"), m))?;
+            if v == crate::host::kvm::KvmVersion::V3_17
+                && s.machine.halt_poll_ns.is_some_and(|n| n > 0)
+            {
+                return Err((
+                    "machine.halt_poll_ns".into(),
+                    "the host kernel (3.17) has no halt polling (it came with 4.0): set 0 or \
+                     remove it"
+                        .into(),
+                ));
+            }
             crate::host::kvm::check_processes(p, s.machine.pcpus)
                 .map_err(|(f, m)| (format!("host.{f}"), m))
         }

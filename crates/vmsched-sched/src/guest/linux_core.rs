@@ -1015,8 +1015,8 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> Scheduler for LinuxCore<F
     /// Linux v5.10: set_user_nice / __sched_setscheduler for a task that stays in its class:
     /// the class reweights it in place (a dequeue with DEQUEUE_SAVE and an enqueue with
     /// ENQUEUE_RESTORE leave its vruntime as it was), then `prio_changed`. A change of class
-    /// (`switched_from`/`switched_to`) is not modelled: validation refuses it
-    /// (`check_policy_change`).
+    /// (`switched_from`/`switched_to`) is the core's class switch, at a guest as at a KVM
+    /// host (only SCHED_DEADLINE moves are refused, `check_policy_change`).
     fn prio_changed(&mut self, ctx: &mut SchedCtx, e: EntityId) {
         let (s, mut lx) = self.split(ctx);
         let lx = &mut lx;

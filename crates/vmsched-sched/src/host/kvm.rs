@@ -29,6 +29,9 @@ use crate::guest::cfs::Cfs;
 use crate::guest::eevdf::{Eevdf, EevdfKernel, EevdfParams};
 use crate::host::{DomainSchedParams, HostConfig};
 
+pub mod module;
+pub use module::{KvmModuleParams, KvmVersion};
+
 /// `[host] scheduler = "linux"`: a KVM host.
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -57,6 +60,14 @@ pub struct KvmHostParams {
     /// not calibrated).
     #[serde(default)]
     pub timer_kworker_ns: u64,
+    /// `[host.kvm]`: KVM's module parameters for halt polling and the PAUSE-loop window,
+    /// defaults by the host kernel's version (`host/kvm/module.rs`).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub kvm: KvmModuleParams,
+}
+
+fn is_default(p: &KvmModuleParams) -> bool {
+    *p == KvmModuleParams::default()
 }
 
 fn default_sched() -> GuestSchedConfig {
@@ -75,6 +86,7 @@ impl Default for KvmHostParams {
             processes: Vec::new(),
             timer_kworker: false,
             timer_kworker_ns: 0,
+            kvm: KvmModuleParams::default(),
         }
     }
 }
@@ -84,6 +96,23 @@ impl KvmHostParams {
     pub fn validate(&self) -> Result<(), (String, String)> {
         use vmsched_core::scenario::ConfigCheck;
         self.sched.check().map_err(|(f, m)| (join("sched", &f), m))
+    }
+
+    /// The KVM release: the host kernel's (`[host.sched]`; BFS 0.458 patches 3.17).
+    pub fn kvm_version(&self) -> KvmVersion {
+        use crate::guest::cfs::CfsVersion;
+        match &self.sched {
+            GuestSchedConfig::Cfs(p) => match p.version {
+                CfsVersion::V5_10 => KvmVersion::V5_10,
+                CfsVersion::V3_17 => KvmVersion::V3_17,
+            },
+            GuestSchedConfig::Eevdf(p) => match p.kernel {
+                EevdfKernel::V6_6 => KvmVersion::V6_6,
+                EevdfKernel::V6_12 => KvmVersion::V6_12,
+                EevdfKernel::V6_18 => KvmVersion::V6_18,
+            },
+            GuestSchedConfig::Bfs(_) => KvmVersion::V3_17,
+        }
     }
 
     /// Builds the host kernel over the pCPUs `topo`.

@@ -652,9 +652,60 @@ macro_rules! host_conformance {
     };
 }
 
+/// A change of class at run time (a guest's `sched_task`, the KVM host's `sched_vcpu`,
+/// coordinated scheduling's boost: `__sched_setscheduler` from SCHED_OTHER to SCHED_FIFO and
+/// back) takes effect at once for a running or queued entity (as FIFO it takes the CPU from a
+/// fair one; back to normal both run again) and at the wake-up of a blocked one (it preempts
+/// the fair entity when it wakes). Every Linux kernel at either level.
+pub fn class_change_takes_effect<S: Scheduler>(s: S) {
+    use vmsched_core::Policy;
+    let mut h = two_on_one_cpu(s);
+    h.run_for(100 * NS_PER_MS, 100_000);
+    let set = |h: &mut Harness<S>, policy: Policy, prio: u32| {
+        h.ents[1].params.linux.policy = policy;
+        h.ents[1].params.linux.rt_priority = prio;
+        h.prio_changed(1);
+        h.pump();
+    };
+    set(&mut h, Policy::Fifo, 10);
+    let (a, b) = window(&mut h, 200);
+    assert!(a == 0 && b > 0, "as FIFO entity 1 holds the CPU: {a} {b}");
+    set(&mut h, Policy::Normal, 0);
+    let (a, b) = window(&mut h, 1000);
+    assert!(a > 0 && b > 0, "back to normal both run: {a} {b}");
+    // Blocked while its class changes: it switches at its wake-up and preempts at once.
+    for _ in 0..200 {
+        if h.curr(0) == Some(1) {
+            break;
+        }
+        h.run_for(NS_PER_MS, 100_000);
+    }
+    assert_eq!(h.curr(0), Some(1), "entity 1 gets its turn");
+    h.block(1);
+    h.pump();
+    set(&mut h, Policy::Fifo, 10);
+    assert_eq!(
+        h.curr(0),
+        Some(0),
+        "the fair entity runs while the FIFO one sleeps"
+    );
+    h.run_for(NS_PER_MS, 100_000);
+    h.wake(1, WakeInfo::of(WakeCause::Unblock));
+    h.pump();
+    assert_eq!(
+        h.curr(0),
+        Some(1),
+        "the FIFO entity preempts at its wake-up"
+    );
+}
+
 macro_rules! guest_conformance {
     ($name:ident, $ctor:expr) => {
         common_conformance!($name, $ctor, {
+            #[test]
+            fn class_change_takes_effect() {
+                super::class_change_takes_effect($ctor(1));
+            }
             #[test]
             fn nice_change_moves_shares() {
                 super::nice_change_moves_shares($ctor(1));

@@ -89,6 +89,10 @@ mod bfs_guest {
         super::bfs_nice_change_moves_shares(bfs(1));
     }
     #[test]
+    fn class_change_takes_effect() {
+        super::class_change_takes_effect(bfs(1));
+    }
+    #[test]
     fn removed_entity_never_runs() {
         super::removed_entity_never_runs(bfs(1), false);
     }
