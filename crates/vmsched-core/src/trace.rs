@@ -253,7 +253,8 @@ pub enum SchedEvent<E = EntityId, C = CpuId> {
     Assign { ent: E, cpu: C },
     /// `ent` leaves CPU `cpu`, which becomes free (null `unit_deassign`).
     Deassign { ent: E, cpu: C },
-    /// `ent` is moved from CPU `from` to CPU `to` (null `null_unit_migrate`).
+    /// `ent` is moved from CPU `from` to CPU `to` (null `null_unit_migrate`; a Linux level:
+    /// a wake-up placed on another CPU, or a move by the fair balancer).
     Migrate { ent: E, from: C, to: C },
     /// CPU `cpu` enters its scheduler with `assigned` its vCPU, if any (null `null_schedule`).
     NullSchedule { cpu: C, assigned: Option<E> },

@@ -31,6 +31,8 @@
 //!   update of `ttwu_do_wakeup`. A first wake-up (`WakeCause::Fork`) is `wake_up_new_task`:
 //!   `task_fork` on the parent's queue, `select_task_rq(SD_BALANCE_FORK)`, enqueue,
 //!   `check_preempt_curr(WF_FORK)`, `task_woken`.
+//!   A wake-up that changes the task's CPU is traced as `SchedEvent::Migrate` (the fair
+//!   classes trace their balancers' moves the same way: docs/cfs.md).
 //! * `on_timer(key)`: a class's own timer (hrtimer); the keys are given out in chain order at
 //!   construction (`nr_timers`, `set_timer_base`).
 //! * `block(e)`: `deactivate_task(DEQUEUE_SLEEP)` on the task's queue (`__schedule` follows).
@@ -50,6 +52,7 @@ use std::ops::{Deref, DerefMut};
 use vmsched_core::ids::{CpuId, EntityId};
 use vmsched_core::sched::{Pick, Policy, SchedCtx, Scheduler, WakeInfo};
 use vmsched_core::time::Nanos;
+use vmsched_core::trace::SchedEvent;
 
 /// The per-CPU run-queue fields the core owns (Linux v5.10: the core part of `struct rq`).
 #[derive(Clone, Debug, Default)]
@@ -907,6 +910,11 @@ impl<Fair: SchedClass, Rt: SchedClass, Dl: SchedClass> Scheduler for LinuxCore<F
             };
             if cpu != prev {
                 c.migrate_task_rq(lx, e, cpu);
+                lx.trace(|| SchedEvent::Migrate {
+                    ent: e,
+                    from: prev,
+                    to: cpu,
+                });
             }
             (cpu, cpu != prev)
         });

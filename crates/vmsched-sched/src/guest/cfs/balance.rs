@@ -15,8 +15,9 @@
 //! Written once for every fair class of the Linux core: [`BalanceFair`] asks its class for the
 //! queued tasks, their last run and the move itself (CFS 5.10 and EEVDF 6.x implement it).
 
-use vmsched_core::ids::CpuId;
+use vmsched_core::ids::{CpuId, EntityId};
 use vmsched_core::sched::Policy;
+use vmsched_core::trace::SchedEvent;
 
 use super::pelt::SCHED_CAPACITY_SCALE;
 use super::select::SelectFair;
@@ -89,6 +90,16 @@ pub(crate) struct SgStats {
     pub(crate) idle_cpus: u32,
     pub(crate) group_type: GroupType,
     pub(crate) avg_load: u64,
+}
+
+/// A balancer's move of task `e`, on the trace channel (one flag test when tracing is off).
+#[inline]
+fn trace_move(ctx: &mut LinuxCtx, e: usize, src: usize, dst: usize) {
+    ctx.trace(|| SchedEvent::Migrate {
+        ent: EntityId(e as u32),
+        from: CpuId(src as u32),
+        to: CpuId(dst as u32),
+    });
 }
 
 /// Linux v5.10: group_has_capacity (a group of one CPU of capacity 1024).
@@ -332,6 +343,7 @@ pub(crate) trait BalanceFair: SelectFair {
                     MigrationType::Task => 1,
                 };
                 self.lb_move_task(ctx, e, src, dst);
+                trace_move(ctx, e, src, dst);
                 moved += 1;
                 imbalance = imbalance.saturating_sub(used);
                 if idle == Balance::NewIdle || imbalance == 0 {
@@ -427,6 +439,7 @@ pub(crate) trait BalanceFair: SelectFair {
             .min_by_key(|&e| (self.se_exec_start(e), e));
         let Some(e) = cand else { return false };
         self.lb_move_task(ctx, e, busiest, dst);
+        trace_move(ctx, e, busiest, dst);
         self.lb_mut(dst).nr_balance_failed = 0;
         true
     }
