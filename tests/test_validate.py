@@ -59,5 +59,5 @@ def test_cli_prints_the_table(capsys):
     prof = Path(__file__).parent.parent / "crates/vmsched-core/profiles/cortex-a55.toml"
     assert main(["validate", "--quick", "--profile", str(prof)]) == 0
     out = capsys.readouterr().out
-    assert "| row | figure | real | model | model / real |" in out
+    assert "| row | figure | real | model | model / real | error |" in out
     assert "hackbench" in out and "context1 pair 2 hogs" in out

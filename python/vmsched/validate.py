@@ -335,6 +335,10 @@ def validate(profile: str | os.PathLike | None = None, quick: bool = False,
         row(r, lambda: real_hackbench(n.hb_loops),
             lambda: model_hackbench(prof, tmp, pcpus, hb_ms),
             None if have_hb else "hackbench not installed (apt-get install rt-tests)")
+        notes.append("load average (1, 5, 15 min) at the end: "
+                     + ", ".join(f"{x:.1f}" for x in os.getloadavg())
+                     + f" on {os.cpu_count()} CPUs (other work on the machine shows in the real "
+                       "side)")
         return rows, notes
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -348,11 +352,12 @@ def _fmt(v: float | None) -> str:
 
 def table(rows: list[Row], notes: list[str]) -> str:
     """The side-by-side table as text (also Markdown)."""
-    out = ["| row | figure | real | model | model / real | notes |",
-           "|---|---|---:|---:|---:|---|"]
+    out = ["| row | figure | real | model | model / real | error | notes |",
+           "|---|---|---:|---:|---:|---:|---|"]
     for r in rows:
         ratio = "-" if r.ratio is None else f"{r.ratio:.2f}"
+        err = "-" if r.ratio is None else f"{(r.ratio - 1) * 100:+.0f} %"
         note = "; ".join(([f"skipped: {r.skipped}"] if r.skipped else []) + r.notes)
         out.append(f"| {r.name} | {r.metric} ({r.unit}) | {_fmt(r.real)} | {_fmt(r.model)} "
-                   f"| {ratio} | {note} |")
+                   f"| {ratio} | {err} | {note} |")
     return "\n".join(out + [""] + [f"- {x}" for x in notes])
