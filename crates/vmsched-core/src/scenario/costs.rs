@@ -146,3 +146,83 @@ pub fn apply(doc: &mut Value, profile: &Table) {
         workloads(h.get_mut("process"));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(src: &str) -> Value {
+        toml::from_str(src).unwrap()
+    }
+
+    const PROFILE: &str = "[machine]\nctxsw_cost_ns = 5\nipi_latency_ns = 6\n\
+                           [kernel]\nctxsw_cost_ns = 7\n\
+                           [workload.context1]\nc_pipe_rw_ns = 8\n\
+                           [measured]\ntimer_ns = 9\n";
+
+    #[test]
+    fn apply_fills_only_what_is_missing_everywhere_it_belongs() {
+        let p = parse("p", PROFILE).unwrap();
+        let mut d = doc(
+            "[machine]\npcpus = 1\nctxsw_cost_ns = 1\n[host]\nscheduler = \"linux\"\n\
+             [[host.process]]\nkind = \"context1\"\nname = \"h\"\n\
+             [[host.process]]\nkind = \"cpu_loop\"\nname = \"l\"\n\
+             [[domain]]\nname = \"a\"\n[[domain.workload]]\nkind = \"context1\"\nname = \"c\"\n\
+             c_pipe_rw_ns = 2\n\
+             [[domain]]\nname = \"b\"\n[domain.kernel]\nctxsw_cost_ns = 3\n",
+        );
+        apply(&mut d, &p);
+        let at = |path: &str| {
+            path.split('.')
+                .try_fold(&d, |v, k| match k.parse::<usize>() {
+                    Ok(i) => v.get(i),
+                    Err(_) => v.get(k),
+                })
+        };
+        let int = |path: &str| at(path).and_then(Value::as_integer);
+        assert_eq!(
+            int("machine.ctxsw_cost_ns"),
+            Some(1),
+            "the scenario's own wins"
+        );
+        assert_eq!(int("machine.ipi_latency_ns"), Some(6));
+        assert_eq!(int("domain.0.kernel.ctxsw_cost_ns"), Some(7), "table made");
+        assert_eq!(int("domain.1.kernel.ctxsw_cost_ns"), Some(3));
+        assert_eq!(int("domain.0.workload.0.c_pipe_rw_ns"), Some(2));
+        assert_eq!(int("host.process.0.c_pipe_rw_ns"), Some(8));
+        assert_eq!(
+            at("host.process.1.c_pipe_rw_ns"),
+            None,
+            "only the named kind"
+        );
+        assert_eq!(at("measured"), None, "[measured] is not merged");
+    }
+
+    #[test]
+    fn parse_refuses_unknown_tables_and_bad_shapes() {
+        assert!(parse("p", "[cpu]\nx = 1\n")
+            .unwrap_err()
+            .contains("unknown table [cpu]"));
+        assert!(parse("p", "machine = 1\n")
+            .unwrap_err()
+            .contains("`machine` must be a table"));
+        let e = parse("p", "[workload]\ncontext1 = 1\n").unwrap_err();
+        assert!(e.contains("workload.context1"), "{e}");
+        assert!(parse("p", "[machine\n")
+            .unwrap_err()
+            .starts_with("cost profile p:"));
+    }
+
+    #[test]
+    fn names_resolve_to_shipped_profiles_and_unknown_ones_list_them() {
+        for (name, text) in SHIPPED {
+            assert_eq!(source(name, "x.toml").unwrap(), *text);
+            parse(name, text).unwrap();
+        }
+        let e = source("nope", "x.toml").unwrap_err();
+        assert!(
+            e.contains("\"cortex-a55\", \"chromebook-exynos5250\""),
+            "{e}"
+        );
+    }
+}
