@@ -66,8 +66,20 @@ pub fn source(spec: &str, scenario_file: &str) -> Result<String, String> {
         Some(dir) if p.is_relative() && Path::new(scenario_file).is_file() => dir.join(p),
         _ => p.to_path_buf(),
     };
-    std::fs::read_to_string(&path).map_err(|e| format!("cost profile {}: {e}", path.display()))
+    let what = |e: String| format!("cost profile {}: {e}", path.display());
+    // A regular file of bounded size: not a device or a FIFO a scenario could name to hang
+    // the load (the fuzz targets feed arbitrary scenarios).
+    let meta = std::fs::metadata(&path).map_err(|e| what(e.to_string()))?;
+    if !meta.is_file() || meta.len() > MAX_PROFILE_BYTES {
+        return Err(what(format!(
+            "not a regular file of at most {MAX_PROFILE_BYTES} bytes"
+        )));
+    }
+    std::fs::read_to_string(&path).map_err(|e| what(e.to_string()))
 }
+
+/// The largest profile file read (a profile is a few dozen lines).
+const MAX_PROFILE_BYTES: u64 = 1 << 20;
 
 /// Parses a profile's text and checks its tables. Err: the message.
 pub fn parse(spec: &str, text: &str) -> Result<Table, String> {
@@ -219,6 +231,10 @@ mod tests {
             assert_eq!(source(name, "x.toml").unwrap(), *text);
             parse(name, text).unwrap();
         }
+        let e = source("/dev/zero.toml", "x.toml").unwrap_err();
+        assert!(e.contains("No such file"), "{e}");
+        let e = source("/dev/zero", "x.toml").unwrap_err();
+        assert!(e.contains("not a regular file"), "{e}");
         let e = source("nope", "x.toml").unwrap_err();
         assert!(
             e.contains("\"cortex-a55\", \"chromebook-exynos5250\""),
