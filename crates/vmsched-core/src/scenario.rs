@@ -599,6 +599,12 @@ fn locate(src: &str, path: &str) -> Option<usize> {
     span.map(|s| line_of(src, s.start))
 }
 
+/// As [`locate`]; a top-level field the file does not have (a missing `[[domain]]`) is the top
+/// level's, at line 1, as serde reports a missing field.
+fn locate_or_top(src: &str, path: &str) -> Option<usize> {
+    locate(src, path).or((!path.is_empty() && !path.contains('.')).then_some(1))
+}
+
 /// Serde reports an unknown field inside a tagged table (`[host]`, `[[domain.workload]]`) at the
 /// table's header; point at the field's own line when it follows in that table.
 fn refine_line(src: &str, line: Option<usize>, msg: &str) -> Option<usize> {
@@ -693,7 +699,7 @@ where
         if overrides.is_empty() {
             return match own {
                 Ok(()) => Ok(scenario),
-                Err((field, msg)) => Err(err(locate(src, &field), &field, msg)),
+                Err((field, msg)) => Err(err(locate_or_top(src, &field), &field, msg)),
             };
         }
         // The fields' types: the validated scenario with its defaults, serialised. Values are set
@@ -735,7 +741,9 @@ where
         match scenario.validate() {
             Ok(()) => Ok(scenario),
             // The file's own error, unchanged by the overrides: said as the file's, at its line.
-            Err(e) if own.as_ref().err() == Some(&e) => Err(err(locate(src, &e.0), &e.0, e.1)),
+            Err(e) if own.as_ref().err() == Some(&e) => {
+                Err(err(locate_or_top(src, &e.0), &e.0, e.1))
+            }
             // Said with the overrides; at the field's line in the file if it has one there and
             // no override set it.
             Err((field, msg)) => {
