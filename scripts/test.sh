@@ -38,6 +38,24 @@ if ! command -v chromium >/dev/null; then
     fi
 fi
 
+echo "== rt-tests for vmsched validate (Debian's rt-tests: cyclictest, hackbench) =="
+# tests/test_validate.py runs cyclictest and hackbench on this machine beside the model; its rows
+# say "not installed" without them locally, and under CI a failed install stops here.
+if ! command -v cyclictest >/dev/null || ! command -v hackbench >/dev/null; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+                --no-install-recommends rt-tests >/dev/null; }; then
+            echo "error: could not install rt-tests"
+            if [ "${CI:-}" = true ]; then exit 1; fi
+        fi
+    elif [ "${CI:-}" = true ]; then
+        echo "error: rt-tests is not installed and cannot be (needs root and apt-get)"
+        exit 1
+    else
+        echo "note: rt-tests is not installed (needs root and apt-get); validate's rows will say so"
+    fi
+fi
+
 echo "== installing vmsched (builds the Rust core with maturin) =="
 # With the optional extras Ray and Optuna, whose tests (test_ray.py, test_tune.py) fail under CI
 # without them; a plain `pip install vmsched` stays without both.

@@ -751,9 +751,59 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="replace an existing -o FILE")
     p.set_defaults(fn=cmd_import)
 
+    _add_calib_parsers(sub)
+
     p = sub.add_parser("list", help="list the shipped scenarios")
     p.set_defaults(fn=cmd_list)
     return ap
+
+
+def cmd_calibrate(a) -> int:
+    from vmsched.calibrate import calibrate
+
+    if a.output and Path(a.output).exists() and not a.force:
+        raise OSError(f"{a.output} exists (--force replaces it)")
+    text, _ = calibrate(a.output, quick=a.quick, name=a.name)
+    if a.output:
+        console.print(f"cost profile written to {escape(str(a.output))}")
+    else:
+        print(text, end="")
+    return 0
+
+
+def cmd_validate(a) -> int:
+    from vmsched.validate import table, validate
+
+    rows, notes = validate(a.profile, quick=a.quick,
+                           progress=lambda name: print(f"running {name} ...", file=sys.stderr,
+                                                       flush=True))
+    print(table(rows, notes))
+    return 0
+
+
+def _add_calib_parsers(sub) -> None:
+    """`calibrate` and `validate` (python/vmsched/calibrate.py, validate.py; docs/validation.md)."""
+    p = sub.add_parser("calibrate", help="measure this machine's per-operation costs into a "
+                                         "cost profile",
+                       description="Runs the shipped microbenchmarks (pipe, round trip, context "
+                                   "switch, wake-up, timer) and prints or writes a cost profile "
+                                   "that a scenario names with costs = \"PATH\".")
+    p.add_argument("-o", "--output", metavar="FILE", help="write the profile to FILE")
+    p.add_argument("--force", action="store_true", help="replace an existing -o FILE")
+    p.add_argument("--name", default="local", help="the profile's name (default: local)")
+    p.add_argument("--quick", action="store_true", help="few repetitions (CI)")
+    p.set_defaults(fn=cmd_calibrate)
+
+    p = sub.add_parser("validate", help="run workloads on this machine's Linux and in the "
+                                        "model, side by side",
+                       description="cyclictest (0-4 hogs, SCHED_OTHER and FIFO), the Context1 "
+                                   "pair (0-2 hogs) and hackbench, real and modelled (bare "
+                                   "metal, the running kernel's scheduler, a cost profile); "
+                                   "prints both with their ratio. docs/validation.md.")
+    p.add_argument("--profile", metavar="FILE",
+                   help="a cost profile (default: measure one first with calibrate)")
+    p.add_argument("--quick", action="store_true", help="short runs (CI)")
+    p.set_defaults(fn=cmd_validate)
 
 
 def _add_design_args(p) -> None:

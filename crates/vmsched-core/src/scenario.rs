@@ -20,6 +20,7 @@ use crate::time::{time_ns, Nanos, NS_PER_MS, NS_PER_US};
 use crate::workload::WorkloadConfig;
 
 pub mod coord;
+pub mod costs;
 mod cpupool;
 mod errpath;
 mod events;
@@ -87,6 +88,11 @@ pub struct Scenario<H, G> {
     pub name: String,
     #[serde(default)]
     pub description: String,
+    /// The cost profile the scenario's per-operation costs come from: a shipped profile's name
+    /// (`"cortex-a55"`) or a profile file's path (scenario/costs.rs, docs/scenarios.md). The
+    /// scenario's own fields win over the profile's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub costs: Option<String>,
     #[serde(default)]
     pub run: RunConfig,
     pub machine: MachineConfig,
@@ -99,7 +105,9 @@ pub struct Scenario<H, G> {
         skip_serializing_if = "Vec::is_empty"
     )]
     pub cpupools: Vec<CpupoolConfig<H>>,
-    #[serde(rename = "domain")]
+    /// The guests. None is allowed only beside a KVM host's own processes: bare metal, a
+    /// Linux machine running `[[host.process]]` workloads (`vmsched validate`'s model side).
+    #[serde(default = "Vec::new", rename = "domain")]
     pub domains: Vec<DomainConfig<G>>,
     /// The `[[event]]` timeline: run-time changes, in time order (ties in declaration order).
     #[serde(default, rename = "event", skip_serializing_if = "Vec::is_empty")]
@@ -591,6 +599,12 @@ fn locate(src: &str, path: &str) -> Option<usize> {
     span.map(|s| line_of(src, s.start))
 }
 
+/// As [`locate`]; a top-level field the file does not have (a missing `[[domain]]`) is the top
+/// level's, at line 1, as serde reports a missing field.
+fn locate_or_top(src: &str, path: &str) -> Option<usize> {
+    locate(src, path).or((!path.is_empty() && !path.contains('.')).then_some(1))
+}
+
 /// Serde reports an unknown field inside a tagged table (`[host]`, `[[domain.workload]]`) at the
 /// table's header; point at the field's own line when it follows in that table.
 fn refine_line(src: &str, line: Option<usize>, msg: &str) -> Option<usize> {
@@ -656,6 +670,27 @@ where
                 .map(|o| line_of(src, o));
             err(refine_line(src, line, &msg), &found.path, msg)
         })?;
+        // A cost profile fills the fields the file leaves out; the merged document is then the
+        // scenario (and the base the overrides apply to).
+        let mut merged: Option<toml::Value> = None;
+        let scenario = match &scenario.costs {
+            None => scenario,
+            Some(spec) => {
+                let at = || locate(src, "costs");
+                let profile = costs::source(spec, file)
+                    .and_then(|text| costs::parse(spec, &text))
+                    .map_err(|m| err(at(), "costs", m))?;
+                let mut doc: toml::Value =
+                    toml::from_str(src).map_err(|e| err(None, "", e.to_string()))?;
+                costs::apply(&mut doc, &profile);
+                let s: Self = doc.clone().try_into().map_err(|e: toml::de::Error| {
+                    let msg = e.message().trim();
+                    err(at(), "costs", format!("with cost profile {spec}: {msg}"))
+                })?;
+                merged = Some(doc);
+                s
+            }
+        };
         // The file as written must validate on its own, unless overrides are given: then it is
         // the result that must (an event at 5 ms of a 2 ms file is fine with `--set
         // run.duration_ms=10`). A failure of a field no override changes still points at its
@@ -664,13 +699,16 @@ where
         if overrides.is_empty() {
             return match own {
                 Ok(()) => Ok(scenario),
-                Err((field, msg)) => Err(err(locate(src, &field), &field, msg)),
+                Err((field, msg)) => Err(err(locate_or_top(src, &field), &field, msg)),
             };
         }
         // The fields' types: the validated scenario with its defaults, serialised. Values are set
         // in the document as written (defaults of another variant would not fit a new `kind`).
         let schema = toml::Value::try_from(&scenario).ok();
-        let mut doc: toml::Value = toml::from_str(src).map_err(|e| err(None, "", e.to_string()))?;
+        let mut doc: toml::Value = match merged {
+            Some(d) => d,
+            None => toml::from_str(src).map_err(|e| err(None, "", e.to_string()))?,
+        };
         for (k, v) in overrides {
             if k.trim().is_empty() {
                 // Nothing to name but the option itself (found by the overrides fuzz target).
@@ -703,7 +741,9 @@ where
         match scenario.validate() {
             Ok(()) => Ok(scenario),
             // The file's own error, unchanged by the overrides: said as the file's, at its line.
-            Err(e) if own.as_ref().err() == Some(&e) => Err(err(locate(src, &e.0), &e.0, e.1)),
+            Err(e) if own.as_ref().err() == Some(&e) => {
+                Err(err(locate_or_top(src, &e.0), &e.0, e.1))
+            }
             // Said with the overrides; at the field's line in the file if it has one there and
             // no override set it.
             Err((field, msg)) => {

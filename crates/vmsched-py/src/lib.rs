@@ -18,6 +18,8 @@
 //! Ctrl-C: while the core runs (the GIL released), SIGINT also sets the core's stop flag, which
 //! it looks at every `WATCH_EVERY` events; the run then raises Python's KeyboardInterrupt.
 
+mod probe;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -945,6 +947,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(import_skeleton, m)?)?;
     m.add_function(wrap_pyfunction!(estimate, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
+    probe::register(m)?;
     m.add_class::<ArrowTable>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     // A hash of the simulation's source code (build.rs): sweep point keys include it.

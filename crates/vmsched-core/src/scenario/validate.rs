@@ -35,10 +35,12 @@ where
         self.host
             .check()
             .map_err(|(f, m)| (format!("host.{f}"), m))?;
-        if self.domains.is_empty() {
+        if self.domains.is_empty() && self.host.host_processes().is_empty() {
             return Err((
                 "domain".into(),
-                "a scenario needs at least one [[domain]]".into(),
+                "a scenario needs at least one [[domain]] (or, bare metal, a KVM host's \
+                 [[host.process]])"
+                    .into(),
             ));
         }
         for (i, d) in self.domains.iter().enumerate() {

@@ -257,8 +257,12 @@ fn errors_name_the_field() {
         "scheduler = \"eevdf\"\nkernel = \"6.12\"\n#",
     );
     assert!(build::load("t.toml", &with_sched, &[]).is_ok());
+    // With its host processes and no domain it is bare metal (docs/validation.md); with
+    // neither, the missing table is named.
     let no_domain = &with_sched[..with_sched.find("[[domain]]").expect("a domain")];
-    assert_eq!(load_err(no_domain, &[]).field, "domain");
+    assert!(build::load("t.toml", no_domain, &[]).is_ok());
+    let nothing = &with_sched[..with_sched.find("[[host.process]]").expect("a process")];
+    assert_eq!(load_err(nothing, &[]).field, "domain");
     let e = load_err(SHIPPED, &[("host.process.0.affinity", "[2]")]);
     assert!(
         e.message.contains("pCPU 2") && e.message.contains("machine has 2 pCPUs"),
