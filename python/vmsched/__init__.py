@@ -15,7 +15,9 @@ from pathlib import Path
 from vmsched.api import Estimate, Result, check, estimate, run, scenario_path, sweep
 from vmsched.errors import BudgetWarning, CoreError, ScenarioError
 from vmsched.explain import Explanation, explain
-from vmsched.importers import import_rtapp, import_skeleton, import_sysctl, import_xl
+from vmsched.importers import (import_ftrace, import_perf, import_rtapp, import_skeleton,
+                               import_sysctl, import_xl)
+from vmsched.replay import replay_compare
 from vmsched.report import report
 
 # `vmsched.tune` is the function (the module stays importable as `vmsched.tune` in sys.modules
@@ -27,6 +29,7 @@ XENTRACE_FORMATS = Path(__file__).with_name("xentrace.formats")
 
 __all__ = ["BudgetWarning", "CoreError", "Estimate", "Explanation", "Result", "ScenarioError",
            "XENTRACE_FORMATS", "check", "explain",
-           "estimate", "import_rtapp", "import_skeleton", "import_sysctl", "import_xl", "report",
-           "run", "scenario_path", "sweep", "tune"]
+           "estimate", "import_ftrace", "import_perf", "import_rtapp", "import_skeleton",
+           "import_sysctl", "import_xl", "replay_compare", "report", "run", "scenario_path",
+           "sweep", "tune"]
 __version__ = "0.1.0"

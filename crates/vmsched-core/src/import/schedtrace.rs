@@ -118,6 +118,7 @@ enum Ev {
 struct Line {
     ts: u64,
     cpu: u32,
+    /// The CPU's current task (0: idle, or one perf lost track of).
     cur: u32,
     cur_comm: String,
     irq: bool,
@@ -234,10 +235,12 @@ fn parse_line(
         TraceFormat::Perf => task.rsplit_once(|c: char| c.is_ascii_whitespace()),
     }
     .ok_or_else(|| bad("expected the task (comm and pid) before [CPU]"))?;
-    let cur: u32 = pid
-        .trim()
-        .parse()
-        .map_err(|_| bad(&format!("'{pid}' is not a pid")))?;
+    // perf prints `:-1 -1` for a task whose thread it lost track of (one that exited).
+    let cur: u32 = match pid.trim().parse::<i64>() {
+        Ok(-1) => 0,
+        Ok(p) => u32::try_from(p).map_err(|_| bad(&format!("'{pid}' is not a pid")))?,
+        Err(_) => return Err(bad(&format!("'{pid}' is not a pid"))),
+    };
     // After [cpu]: [flags] secs.frac: event: payload
     let rest = &l[close..];
     let mut irq = false;
@@ -441,13 +444,16 @@ pub fn parse(
 
     // Pass 2: the state machine of each selected task.
     let (mut inconsistent, mut not_asleep, mut unwoken) = (0u64, 0u64, 0u64);
+    // Per CPU: the task last switched in.
+    let mut cpu_cur: BTreeMap<u32, u32> = BTreeMap::new();
     for l in &lines {
         let t = l.ts;
         if let Some(&c) = idx.get(&l.cur) {
             let x = &mut live[c];
             x.t.comm.clone_from(&l.cur_comm);
             x.t.cpus.insert(l.cpu);
-            if x.st == St::Unknown {
+            // Current before any switch of this CPU: running since the start.
+            if x.st == St::Unknown && !cpu_cur.contains_key(&l.cpu) {
                 x.st = St::Running(start);
             }
         }
@@ -462,13 +468,27 @@ pub fn parse(
                 next_comm,
                 next_prio,
             }) => {
+                // A CPU runs one task at a time: the task last switched in here ran until
+                // now, whatever this switch names as prev (a switch-out lost, or a task perf
+                // names otherwise); its run ends here, as a preemption.
+                let last = cpu_cur.insert(l.cpu, *next);
+                if let Some(&o) = last.filter(|o| o != prev).and_then(|o| idx.get(&o)) {
+                    if let St::Running(since) = live[o].st {
+                        live[o].pending += t - since;
+                        live[o].st = St::Runnable;
+                        inconsistent += 1;
+                    }
+                }
                 if let Some(&p) = idx.get(prev) {
                     let x = &mut live[p];
                     x.t.comm.clone_from(prev_comm);
                     x.t.prio = *prev_prio;
                     match x.st {
                         St::Running(since) => x.pending += t - since,
-                        St::Unknown => x.pending += t - start,
+                        // Running here since the start, unless another task was switched in
+                        // here before (then this switch-out is all that is seen of it).
+                        St::Unknown if last.is_none() => x.pending += t - start,
+                        St::Unknown => {}
                         St::Dead => continue,
                         _ => inconsistent += 1,
                     }

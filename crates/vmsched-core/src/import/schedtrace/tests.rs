@@ -91,6 +91,7 @@ const PERF: &str = "\
             pong    11 [000] 100.000050000:       sched:sched_switch: prev_comm=pong prev_pid=11 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120
         swapper     0 [000] 100.000070000:       sched:sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=ping next_pid=10 next_prio=120
  Web Content   12 [001] 100.000100000: sched:sched_stat_runtime: comm=Web Content pid=12 runtime=100000 [ns]
+             :-1    -1 [000] 100.000100000: sched:sched_stat_runtime: comm=gone pid=14 runtime=1000 [ns]
 ";
 
 #[test]
@@ -205,4 +206,25 @@ fn timestamps_are_exact() {
     assert_eq!(parse_ts("1.000000001"), Some(1_000_000_001));
     assert_eq!(parse_ts("1.0000000001"), None);
     assert_eq!(parse_ts("x.5"), None);
+}
+
+#[test]
+fn a_run_ends_at_the_next_switch_of_its_cpu() {
+    // b is switched in on CPU 0, and the next switch there names c as prev (b's switch-out
+    // is lost): b ran 0..10 µs, not to the end of the trace.
+    let src = "\
+ a-5 [000] d..2. 1.000000: sched_switch: prev_comm=a prev_pid=5 prev_prio=120 prev_state=S ==> next_comm=b next_pid=6 next_prio=120
+ c-7 [000] d..2. 1.000010: sched_switch: prev_comm=c prev_pid=7 prev_prio=120 prev_state=S ==> next_comm=a next_pid=5 next_prio=120
+ a-5 [000] d..2. 1.000030: sched_stat_runtime: comm=a pid=5 runtime=20000 [ns]
+";
+    let tr = parse("t", src, TraceFormat::Ftrace, &Selection::default()).unwrap();
+    assert_eq!(toks(&tr, "b"), "c10000");
+    // c, seen only switching out after b came in, ran nothing here.
+    assert!(tr.tasks.iter().all(|t| t.comm != "c"));
+    assert_eq!(toks(&tr, "a"), "s10000 c20000");
+    assert!(
+        tr.notes.iter().any(|n| n.message.contains("disagree")),
+        "{:?}",
+        tr.notes
+    );
 }
