@@ -15,8 +15,14 @@ from pathlib import Path
 from vmsched.api import Estimate, Result, check, estimate, run, scenario_path, sweep
 from vmsched.errors import BudgetWarning, CoreError, ScenarioError
 from vmsched.explain import Explanation, explain
-from vmsched.importers import (import_ftrace, import_perf, import_rtapp, import_skeleton,
-                               import_sysctl, import_xl)
+from vmsched.importers import (
+                               import_ftrace,
+                               import_perf,
+                               import_rtapp,
+                               import_skeleton,
+                               import_sysctl,
+                               import_xl,
+)
 from vmsched.replay import replay_compare
 from vmsched.report import report
 

@@ -13,9 +13,9 @@ comparison needs only the scenario, whatever scheduler or parameters the run was
 from __future__ import annotations
 
 import os
-import tomllib
 
 import polars as pl
+import tomllib
 
 from vmsched.errors import read_scenario
 
