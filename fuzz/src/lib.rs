@@ -325,6 +325,8 @@ pub fn small_enough(s: &vmsched_sched::Scenario) -> bool {
                     W::Startup(c) => c.reads <= 10_000 && c.work_us >= 10,
                     // One acquisition per critical section: keep it to a µs or more.
                     W::Spinlock(c) => c.threads.is_none_or(|t| t <= 16) && c.cs_ns >= 1_000,
+                    // A recorded program ends: its length is its steps, a few thousand here.
+                    W::Replay(r) => r.tasks.len() <= 16 && r.step_count() <= 100_000,
                 })
         })
 }

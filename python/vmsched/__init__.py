@@ -15,7 +15,15 @@ from pathlib import Path
 from vmsched.api import Estimate, Result, SeedRuns, check, estimate, run, scenario_path, sweep
 from vmsched.errors import BudgetWarning, CoreError, ScenarioError
 from vmsched.explain import Explanation, explain
-from vmsched.importers import import_rtapp, import_skeleton, import_sysctl, import_xl
+from vmsched.importers import (
+                               import_ftrace,
+                               import_perf,
+                               import_rtapp,
+                               import_skeleton,
+                               import_sysctl,
+                               import_xl,
+)
+from vmsched.replay import replay_compare
 from vmsched.report import report
 
 # `vmsched.tune` is the function (the module stays importable as `vmsched.tune` in sys.modules
@@ -30,6 +38,7 @@ XENTRACE_FORMATS_4_2_1 = Path(__file__).with_name("xentrace-4.2.1.formats")
 __all__ = ["BudgetWarning", "CoreError", "Estimate", "Explanation", "Result", "ScenarioError",
            "SeedRuns",
            "XENTRACE_FORMATS", "XENTRACE_FORMATS_4_2_1", "check", "explain",
-           "estimate", "import_rtapp", "import_skeleton", "import_sysctl", "import_xl", "report",
-           "run", "scenario_path", "sweep", "tune"]
+           "estimate", "import_ftrace", "import_perf", "import_rtapp", "import_skeleton",
+           "import_sysctl", "import_xl", "replay_compare", "report", "run", "scenario_path",
+           "sweep", "tune"]
 __version__ = "0.1.0"

@@ -1,4 +1,5 @@
-"""The `vmsched` command: run, sweep, tune, reproduce, explain, report, perf, check, list, import."""
+"""The `vmsched` command: run, sweep, tune, reproduce, explain, report, perf, check, list, import,
+replay-compare."""
 
 from __future__ import annotations
 
@@ -549,6 +550,8 @@ def cmd_import(a) -> int:
     """Prints (or writes with -o) the TOML of imported files; the notes as comments."""
     from vmsched import importers
 
+    if a.format in ("perf", "ftrace"):
+        return _cmd_import_trace(a)
     if (a.sysctl or a.rtapp) and not a.host:
         raise ValueError("vmsched import: --sysctl and --rtapp combine files into a whole "
                          "scenario; give --host too")
@@ -578,6 +581,48 @@ def cmd_import(a) -> int:
         print(f"written to {a.output}", flush=True)
     else:
         print(text, end="", flush=True)
+    return 0
+
+
+def _write_text(a, text: str) -> None:
+    """`text` to `-o FILE` (atomically; --force to replace) or to stdout."""
+    if a.output:
+        out = Path(a.output)
+        if out.is_dir():
+            raise ValueError(f"-o {a.output}: is a directory")
+        if out.exists() and not a.force:
+            raise ValueError(f"-o {a.output}: exists (--force replaces it)")
+        tmp = out.with_name(f".{out.name}.tmp")
+        tmp.write_text(text)
+        tmp.replace(out)
+        print(f"written to {a.output}", flush=True)
+    else:
+        print(text, end="", flush=True)
+
+
+def _cmd_import_trace(a) -> int:
+    """`vmsched import perf|ftrace TRACE`: a whole replay scenario (docs/replay.md)."""
+    from vmsched import importers
+
+    if len(a.files) != 1:
+        raise ValueError(f"vmsched import {a.format}: give one trace file")
+    if a.host or a.sysctl or a.rtapp:
+        raise ValueError(f"vmsched import {a.format}: --host, --sysctl and --rtapp are for "
+                         "configuration files; a trace becomes a bare-metal scenario")
+    read = importers.import_perf if a.format == "perf" else importers.import_ftrace
+    t = read(a.files[0], pids=a.pid, comms=a.comm, scheduler=a.scheduler, kernel=a.kernel,
+             cpus=a.pcpus, observed_affinity=not a.any_cpu)
+    lines = [f"# {t.format}: {' '.join(t.path.splitlines())}: {len(t.tasks)} tasks"]
+    lines += [f"#   note: {' '.join(str(n).splitlines())}" for n in t.notes]
+    _write_text(a, "\n".join(lines) + "\n\n" + t.toml)
+    return 0
+
+
+def cmd_replay_compare(a) -> int:
+    from vmsched.replay import compare_text, replay_compare
+
+    df = replay_compare(a.scenario, set=a.set, seed=a.seed)
+    print(compare_text(df, a.limit), flush=True)
     return 0
 
 
@@ -737,7 +782,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "domains, Linux sysctl/sched_features dumps (the guest's CFS parameters), "
                        "rt-app JSON (program workloads). Notes (what was left out) are printed "
                        "as comments. docs/import.md has the mapping.")
-    p.add_argument("format", choices=("xl", "sysctl", "rtapp"))
+    p.add_argument("format", choices=("xl", "sysctl", "rtapp", "perf", "ftrace"))
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("--host", metavar="SCHEDULER",
                    help="print a whole scenario with this host scheduler (e.g. credit2), checked")
@@ -749,9 +794,32 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --host: an rt-app workload of the guest too")
     p.add_argument("-o", "--output", metavar="FILE", help="write the TOML to FILE")
     p.add_argument("--force", action="store_true", help="replace an existing -o FILE")
+    g = p.add_argument_group("perf and ftrace traces (a replay scenario, docs/replay.md)")
+    g.add_argument("--pid", type=int, action="append", default=[], metavar="PID",
+                   help="replay this task (repeatable; default: every task but idle)")
+    g.add_argument("--comm", action="append", default=[], metavar="COMM",
+                   help="replay the tasks of this comm (repeatable)")
+    g.add_argument("--scheduler", default="eevdf", metavar="NAME",
+                   help="the kernel's scheduler, [domain.sched] scheduler (default eevdf)")
+    g.add_argument("--kernel", metavar="VERSION",
+                   help="its kernel version (default 6.18 for eevdf)")
+    g.add_argument("--any-cpu", action="store_true",
+                   help="let tasks run on any CPU (default: only on those they ran on)")
     p.set_defaults(fn=cmd_import)
 
     _add_calib_parsers(sub)
+
+    p = sub.add_parser("replay-compare",
+                       help="run a replay scenario and compare each task with its recording",
+                       description="Run a scenario made by `vmsched import perf|ftrace` (with "
+                       "--set: another scheduler or parameters) and print each replayed task's "
+                       "recorded and replayed CPU time and wake-ups. docs/replay.md.")
+    p.add_argument("scenario")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--seed", type=int)
+    p.add_argument("--limit", type=_positive_int, metavar="N",
+                   help="only the N tasks with the most recorded CPU time")
+    p.set_defaults(fn=cmd_replay_compare)
 
     p = sub.add_parser("list", help="list the shipped scenarios")
     p.set_defaults(fn=cmd_list)

@@ -1,4 +1,5 @@
-"""Real configuration files in: xl.cfg domains, Linux sysctl dumps, rt-app workloads.
+"""Real configuration files in: xl.cfg domains, Linux sysctl dumps, rt-app workloads, and
+scheduler traces (perf sched, ftrace) as replay scenarios (docs/replay.md).
 
 The readers are Rust (`vmsched-core`'s `import` module, reached through `vmsched._core`); this
 module only names them for Python and builds whole scenarios from their fragments. Every input
@@ -99,3 +100,91 @@ def import_skeleton(parts: list[Imported], host: str = "credit2",
     if pcpus is None:
         pcpus = max((_max_cpu(p.table) for p in parts), default=0) + 1
     return _core.import_skeleton(host, pcpus, [p.toml for p in parts])
+
+
+@dataclass(frozen=True)
+class TracedTask:
+    """One task of an imported scheduler trace: its replay name (`comm:pid`) and what the
+    trace recorded of it (CPU time, wake-ups)."""
+
+    name: str
+    pid: int
+    comm: str
+    cpu_ns: int
+    wakes: int
+
+
+@dataclass(frozen=True)
+class ImportedTrace:
+    """A scheduler trace read into a whole replay scenario (docs/replay.md): `toml` the
+    scenario's text, `tasks` the replayed tasks, `notes` what the reader left out."""
+
+    path: str
+    format: str
+    toml: str
+    tasks: list[TracedTask]
+    notes: list[Note] = field(default_factory=list)
+
+
+#: The `perf script` fields the perf reader expects (vmsched-core import/schedtrace.rs).
+PERF_SCRIPT_FIELDS = "comm,tid,cpu,time,event,trace"
+
+
+def perf_script_text(path: str | os.PathLike, perf: str = "perf") -> str:
+    """The text of a `perf sched record` file as the perf reader reads it: `perf script --ns
+    -F comm,tid,cpu,time,event,trace` (perf.data's binary format is perf's to read). Raises
+    OSError when perf is missing or fails."""
+    import shutil
+    import subprocess
+
+    exe = shutil.which(perf)
+    if exe is None:
+        raise OSError(f"{path}: a perf.data file needs `perf` to read it (Debian: linux-perf); "
+                      "or give the text of `perf script --ns -F "
+                      f"{PERF_SCRIPT_FIELDS}`")
+    p = subprocess.run([exe, "script", "-i", os.fspath(path), "--ns", "-F", PERF_SCRIPT_FIELDS],
+                       capture_output=True, text=True, errors="replace")
+    if p.returncode != 0:
+        err = " ".join(p.stderr.split())[-400:]
+        raise OSError(f"{path}: perf script failed (exit {p.returncode}): {err}")
+    return p.stdout
+
+
+def _import_trace(fmt: str, path, pids, comms, scheduler, kernel, cpus,
+                  observed_affinity) -> ImportedTrace:
+    path = os.fspath(path)
+    with open(path, "rb") as f:
+        head = f.read(8)
+    if fmt == "perf" and head == b"PERFILE2":
+        text = perf_script_text(path)
+    else:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    if kernel is None and scheduler == "eevdf":
+        kernel = "6.18"
+    toml, notes, tasks = _core.import_trace(fmt, path, text, list(pids or []),
+                                            list(comms or []), scheduler, kernel, cpus,
+                                            observed_affinity)
+    return ImportedTrace(path, fmt, toml, [TracedTask(*t) for t in tasks],
+                         [Note(*n) for n in notes])
+
+
+def import_perf(path: str | os.PathLike, pids=None, comms=None, scheduler: str = "eevdf",
+                kernel: str | None = None, cpus: int | None = None,
+                observed_affinity: bool = True) -> ImportedTrace:
+    """A `perf sched record` recording (perf.data, read with `perf script`, or the text of
+    `perf script --ns -F comm,tid,cpu,time,event,trace`) as a whole replay scenario: a
+    bare-metal level with `cpus` CPUs (default: the trace's), the guest scheduler `scheduler`
+    (`kernel` 6.18 for EEVDF unless given), a `kind = "replay"` workload of the tasks whose pid
+    is in `pids` or comm in `comms` (default: every task but idle), each pinned to the CPUs it
+    ran on unless `observed_affinity` is False. docs/replay.md."""
+    return _import_trace("perf", path, pids, comms, scheduler, kernel, cpus, observed_affinity)
+
+
+def import_ftrace(path: str | os.PathLike, pids=None, comms=None, scheduler: str = "eevdf",
+                  kernel: str | None = None, cpus: int | None = None,
+                  observed_affinity: bool = True) -> ImportedTrace:
+    """An ftrace `trace` file with sched_switch and sched_waking/sched_wakeup(_new) events as a
+    whole replay scenario (as `import_perf`)."""
+    return _import_trace("ftrace", path, pids, comms, scheduler, kernel, cpus,
+                         observed_affinity)

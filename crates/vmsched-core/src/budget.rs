@@ -375,6 +375,20 @@ fn shape(w: &WorkloadConfig, vcpus: u32) -> Shape {
             gap_pairs: 0,
             rate: loop_rate(6, c.cs_ns).map(|r| (r, "cs_ns".into())),
         },
+        // Recorded programs without a loop: they end (the rate is their finite step count).
+        WorkloadConfig::Replay(r) => {
+            let tasks = r.tasks.len() as u64;
+            Shape {
+                tasks_field: "tasks",
+                tasks,
+                steps: r.step_count().div_ceil(tasks.max(1)),
+                channels: r.tasks.len() as u64,
+                hists: 0,
+                buckets: 0,
+                gap_pairs: 0,
+                rate: Some((0, "tasks".into())),
+            }
+        }
         // One task per vCPU; exponential bursts and waits: no bound on the rate.
         WorkloadConfig::VmBoot(b) => Shape {
             tasks_field: "",

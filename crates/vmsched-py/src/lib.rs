@@ -927,6 +927,64 @@ fn import_skeleton(host: &str, pcpus: u32, fragments: Vec<String>) -> PyResult<S
         .map_err(scenario_err)
 }
 
+/// A recorded task as Python gets it: (name, pid, comm, recorded CPU ns, recorded wake-ups).
+type TracedTuple = (String, u32, String, u64, u64);
+
+/// Reads a scheduler trace's text (`format`: "perf" for `perf script --ns -F
+/// comm,tid,cpu,time,event,trace`, "ftrace" for the tracefs `trace` file; `file` names it in
+/// errors) into a whole replay scenario (docs/replay.md). Returns (the scenario as TOML, the
+/// notes, the selected tasks). Raises ScenarioError naming the file, line and event.
+#[pyfunction]
+#[pyo3(signature = (format, file, text, pids=vec![], comms=vec![], scheduler="eevdf".to_string(),
+                    kernel=Some("6.18".to_string()), cpus=None, observed_affinity=true))]
+#[allow(clippy::too_many_arguments)]
+fn import_trace(
+    format: &str,
+    file: &str,
+    text: &str,
+    pids: Vec<u32>,
+    comms: Vec<String>,
+    scheduler: String,
+    kernel: Option<String>,
+    cpus: Option<u32>,
+    observed_affinity: bool,
+) -> PyResult<(String, Vec<NoteTuple>, Vec<TracedTuple>)> {
+    use vmsched_core::import::schedtrace;
+    let fmt = match format {
+        "perf" => schedtrace::TraceFormat::Perf,
+        "ftrace" => schedtrace::TraceFormat::Ftrace,
+        _ => {
+            return Err(PyValueError::new_err(format!(
+                "unknown trace format '{format}' (perf, ftrace)"
+            )))
+        }
+    };
+    let sel = schedtrace::Selection { pids, comms };
+    let tr = quiet(|| schedtrace::parse(file, text, fmt, &sel))?.map_err(scenario_err)?;
+    let opts = schedtrace::ScenarioOptions {
+        scheduler,
+        kernel,
+        cpus,
+        observed_affinity,
+        source: format!("{format} trace {file}"),
+    };
+    let toml = vmsched_core::import::write_toml(&schedtrace::scenario(&tr, &opts));
+    let notes = tr
+        .notes
+        .iter()
+        .map(|n| (n.line, n.key.clone(), n.message.clone()))
+        .collect();
+    let tasks = tr
+        .tasks
+        .iter()
+        .map(|t| {
+            let r = t.recorded();
+            (t.name(), t.pid, t.comm.clone(), r.cpu_ns, r.wakes)
+        })
+        .collect();
+    Ok((toml, notes, tasks))
+}
+
 /// Raises what a broken invariant in the core raises (for testing the error mapping).
 #[pyfunction]
 fn _panic_for_tests(msg: String) -> PyResult<()> {
@@ -945,6 +1003,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<TracedRun>()?;
     m.add_function(wrap_pyfunction!(import_file, m)?)?;
     m.add_function(wrap_pyfunction!(import_skeleton, m)?)?;
+    m.add_function(wrap_pyfunction!(import_trace, m)?)?;
     m.add_function(wrap_pyfunction!(estimate, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     probe::register(m)?;

@@ -25,6 +25,7 @@
 
 pub mod json;
 pub mod rtapp;
+pub mod schedtrace;
 pub mod sysctl;
 pub mod xlcfg;
 

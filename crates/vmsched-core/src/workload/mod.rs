@@ -15,6 +15,7 @@ pub mod cyclictest;
 pub mod parallel;
 pub mod ping;
 pub mod program;
+pub mod replay;
 pub mod spinlock;
 pub mod startup;
 pub mod stream;
@@ -252,6 +253,8 @@ pub enum WorkloadKind {
     Startup,
     /// Threads contending one lock (spinlock.rs).
     Spinlock,
+    /// A recorded scheduler trace re-run (replay.rs).
+    Replay,
 }
 
 /// A workload's headline figure in its benchmark's unit.
@@ -278,6 +281,7 @@ pub enum WorkloadConfig {
     Parallel(parallel::ParallelConfig),
     Startup(startup::StartupConfig),
     Spinlock(spinlock::SpinlockConfig),
+    Replay(replay::ReplayConfig),
 }
 
 impl WorkloadConfig {
@@ -294,6 +298,7 @@ impl WorkloadConfig {
             WorkloadConfig::Parallel(c) => &c.name,
             WorkloadConfig::Startup(c) => &c.name,
             WorkloadConfig::Spinlock(c) => &c.name,
+            WorkloadConfig::Replay(c) => &c.name,
         }
     }
 
@@ -362,6 +367,12 @@ impl WorkloadConfig {
                 aff(&c.affinity)?;
                 c.validate()
             }
+            WorkloadConfig::Replay(c) => {
+                for (i, t) in c.tasks.iter().enumerate() {
+                    aff(&t.affinity).map_err(|(f, m)| (format!("tasks.{i}.{f}"), m))?;
+                }
+                c.validate()
+            }
         }
     }
 
@@ -380,6 +391,7 @@ impl WorkloadConfig {
             WorkloadConfig::VmBoot(c) => c.build(nr_vcpus),
             WorkloadConfig::Startup(c) => c.build(),
             WorkloadConfig::Spinlock(c) => c.build(nr_vcpus),
+            WorkloadConfig::Replay(c) => c.build(),
             WorkloadConfig::Parallel(c) => WorkloadSpec {
                 name: c.name.clone(),
                 kind: WorkloadKind::Program,
@@ -446,6 +458,7 @@ impl WorkloadKind {
             WorkloadKind::Parallel => parallel::figure(counters),
             WorkloadKind::Startup => startup::figure(hist_mean_us),
             WorkloadKind::Spinlock => spinlock::figure(counters, secs),
+            WorkloadKind::Replay => replay::figure(counters),
             WorkloadKind::Program => Figure {
                 name: "count".into(),
                 value: counters.first().copied().unwrap_or(0) as f64,
