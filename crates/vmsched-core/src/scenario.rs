@@ -137,7 +137,7 @@ pub struct RunConfig {
     #[serde(default = "d_vary")]
     pub vary: bool,
     /// With `vary`: each domain's work starts uniformly within this bound after its declared
-    /// time, each task within a tenth of it after its domain, and the warm-up's end (the
+    /// time, each workload within a tenth of it after its domain, and the warm-up's end (the
     /// measurement window's start) within it, at most `warmup_ms`.
     #[serde(default = "d_start_spread")]
     pub start_spread_us: u64,

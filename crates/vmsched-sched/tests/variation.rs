@@ -17,9 +17,9 @@ fn run(src: &str, ov: &[(&str, &str)]) -> Results {
     vmsched_sched::run("v.toml", src, &ov).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// One pCPU per domain (pinned host), each domain one vCPU running a CPU loop `a<name>` and,
-/// from the same instant, a second loop `b<name>` under CFS: a loop's CPU time is what is left
-/// of the run after its start, so the start is readable from the figures.
+/// One pCPU per domain (pinned host), each domain one vCPU running a CPU loop under CFS: the
+/// vCPU's CPU time is what is left of the run after the loop's start, so the start is
+/// readable from the figures.
 fn domains(names: &[&str]) -> String {
     let mut s = format!(
         "name = \"v\"\n[run]\nduration_ms = 200\nseed = 1\n[machine]\npcpus = {}\n\

@@ -17,9 +17,11 @@ impl Simulation {
     ///
     /// With a start spread ([`Variation::start_spread`], issue 14), each task's start is
     /// moved later by its guest's offset (stream `start/<level name>`, uniform in
-    /// `0..spread`; none for the host level, whose boot is time 0) plus its own (stream
-    /// `start/<level name>/<task name>`, uniform in `0..spread / 10`): a real run's domains
-    /// and processes are started one after another, at times no two runs share.
+    /// `0..spread`; none for the host level, whose boot is time 0) plus its workload's (stream
+    /// `start/<level name>/<workload name>`, uniform in `0..spread / 10`): a real run's
+    /// domains and benchmarks are started one after another, at times no two runs share. The
+    /// tasks of one workload keep starting together: the workload starts them itself (a
+    /// Context1 pair's fork), and an offset between them would be a different program.
     ///
     /// All are keyed by the level's (and task's) *name*, not its index, so a scenario with its
     /// domains declared in another order draws the same phases, offsets and boot order.
@@ -58,12 +60,13 @@ impl Simulation {
             if let SlotKind::TaskStart(t) = *k {
                 let slot = SlotId(s as u32);
                 if let Some(mut at) = self.q.deadline(slot) {
-                    let es = &self.ents[self.tasks[t].ent.idx()];
-                    let l = es.level;
+                    let l = self.ents[self.tasks[t].ent.idx()].level;
                     if spread >= 10 {
+                        // One offset per workload: its tasks are started by the workload
+                        // itself (a pair's fork), in their declared order, at one instant.
                         let lv = &self.levels[l.idx()];
-                        let name = &lv.ent_info[es.local.idx()].params.name;
-                        let own = Stream::new(seed, &format!("start/{}/{name}", lv.name))
+                        let wl = &self.wls[self.tasks[t].wl].spec.name;
+                        let own = Stream::new(seed, &format!("start/{}/{wl}", lv.name))
                             .range(0, spread / 10 - 1);
                         at = at.saturating_add(offset[l.idx()] + own);
                     }

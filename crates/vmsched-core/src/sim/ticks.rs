@@ -17,7 +17,8 @@ use super::*;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Variation {
     /// Each guest's work starts uniformly within this bound after its declared time (stream
-    /// `start/<level>`), each task within a tenth of it after that (`start/<level>/<task>`),
+    /// `start/<level>`), each workload within a tenth of it after that
+    /// (`start/<level>/<workload>`; a workload's tasks start together),
     /// and the warm-up's end (the window's start) within it, at most the warm-up's length
     /// (`window`). 0: no offsets.
     pub start_spread: Nanos,
