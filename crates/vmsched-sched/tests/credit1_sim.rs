@@ -160,7 +160,8 @@ fn a_vcpu_waking_from_under_is_boosted_and_preempts_a_hog_at_once() {
 /// demotion does not reschedule, ERRATA X8): for the rest of the burst, up to a 30 ms slice.
 /// Whether its wakes land there is a matter of phase (cyclictest's 10 ms grid against the
 /// 10 ms Credit1 ticker), which the seed varies (`run.vary`): about one seed in three shows
-/// the long waits, and every seed that waits at all waits for a burst.
+/// the long waits, and every seed that waits at all waits for a burst (how often it waits
+/// depends on the phase too).
 #[test]
 fn the_shipped_scenario_shows_boost_and_a_boosted_burst_holding_the_cpu() {
     let path = concat!(
@@ -183,7 +184,7 @@ fn the_shipped_scenario_shows_boost_and_a_boosted_burst_holding_the_cpu() {
         if max > 0 {
             shown += 1;
             assert!(
-                (5 * MS..=31 * MS).contains(&max) && mean > 500_000.0,
+                (5 * MS..=31 * MS).contains(&max) && mean > 100_000.0,
                 "seed {seed}: worst {max} ns, mean {mean} ns"
             );
         }
@@ -193,7 +194,7 @@ fn the_shipped_scenario_shows_boost_and_a_boosted_burst_holding_the_cpu() {
     let (max, mean, n) = waits(&src);
     assert!(n > 100, "{n} wake-ups");
     assert!(
-        (5 * MS..=31 * MS).contains(&max) && mean > 500_000.0,
+        (5 * MS..=31 * MS).contains(&max) && mean > 100_000.0,
         "behind BOOSTed bursts: worst {max} ns, mean {mean} ns"
     );
     let a = src.find("[[domain]]\nname = \"booter\"").unwrap();
