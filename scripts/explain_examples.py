@@ -16,8 +16,10 @@ DOC = Path(__file__).resolve().parent.parent / "docs" / "explain.md"
 
 #: name: (scenario, overrides, task, worst)
 EXAMPLES = {
-    "seed000": ("seed000_context1_ratelimit", {"run.duration_ms": 1000}, "context1.child", 1),
-    "cyclictest": ("rt_cyclictest", {}, "ct.t0", 1),
+    # Fixed phases (run.vary = false): the situations docs/explain.md describes.
+    "seed000": ("seed000_context1_ratelimit", {"run.duration_ms": 1000, "run.vary": False},
+                "context1.child", 1),
+    "cyclictest": ("rt_cyclictest", {"run.vary": False}, "ct.t0", 1),
 }
 
 

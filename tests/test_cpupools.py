@@ -44,7 +44,9 @@ def test_the_shipped_scenario_says_each_entity_s_pool():
 def test_a_python_migrate_event_moves_the_domain(tmp_path):
     f = tmp_path / "pools.toml"
     f.write_text(SRC)
-    r = vmsched.run(f, events=[{"at_ms": 200, "action": "cpupool_migrate", "domain": "a",
+    # Fixed start (run.vary = false): "200 ms alone" is counted from time 0.
+    r = vmsched.run(f, set={"run.vary": False},
+                    events=[{"at_ms": 200, "action": "cpupool_migrate", "domain": "a",
                                 "pool": "rt", "budget_us": 2000, "period_us": 10000,
                                 "extratime": False}])
     row = r.entities.filter(pl.col("name") == "a.v0").row(0, named=True)

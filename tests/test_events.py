@@ -166,7 +166,9 @@ def test_events_take_a_guest_cpu_offline_and_online(tmp_path):
 def test_events_take_a_host_pcpu_offline(tmp_path):
     f = tmp_path / "hotplug.toml"
     f.write_text(HOTPLUG)
-    r = vmsched.run(f, events=[{"at_ms": 100, "action": "cpu_offline", "cpu": 1}])
+    # Fixed start (run.vary = false): "100 ms on two pCPUs" is counted from time 0.
+    r = vmsched.run(f, set={"run.vary": False},
+                    events=[{"at_ms": 100, "action": "cpu_offline", "cpu": 1}])
     # One pCPU left for two busy vCPUs: 100 ms on two pCPUs, then 500 ms on one.
     total = vcpu(r, "g.v0")["running_ns"] + vcpu(r, "g.v1")["running_ns"]
     assert total == pytest.approx(2 * 100_000_000 + 500_000_000, rel=0.01)

@@ -28,7 +28,9 @@ WINDOW = (868_000_000, 884_000_000)
 @pytest.fixture(scope="module")
 def seed000(tmp_path_factory):
     run = tmp_path_factory.mktemp("perf") / "s0"
-    vmsched.run("seed000_context1_ratelimit", set={"run.duration_ms": 1000}, out=run)
+    # Fixed phases (run.vary = false): the child waits out domU2's slices (docs/explain.md).
+    vmsched.run("seed000_context1_ratelimit", set={"run.duration_ms": 1000, "run.vary": False},
+                out=run)
     return run, perf_sched(run, window=WINDOW)
 
 

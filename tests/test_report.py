@@ -32,7 +32,9 @@ def seed000(tmp_path_factory):
     """A seed 000 run directory (1 s: its warm-up is 500 ms) and its report."""
     d = tmp_path_factory.mktemp("report")
     run = d / "s0"
-    vmsched.run("seed000_context1_ratelimit", set={"run.duration_ms": 1000}, out=run)
+    # Fixed phases (run.vary = false): the child waits out domU2's slices (docs/explain.md).
+    vmsched.run("seed000_context1_ratelimit", set={"run.duration_ms": 1000, "run.vary": False},
+                out=run)
     html = make_report(run, out=d / "s0.html")
     return run, html
 
@@ -121,7 +123,9 @@ def test_a_run_without_task_wakeups_still_has_its_timeline(tmp_path):
     """io_ping's guests run only CPU loops (the ping is kernel work): no task wake-up to
     explain, and the Gantt chart shows the first 10 ms measured."""
     run = tmp_path / "io"
-    vmsched.run("io_ping", set={"run.duration_ms": 300, "run.warmup_ms": 100}, out=run)
+    # Fixed window (run.vary = false): the timeline's bounds are checked exactly.
+    vmsched.run("io_ping", set={"run.duration_ms": 300, "run.warmup_ms": 100, "run.vary": False},
+                out=run)
     text = make_report(run).read_text()
     assert _section_ids(text) == RUN_SECTIONS
     assert "No task had a measured wake-up" in text

@@ -22,8 +22,13 @@ def point(version, r_ms, duration_ms=2000, scen=PINNED, case="pinned pair", seed
 def test_point_release_decides_the_slice():
     # ERRATA X3: on 4.20.0 ratelimits of 1 and 5 ms both give ~10 ms slices, so identical runs;
     # on 4.20.2 the slice is the ratelimit.
+    # With exact timers the two runs were identical; with the timer jitter (run.vary) a wake-up
+    # now and then lands inside the 1-5 ms ratelimit window after a switch, where the two
+    # differ, so the scores agree to 2 % (seed 1: 29,410 and 29,757 lps) and the slices are
+    # the same.
     a, b = point("4.20.0", 1), point("4.20.0", 5)
-    assert a["score_lps"] == b["score_lps"] and a["vcpu0_preemptions"] == b["vcpu0_preemptions"]
+    assert abs(a["score_lps"] - b["score_lps"]) < 0.02 * a["score_lps"]
+    assert abs(a["vcpu0_preemptions"] - b["vcpu0_preemptions"]) <= 0.02 * a["vcpu0_preemptions"]
     assert 9.9 <= a["vcpu0_worst_wait_ms"] <= 10.1
     c, d = point("4.20.2", 1), point("4.20.2", 5)
     assert 0.99 <= c["vcpu0_worst_wait_ms"] <= 1.01 and 4.99 <= d["vcpu0_worst_wait_ms"] <= 5.01

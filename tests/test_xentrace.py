@@ -117,7 +117,11 @@ def test_the_file_holds_what_the_result_says_and_perfetto_can_be_written_at_once
     assert r3.xentrace["cpu_hz"] == 10**9
     c1 = [c for _, _, c, _ in parse(tmp_path / "f.bin")]
     c24 = [c for _, _, c, _ in recs]
-    assert sorted(c1) == sorted(1 + (c - 1) * 10**9 // 2_400_000_000 for c in c24)
+    # Each count is floored from the run's ns; rescaling a floored count floors twice, which
+    # lands one cycle low for a time off the 5 ns grid (timer jitter, run.vary, makes them).
+    want = sorted(1 + (c - 1) * 10**9 // 2_400_000_000 for c in c24)
+    assert len(c1) == len(want)
+    assert all(0 <= a - b <= 1 for a, b in zip(sorted(c1), want))
 
 
 def test_the_bound_cuts_the_file_where_the_trace_stops(tmp_path):

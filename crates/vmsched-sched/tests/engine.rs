@@ -26,7 +26,7 @@ fn run_src(src: &str, ov: &[(&str, &str)]) -> Results {
 
 /// The `[run]`, `[machine]` and `[host]` tables of a test scenario.
 fn machine(run: &str, machine: &str, host: &str) -> String {
-    format!("[run]\n{run}\n[machine]\n{machine}\n[host]\n{host}\n")
+    format!("[run]\nvary = false\n{run}\n[machine]\n{machine}\n[host]\n{host}\n")
 }
 
 /// A CFS guest: `[[domain]]` with `keys` (name, vCPUs, weight...) and its workloads, each the
@@ -43,6 +43,7 @@ const CPU_LOOP: &str = "kind = \"cpu_loop\"";
 
 const PINNED_ONE: &str = r#"
 [run]
+vary = false
 duration_ms = 1000
 [machine]
 pcpus = 2
@@ -498,7 +499,7 @@ fn executed_time_is_what_the_vcpu_really_ran() {
 
 #[test]
 fn ipi_latency_applies_to_remote_reschedules_only() {
-    let base = "[run]\nduration_ms = 200\n[machine]\npcpus = 2\n[host]\nscheduler = \"pinned\"\n\
+    let base = "[run]\nvary = false\nduration_ms = 200\n[machine]\npcpus = 2\n[host]\nscheduler = \"pinned\"\n\
                 [[domain]]\nname = \"g\"\nvcpus = 2\n[domain.sched]\nscheduler = \"cfs\"\n\
                 [[domain.workload]]\nkind = \"context1\"\nname = \"c\"\n";
     let lat = [("domain.0.kernel.ipi_latency_ns", "100000")];

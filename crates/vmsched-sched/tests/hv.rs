@@ -44,7 +44,7 @@ fn hist(r: &Results, w: &str) -> vmsched_core::metrics::HistSummary {
 /// 10 µs and sleeps `sleep_us` (no slack) in a loop, counting its loops.
 fn idle_guest(machine: &str, sleep_us: u64) -> String {
     format!(
-        "[run]\nduration_ms = 100\n[machine]\npcpus = 1\n{machine}\n[host]\nscheduler = \"pinned\"\n\
+        "[run]\nvary = false\nduration_ms = 100\n[machine]\npcpus = 1\n{machine}\n[host]\nscheduler = \"pinned\"\n\
          [[domain]]\nname = \"g\"\nvcpus = 1\n[domain.sched]\nscheduler = \"cfs\"\n\
          [[domain.workload]]\nkind = \"program\"\nname = \"s\"\ncounters = [\"n\"]\n\
          steps = [{{ op = \"compute\", us = 10 }}, {{ op = \"sleep\", us = {sleep_us}, slack_ns = 0 }}, \
@@ -62,7 +62,7 @@ fn a_guest_timer_is_held_while_its_vcpu_is_away_and_delivered_when_it_runs() {
     // while its vCPU is preempted; it is held (the latency covers the other vCPU's slice) and
     // delivered when the vCPU runs again (the latency is never longer than the vCPU's longest
     // absence plus the timer slack).
-    let src = "[run]\nduration_ms = 1000\n[machine]\npcpus = 1\n\
+    let src = "[run]\nvary = false\nduration_ms = 1000\n[machine]\npcpus = 1\n\
                [host]\nscheduler = \"credit2\"\nratelimit_us = 1000\n\
                [[domain]]\nname = \"rt\"\nvcpus = 1\n[domain.sched]\nscheduler = \"cfs\"\n\
                [[domain.workload]]\nkind = \"cyclictest\"\nname = \"ct\"\nmain_thread = false\n\
@@ -234,7 +234,7 @@ fn kvm_halt_polling_polls_its_window_then_blocks_and_a_long_halt_shrinks_it() {
 /// `w` runs `w_workload`.
 fn poller_and(w_workload: &str) -> String {
     format!(
-        "[run]\nduration_ms = 100\n[machine]\npcpus = 1\nhypervisor = \"kvm\"\n\
+        "[run]\nvary = false\nduration_ms = 100\n[machine]\npcpus = 1\nhypervisor = \"kvm\"\n\
          [host]\nscheduler = \"credit2\"\nratelimit_us = 0\n\
          [[domain]]\nname = \"g\"\nvcpus = 1\n[domain.sched]\nscheduler = \"cfs\"\n\
          [[domain.workload]]\nkind = \"program\"\nname = \"s\"\n\
@@ -313,7 +313,7 @@ fn a_block_hypercall_cost_keeps_the_vcpu_on_its_pcpu_that_long() {
 fn a_kick_cost_delays_the_wake_of_a_halted_vcpu() {
     // cyclictest in an idle guest: its vCPU is halted at every expiry; the kick latency adds to
     // every sample.
-    let src = "[run]\nduration_ms = 200\n[machine]\npcpus = 1\n[host]\nscheduler = \"pinned\"\n\
+    let src = "[run]\nvary = false\nduration_ms = 200\n[machine]\npcpus = 1\n[host]\nscheduler = \"pinned\"\n\
                [[domain]]\nname = \"g\"\nvcpus = 1\n[domain.sched]\nscheduler = \"cfs\"\n\
                [[domain.workload]]\nkind = \"cyclictest\"\nname = \"ct\"\nmain_thread = false\n";
     let base = hist(&run_src(src, &[]), "ct");
@@ -328,7 +328,7 @@ fn a_kick_cost_delays_the_wake_of_a_halted_vcpu() {
 /// A trappable spinner (`wfe = true`) in one guest and a CPU hog in another, one pCPU.
 fn spin_shared(machine: &str, spinner_keys: &str) -> String {
     format!(
-        "[run]\nduration_ms = 300\n[machine]\npcpus = 1\n{machine}\n[host]\nscheduler = \"credit2\"\n\
+        "[run]\nvary = false\nduration_ms = 300\n[machine]\npcpus = 1\n{machine}\n[host]\nscheduler = \"credit2\"\n\
          [[domain]]\nname = \"g\"\nvcpus = 1\n{spinner_keys}\n[domain.sched]\nscheduler = \"cfs\"\n\
          [[domain.workload]]\nkind = \"program\"\nname = \"p\"\nchannels = [\"never\"]\n\
          steps = [{{ op = \"spin\", chan = \"never\", wfe = true }}, {{ op = \"exit\" }}]\n\
@@ -485,6 +485,7 @@ fn configurations_that_do_not_exist_are_refused_naming_the_field() {
 fn a_cpu_of_a_paused_domain_going_offline_starts_no_halt_window() {
     let src = r#"
 [run]
+vary = false
 duration_ms = 3
 warmup_ms = 0
 [machine]

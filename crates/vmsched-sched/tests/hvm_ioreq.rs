@@ -39,7 +39,7 @@ fn served(r: &Results, handler: &str) -> u64 {
 /// domains.
 fn src(host: &str, pcpus: u32, compute_us: u64, extra_steps: &str, extra: &str) -> String {
     format!(
-        "[run]\nduration_ms = 100\n[machine]\npcpus = {pcpus}\nkick_ns = 1500\n\
+        "[run]\nvary = false\nduration_ms = 100\n[machine]\npcpus = {pcpus}\nkick_ns = 1500\n\
          [host]\n{host}\n\
          [[domain]]\nname = \"dom0\"\nvcpus = 1\ndriver = true\n\
          [domain.sched]\nscheduler = \"cfs\"\n\
@@ -138,7 +138,7 @@ fn ioreq_ports_are_bound_at_the_guests_creation_before_its_backends() {
     // its flows' backends: g1's ping (2), hvm's two ioreq ports (3, 4), then hvm's ping (5).
     let ping = |n: &str| format!("[[domain.workload]]\nkind = \"ping\"\nname = \"{n}\"\n");
     let s = format!(
-        "[run]\nduration_ms = 50\n[machine]\npcpus = 2\n[host]\n{CREDIT2}\n\
+        "[run]\nvary = false\nduration_ms = 50\n[machine]\npcpus = 2\n[host]\n{CREDIT2}\n\
          [[domain]]\nname = \"dom0\"\nvcpus = 1\ndriver = true\n[domain.sched]\nscheduler = \"cfs\"\n\
          [[domain]]\nname = \"g1\"\nvcpus = 1\n[domain.sched]\nscheduler = \"cfs\"\n{}\
          [[domain]]\nname = \"hvm\"\nvcpus = 2\nguest_type = \"hvm\"\n[domain.sched]\nscheduler = \"cfs\"\n\

@@ -49,6 +49,7 @@ fn running(e: &vmsched_core::report::EntityResult) -> u64 {
 
 const TWO_DOMAINS_ONE_PCPU: &str = r#"
 [run]
+vary = false
 duration_ms = 3000
 [machine]
 pcpus = 1
@@ -122,6 +123,7 @@ fn a_paused_domain_gets_no_cpu_and_is_offline() {
 fn a_nice_change_moves_cfs_shares_after_it() {
     let src = r#"
 [run]
+vary = false
 duration_ms = 3000
 [machine]
 pcpus = 1
@@ -259,6 +261,7 @@ fn events_are_checked_against_the_run_the_overrides_make() {
 
 const FORKER: &str = r#"
 [run]
+vary = false
 duration_ms = 200
 [machine]
 pcpus = 2

@@ -59,7 +59,7 @@ fn shipped_scenario_runs_and_reports_the_job_runtime() {
 /// declared in dom0 with `job` (TOML lines) and `extra` (more domains).
 fn src(pcpus: u32, doms: &[(&str, u32, &[u32])], job: &str, extra: &str) -> String {
     let mut s = format!(
-        "[run]\nduration_ms = 400\nseed = 3\n[machine]\npcpus = {pcpus}\nkick_ns = 1000\n\
+        "[run]\nvary = false\nduration_ms = 400\nseed = 3\n[machine]\npcpus = {pcpus}\nkick_ns = 1000\n\
          [host]\nscheduler = \"credit2\"\n\
          [[domain]]\nname = \"dom0\"\nvcpus = 1\ndriver = true\npcpus = [0]\n\
          [domain.sched]\nscheduler = \"cfs\"\n\

@@ -197,9 +197,10 @@ fn errors_name_the_field_and_runs_are_deterministic() {
 
 /// A 1-vCPU x86 KVM guest alone on its pCPU running cyclictest with `interval_us`, with
 /// cpuidle-haltpoll loaded (`[domain.pv] haltpoll = true`, which turns host polling off).
+/// Fixed phases (`run.vary = false`): the tests read the poll limit's exact value at the end.
 fn haltpoll_guest(interval_us: u32) -> String {
     format!(
-        "name = \"t\"\n[run]\nduration_ms = 200\nwarmup_ms = 20\nseed = 1\n\
+        "name = \"t\"\n[run]\nduration_ms = 200\nwarmup_ms = 20\nseed = 1\nvary = false\n\
          [machine]\npcpus = 1\nhypervisor = \"kvm\"\n\
          [host]\nscheduler = \"linux\"\n[host.sched]\nscheduler = \"cfs\"\n\
          [[domain]]\nname = \"g\"\nvcpus = 1\n[domain.pv]\nhaltpoll = true\n\

@@ -40,6 +40,7 @@ fn latency(r: &Results, name: &str) -> vmsched_core::metrics::HistSummary {
 /// One guest vCPU on its own pCPU (a pinned host): the guest's scheduler alone decides.
 const ONE_VCPU: &str = r#"
 [run]
+vary = false
 duration_ms = 3000
 [machine]
 pcpus = 1

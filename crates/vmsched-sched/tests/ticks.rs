@@ -9,7 +9,7 @@ use vmsched_core::trace::{Record, Trace};
 /// One pCPU; guest `g` has `vcpus` vCPUs and one task that computes 100 µs every 50 ms.
 fn scenario(kernel: &str, vcpus: u32, seed: u64) -> String {
     format!(
-        "name = \"t\"\n[run]\nduration_ms = 1000\nwarmup_ms = 0\nseed = {seed}\n\
+        "name = \"t\"\n[run]\nvary = false\nduration_ms = 1000\nwarmup_ms = 0\nseed = {seed}\n\
          [machine]\npcpus = 1\narch = \"arm64\"\n[host]\nscheduler = \"credit2\"\n\
          [[domain]]\nname = \"g\"\nvcpus = {vcpus}\n[domain.kernel]\n{kernel}\n\
          [domain.sched]\nscheduler = \"cfs\"\nhz = 250\n\
@@ -118,7 +118,7 @@ fn the_tick_phase_is_drawn_from_the_seed_and_shared_by_the_cpus_of_a_guest() {
 /// 4.20.2 with R = 5 ms, so it is away for 5 ms at a time while the task sleeps 1 ms.
 #[test]
 fn a_guest_timer_is_held_while_its_vcpu_is_away_and_fires_when_it_returns() {
-    let text = "name = \"t\"\n[run]\nduration_ms = 300\nwarmup_ms = 0\nseed = 1\n\
+    let text = "name = \"t\"\n[run]\nvary = false\nduration_ms = 300\nwarmup_ms = 0\nseed = 1\n\
          [machine]\npcpus = 1\narch = \"arm64\"\n[host]\nscheduler = \"credit2\"\n\
          version = \"4.20.2\"\nratelimit_us = 5000\n\
          [[domain]]\nname = \"g\"\nvcpus = 1\n[domain.sched]\nscheduler = \"cfs\"\n\

@@ -22,7 +22,7 @@ const MS: u64 = 1_000_000;
 /// One guest with one vCPU alone on one pCPU, running `workload`.
 fn alone(workload: &str) -> String {
     format!(
-        "[run]\nduration_ms = 100\nwarmup_ms = 0\n[machine]\npcpus = 1\n[host]\n\
+        "[run]\nvary = false\nduration_ms = 100\nwarmup_ms = 0\n[machine]\npcpus = 1\n[host]\n\
          scheduler = \"pinned\"\n[[domain]]\nname = \"g\"\nvcpus = 1\n[domain.sched]\n\
          scheduler = \"cfs\"\n[[domain.workload]]\n{workload}\n"
     )
@@ -81,7 +81,7 @@ fn resuming_the_vcpu_the_pcpu_last_ran_costs_nothing() {
 /// Two single-vCPU guests, each a hog, sharing one pCPU under `host` (the `[host]` body).
 fn two_hogs(host: &str) -> String {
     let mut s = format!(
-        "[run]\nduration_ms = 300\nwarmup_ms = 0\nseed = 3\n[machine]\npcpus = 1\n[host]\n{host}\n"
+        "[run]\nvary = false\nduration_ms = 300\nwarmup_ms = 0\nseed = 3\n[machine]\npcpus = 1\n[host]\n{host}\n"
     );
     for d in ["a", "b"] {
         s += &format!(

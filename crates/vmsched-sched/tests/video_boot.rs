@@ -40,7 +40,8 @@ fn video_scenario(host: &str, video: &str, hog: bool) -> String {
         ""
     };
     format!(
-        "name = \"v\"\n[run]\nduration_ms = 5000\nwarmup_ms = 1000\nseed = 1\n[machine]\n\
+        // Fixed phases (run.vary = false): frames are counted exactly.
+        "name = \"v\"\n[run]\nduration_ms = 5000\nwarmup_ms = 1000\nseed = 1\nvary = false\n[machine]\n\
          pcpus = 1\n[host]\nscheduler = \"credit\"\nversion = \"3.3\"\n{host}\n\
          [[domain]]\nname = \"player\"\nvcpus = 1\nguest_type = \"hvm\"\n[domain.sched]\n\
          scheduler = \"cfs\"\n[[domain.workload]]\nkind = \"video\"\nname = \"video\"\n\

@@ -15,7 +15,7 @@ fn scenario(version: &str, r_us: u64, entry_ns: Option<u64>) -> String {
         )
     };
     format!(
-        "name = \"x3\"\n[run]\nduration_ms = 1500\nwarmup_ms = 0\nseed = 1\n\
+        "name = \"x3\"\n[run]\nvary = false\nduration_ms = 1500\nwarmup_ms = 0\nseed = 1\n\
          [machine]\npcpus = 1\narch = \"arm64\"\n[host]\nscheduler = \"credit2\"\n\
          version = \"{version}\"\nratelimit_us = {r_us}\n{entry}{}{}",
         dom("a"),

@@ -24,7 +24,7 @@ const TICKER: &str =
 fn scenario(warmup_ms: u64, window_ms: u64) -> String {
     format!(
         "name = \"xm\"\n[run]\nduration_ms = 3000\nwarmup_ms = {warmup_ms}\nseed = 1\n\
-         xenmon_window_ms = {window_ms}\n[machine]\npcpus = 1\n[host]\nscheduler = \"credit\"\n\
+         xenmon_window_ms = {window_ms}\nvary = false\n[machine]\npcpus = 1\n[host]\nscheduler = \"credit\"\n\
          version = \"4.20\"\n{}{}{}",
         dom("io", TICKER),
         dom("hog1", HOG),
@@ -165,7 +165,8 @@ fn a_wake_behind_a_boosted_burst_waits_long_after_the_wake() {
         "/../../python/vmsched/scenarios/credit1_boost_interactive.toml"
     );
     let src = std::fs::read_to_string(path).unwrap();
-    let r = vmsched_sched::run(path, &src, &[]).unwrap();
+    // Fixed phases (run.vary = false): a run where the wakes land behind the bursts.
+    let r = vmsched_sched::run(path, &src, &[("run.vary".into(), "false".into())]).unwrap();
     let io = vcpu(&r, None, "interactive");
     assert!(io.wait_max_wake_ns > MS, "{io:?}");
     assert_eq!(io.wait_max_preempt_ns, 0, "{io:?}");
@@ -208,7 +209,7 @@ fn the_same_seed_gives_the_same_rows_and_windows_can_be_off() {
 fn budget_src(window_ms: u64, vcpus: u32, duration_ms: u64) -> String {
     format!(
         "name = \"b\"\n[run]\nduration_ms = {duration_ms}\nwarmup_ms = 500\n\
-         xenmon_window_ms = {window_ms}\n[machine]\npcpus = 1\n[host]\nscheduler = \"credit2\"\n\
+         xenmon_window_ms = {window_ms}\nvary = false\n[machine]\npcpus = 1\n[host]\nscheduler = \"credit2\"\n\
          [[domain]]\nname = \"d\"\nvcpus = {vcpus}\n[domain.sched]\nscheduler = \"cfs\"\n"
     )
 }

@@ -1,5 +1,6 @@
 //! Assembling a simulation: levels, CPUs, vCPUs, workloads and their timer slots, in the order
-//! they are added.
+//! they are added; and the start-up path's seeded phases (`order_ties`: tick phases, boot
+//! order, start offsets; `build`: the measurement window's phase).
 
 use super::*;
 
@@ -14,9 +15,17 @@ impl Simulation {
     ///   drawn from the stream `boot-order/<level name>`, tasks of one level keep their
     ///   declared order (they are forked in that order).
     ///
-    /// Both are keyed by the level's *name*, not its index, so a scenario with its domains
-    /// declared in another order draws the same phases and the same boot order.
-    fn order_ties(&mut self, seed: u64) {
+    /// With a start spread ([`Variation::start_spread`], issue 14), each task's start is
+    /// moved later by its guest's offset (stream `start/<level name>`, uniform in
+    /// `0..spread`; none for the host level, whose boot is time 0) plus its workload's (stream
+    /// `start/<level name>/<workload name>`, uniform in `0..spread / 10`): a real run's
+    /// domains and benchmarks are started one after another, at times no two runs share. The
+    /// tasks of one workload keep starting together: the workload starts them itself (a
+    /// Context1 pair's fork), and an offset between them would be a different program.
+    ///
+    /// All are keyed by the level's (and task's) *name*, not its index, so a scenario with its
+    /// domains declared in another order draws the same phases, offsets and boot order.
+    fn order_ties(&mut self, seed: u64, var: Variation) {
         let key: Vec<u64> = self
             .levels
             .iter()
@@ -30,12 +39,37 @@ impl Simulation {
                 };
             }
         }
+        let spread = var.start_spread;
+        let offset: Vec<Nanos> = self
+            .levels
+            .iter()
+            .map(|lv| {
+                let host = lv
+                    .cpu_g
+                    .first()
+                    .is_none_or(|c| self.cpus[c.idx()].backing.is_none());
+                if spread == 0 || host {
+                    0
+                } else {
+                    Stream::new(seed, &format!("start/{}", lv.name)).range(0, spread - 1)
+                }
+            })
+            .collect();
         let mut starts: Vec<(SimTime, u64, usize, SlotId)> = Vec::new();
         for (s, k) in self.slot_kind.iter().enumerate() {
             if let SlotKind::TaskStart(t) = *k {
                 let slot = SlotId(s as u32);
-                if let Some(at) = self.q.deadline(slot) {
+                if let Some(mut at) = self.q.deadline(slot) {
                     let l = self.ents[self.tasks[t].ent.idx()].level;
+                    if spread >= 10 {
+                        // One offset per workload: its tasks are started by the workload
+                        // itself (a pair's fork), in their declared order, at one instant.
+                        let lv = &self.levels[l.idx()];
+                        let wl = &self.wls[self.tasks[t].wl].spec.name;
+                        let own = Stream::new(seed, &format!("start/{}/{wl}", lv.name))
+                            .range(0, spread / 10 - 1);
+                        at = at.saturating_add(offset[l.idx()] + own);
+                    }
                     starts.push((at, key[l.idx()], s, slot));
                 }
             }
@@ -57,6 +91,7 @@ impl Simulation {
 pub struct SimBuilder {
     pub(super) sim: Simulation,
     seed: u64,
+    var: Variation,
 }
 
 impl SimBuilder {
@@ -93,9 +128,17 @@ impl SimBuilder {
                 jobs: Vec::new(),
                 timer_worker: None,
                 coord: None,
+                irq_jitter: 0,
             },
             seed,
+            var: Variation::default(),
         }
+    }
+
+    /// What the seed varies besides per-call costs (issue 14; `[run] vary`): start offsets,
+    /// the measurement window's phase, timer-interrupt jitter. None unless this is called.
+    pub fn vary(&mut self, var: Variation) {
+        self.var = var;
     }
 
     /// A line for the run's log ([`Simulation::log`]): what the build changed from what the
@@ -132,6 +175,7 @@ impl SimBuilder {
             timer_slots,
             tick_period,
             tick_phase: 0,
+            irq_rng: Stream::new(self.seed, &format!("irq/{name}")),
             polls_alone,
             last_boosted: 0,
             alive: true,
@@ -143,6 +187,7 @@ impl SimBuilder {
         let g = GCpu(self.sim.cpus.len() as u32);
         let lv = &mut self.sim.levels[level.idx()];
         let local = CpuId(lv.cpu_info.len() as u32);
+        let irq_rng = Stream::new(self.seed, &format!("irq/{}/{}", lv.name, local.0));
         lv.cpu_info.push(CpuInfo {
             curr: None,
             executing: backing.is_none(),
@@ -184,6 +229,7 @@ impl SimBuilder {
             guest_poll: false,
             halted_at: None,
             kvm: KvmVcpu::new(&self.sim.levels[level.idx()].opts.exit),
+            irq_rng,
         });
         g
     }
@@ -368,7 +414,19 @@ impl SimBuilder {
     }
 
     /// Finishes the build: calls every scheduler's `insert` and arms the run's end.
+    ///
+    /// With a start spread the warm-up's end (the measurement window's start) is moved later
+    /// by a draw from the stream `window`, uniform in `0..min(spread, warmup)`: where the
+    /// window falls against the host's periodic work (its accounting periods, its slices)
+    /// differs from run to run. The run's end stays (the window is up to that much shorter;
+    /// rates are per measured second). A run without a warm-up measures from time 0 as before.
     pub fn build(mut self, duration: Nanos, warmup: Nanos, sample_every: Nanos) -> Simulation {
+        let bound = self.var.start_spread.min(warmup);
+        let warmup = match bound {
+            0 => warmup,
+            b => warmup + Stream::new(self.seed, "window").range(0, b - 1),
+        };
+        let warmup = warmup.min(duration.saturating_sub(1));
         let end = self.slot(SlotKind::End);
         self.sim.q.arm(end, duration);
         if warmup > 0 {
@@ -408,7 +466,8 @@ impl SimBuilder {
                 }
             }
         }
-        sim.order_ties(self.seed);
+        sim.irq_jitter = self.var.irq_jitter;
+        sim.order_ties(self.seed, self.var);
         for l in 0..sim.levels.len() {
             for e in 0..sim.levels[l].ent_info.len() {
                 let group = sim.levels[l].ent_info[e].params.group;

@@ -35,6 +35,7 @@ fn ent<'a>(r: &'a Results, level: &str, name: &str) -> &'a EntityResult {
 
 /// A KVM host of `pcpus` pCPUs running the Linux `class` (`cfs` or `eevdf`), then `rest`
 /// (host processes and domains).
+/// Fixed phases (`run.vary = false`): these tests count boosts and bound waits exactly.
 fn scenario(pcpus: u32, class: &str, rest: &str) -> String {
     let kernel = if class == "eevdf" {
         "kernel = \"6.12\"\n"
@@ -42,7 +43,7 @@ fn scenario(pcpus: u32, class: &str, rest: &str) -> String {
         ""
     };
     format!(
-        "name = \"t\"\n[run]\nduration_ms = 1000\nwarmup_ms = 100\nseed = 1\n\
+        "name = \"t\"\n[run]\nduration_ms = 1000\nwarmup_ms = 100\nseed = 1\nvary = false\n\
          [machine]\npcpus = {pcpus}\nhypervisor = \"kvm\"\n\
          [host]\nscheduler = \"linux\"\n[host.sched]\nscheduler = \"{class}\"\n{kernel}{rest}"
     )
