@@ -2,6 +2,7 @@
 //! `vmsched validate`). It loads, runs with the engine's checks on, and its host processes get
 //! the CPU time and wake-ups they would on a machine with nothing else on it.
 
+#[allow(dead_code)]
 #[path = "common/run.rs"]
 mod run;
 

@@ -4,6 +4,7 @@
 //! `cortex-a55` and `chromebook-exynos5250` profiles, give the same bytes as with the figures
 //! written in the scenario as before.
 
+#[allow(dead_code)]
 #[path = "common/run.rs"]
 mod run;
 

@@ -3,6 +3,7 @@
 //! wakee), a timer-like sleep does not, and a trace read by the importer replays its recorded
 //! CPU time and wake-ups when nothing competes.
 
+#[allow(dead_code)]
 #[path = "common/run.rs"]
 mod run;
 
@@ -22,6 +23,7 @@ fn scenario(b_sleep: &str, hog: bool) -> String {
     format!(
         r#"
 [run]
+vary = false
 duration_ms = 20
 [machine]
 pcpus = 2

@@ -742,6 +742,9 @@ pub fn scenario(trace: &Trace, o: &ScenarioOptions) -> toml::Table {
             ),
             ("warmup_ms", 0.into()),
             ("seed", 1.into()),
+            // The recording fixes every start and phase: the seeded variation (docs/design.md,
+            // "Variation") would move the replayed tasks off their recorded times.
+            ("vary", false.into()),
         ]),
     );
     out.insert(
