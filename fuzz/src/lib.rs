@@ -1020,6 +1020,7 @@ mod tests {
                 "[[cpupool]]",
                 "pool = \"p1\"\n",
                 "\"cpupool_",
+                "\"cpupool_create\"",
                 "vcpu_refill_ns",
             ] {
                 if src.contains(f) {

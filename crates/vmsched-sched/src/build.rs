@@ -627,7 +627,9 @@ fn add_events(b: &mut SimBuilder, s: &Scenario, host: LevelId) {
             },
             EventAction::CpupoolCpuAdd
             | EventAction::CpupoolCpuRemove
-            | EventAction::CpupoolMigrate => unreachable!("cpupool events are handled above"),
+            | EventAction::CpupoolMigrate
+            | EventAction::CpupoolCreate
+            | EventAction::CpupoolDestroy => unreachable!("cpupool events are handled above"),
         };
         b.add_event(at, action);
     }

@@ -187,6 +187,8 @@ pub(crate) fn event_actions(
             cpu: CpuId(e.cpu.expect("invariant: validated")),
             pool,
         }],
+        EventAction::CpupoolCreate => vec![PoolAction::Create { pool }],
+        EventAction::CpupoolDestroy => vec![PoolAction::Destroy { pool }],
         EventAction::CpupoolMigrate => {
             let d = s
                 .domains

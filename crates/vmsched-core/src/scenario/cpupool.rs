@@ -7,6 +7,8 @@
 //! file order as Xen numbers pools it creates. A domain names its pool with `pool`. The
 //! events `cpupool_cpu_add`, `cpupool_cpu_remove` and `cpupool_migrate`, and `sched_host`
 //! with `pool`, are checked here in time order against the pools as they are then.
+//! `cpupool_create` makes a `[[cpupool]]` declared with no pCPU exist at its time (it is not
+//! there before), `cpupool_destroy` makes an empty one go.
 
 use serde::{Deserialize, Serialize};
 
@@ -23,7 +25,9 @@ pub const POOL0: &str = "Pool-0";
 pub struct CpupoolConfig<H> {
     /// The pool's name (`xl cpupool-create name=...`), unique, not "Pool-0".
     pub name: String,
-    /// Its pCPUs at boot (`cpus=[...]`), taken from Pool-0; at least one.
+    /// Its pCPUs at boot (`cpus=[...]`), taken from Pool-0; at least one, or none for a
+    /// pool a `cpupool_create` event makes during the run.
+    #[serde(default)]
     pub pcpus: Vec<u32>,
     /// Its scheduler and parameters (`sched=...`), as `[host]`.
     pub sched: H,
@@ -34,12 +38,28 @@ struct State {
     names: Vec<String>,
     cpu_pool: Vec<Option<usize>>,
     dom_pool: Vec<usize>,
+    /// Whether each pool exists then (a pool made by `cpupool_create` does not before it, nor
+    /// after its `cpupool_destroy`).
+    exists: Vec<bool>,
 }
 
 impl State {
+    /// The pool named `name` (Pool-0 without), if it exists then.
     fn pool(&self, name: Option<&str>) -> Option<usize> {
         let name = name.unwrap_or(POOL0);
-        self.names.iter().position(|n| n == name)
+        self.names
+            .iter()
+            .position(|n| n == name)
+            .filter(|&p| self.exists[p])
+    }
+
+    /// The names of the pools that exist then.
+    fn live(&self) -> String {
+        let live: Vec<&str> = (0..self.names.len())
+            .filter(|&p| self.exists[p])
+            .map(|p| self.names[p].as_str())
+            .collect();
+        live.join(", ")
     }
 
     fn ncpus(&self, p: usize) -> usize {
@@ -80,6 +100,8 @@ where
                 EventAction::CpupoolCpuAdd
                     | EventAction::CpupoolCpuRemove
                     | EventAction::CpupoolMigrate
+                    | EventAction::CpupoolCreate
+                    | EventAction::CpupoolDestroy
             );
             if cp || e.pool.as_deref().is_some_and(|p| p != POOL0) {
                 return Err((
@@ -104,8 +126,13 @@ where
         names: vec![POOL0.to_string()],
         cpu_pool: vec![Some(0); n],
         dom_pool: vec![0; s.domains.len()],
+        exists: vec![true],
     };
     for (i, c) in s.cpupools.iter().enumerate() {
+        // Made during the run by a `cpupool_create` event, or at boot.
+        let later = s.events.iter().any(|e| {
+            e.action == EventAction::CpupoolCreate && e.pool.as_deref() == Some(c.name.as_str())
+        });
         let at = |f: &str| format!("cpupool.{i}.{f}");
         if c.name.is_empty() || st.names.contains(&c.name) {
             return Err((
@@ -119,10 +146,22 @@ where
         c.sched
             .check_cpupool()
             .map_err(|m| (at("sched.scheduler"), m))?;
-        if c.pcpus.is_empty() {
+        if later && !c.pcpus.is_empty() {
             return Err((
                 at("pcpus"),
-                "a cpupool needs at least one pCPU at boot (an empty pool is not modelled)".into(),
+                format!(
+                    "cpupool '{}' is made by a cpupool_create event: it has no pCPU at boot \
+                     (xl cpupool-create makes it empty; give it pCPUs with cpupool_cpu_add)",
+                    c.name
+                ),
+            ));
+        }
+        if !later && c.pcpus.is_empty() {
+            return Err((
+                at("pcpus"),
+                "a cpupool made at boot needs at least one pCPU (an empty one is made by a \
+                 cpupool_create event)"
+                    .into(),
             ));
         }
         for &p in &c.pcpus {
@@ -142,6 +181,7 @@ where
             *slot = Some(i + 1);
         }
         st.names.push(c.name.clone());
+        st.exists.push(!later);
     }
     if st.ncpus(0) == 0 {
         return Err((
@@ -151,13 +191,17 @@ where
     }
     for (i, d) in s.domains.iter().enumerate() {
         let Some(p) = st.pool(d.pool.as_deref()) else {
+            let name = d.pool.as_deref().unwrap_or_default();
             return Err((
                 format!("domain.{i}.pool"),
-                format!(
-                    "no cpupool is named '{}' (pools: {})",
-                    d.pool.as_deref().unwrap_or_default(),
-                    st.names.join(", ")
-                ),
+                if st.names.iter().any(|n| n == name) {
+                    format!(
+                        "cpupool '{name}' is made during the run (cpupool_create): a domain \
+                         is in a pool at boot only if the pool is; cpupool_migrate it there"
+                    )
+                } else {
+                    format!("no cpupool is named '{name}' (pools: {})", st.live())
+                },
             ));
         };
         st.dom_pool[i] = p;
@@ -192,6 +236,7 @@ where
     let mut order: Vec<usize> = (0..s.events.len()).collect();
     order.sort_by_key(|&i| s.events[i].at_ms);
     let mut paused = vec![false; s.domains.len()];
+    let mut created = vec![false; st.names.len()];
     for i in order {
         let e = &s.events[i];
         let at = |f: &str| format!("event.{i}.{f}");
@@ -205,9 +250,10 @@ where
                 (
                     at("pool"),
                     format!(
-                        "no cpupool is named '{}' (pools: {})",
+                        "no cpupool named '{}' exists at {} ms (pools then: {})",
                         e.pool.as_deref().unwrap_or_default(),
-                        st.names.join(", ")
+                        e.at_ms,
+                        st.live()
                     ),
                 )
             })
@@ -285,23 +331,14 @@ where
                             ),
                         ));
                     }
-                    if st.ncpus(p) == 1 {
-                        let has_dom = st.dom_pool.contains(&p);
+                    if st.ncpus(p) == 1 && st.dom_pool.contains(&p) {
                         return Err((
                             at("cpu"),
-                            if has_dom {
-                                format!(
-                                    "pCPU {c} is the last of cpupool '{}', which has domains \
-                                     (Xen -EBUSY: migrate them first)",
-                                    st.names[p]
-                                )
-                            } else {
-                                format!(
-                                    "pCPU {c} is the last of cpupool '{}': a pool left with no \
-                                     pCPU is not modelled",
-                                    st.names[p]
-                                )
-                            },
+                            format!(
+                                "pCPU {c} is the last of cpupool '{}', which has domains \
+                                 (Xen -EBUSY: migrate them first)",
+                                st.names[p]
+                            ),
                         ));
                     }
                     if p == 0 && c == 0 {
@@ -329,6 +366,16 @@ where
                     ));
                 };
                 let p = pool()?;
+                if st.ncpus(p) == 0 {
+                    return Err((
+                        at("pool"),
+                        format!(
+                            "cpupool '{}' has no pCPU at {} ms (Xen moves a domain only into a \
+                             pool with CPUs: cpupool_cpu_add one first)",
+                            st.names[p], e.at_ms
+                        ),
+                    ));
+                }
                 if st.dom_pool[d] == p {
                     return Err((
                         at("pool"),
@@ -361,6 +408,58 @@ where
                 }
                 attrs_taken(sched_of(p), e, &st.names[p], &at)?;
                 st.dom_pool[d] = p;
+            }
+            EventAction::CpupoolCreate => {
+                need("pool", e.pool.is_some())?;
+                let name = e.pool.as_deref().unwrap_or_default();
+                let Some(p) = st.names.iter().position(|n| n == name).filter(|&p| p > 0) else {
+                    return Err((
+                        at("pool"),
+                        format!(
+                            "no [[cpupool]] is named '{name}' (cpupool_create makes a pool \
+                             declared there, with its scheduler, and no pCPU)"
+                        ),
+                    ));
+                };
+                if created[p] {
+                    return Err((
+                        at("pool"),
+                        format!(
+                            "cpupool '{name}' is created twice (a second cpupool_create at {} \
+                             ms; creating a destroyed pool again is not modelled)",
+                            e.at_ms
+                        ),
+                    ));
+                }
+                created[p] = true;
+                st.exists[p] = true;
+            }
+            EventAction::CpupoolDestroy => {
+                need("pool", e.pool.is_some())?;
+                let p = pool()?;
+                if p == 0 {
+                    return Err((at("pool"), format!("{POOL0} cannot be destroyed")));
+                }
+                let busy = if st.ncpus(p) > 0 {
+                    Some(format!(
+                        "has pCPUs {:?}",
+                        st.cpus(p).iter().map(|c| c.0).collect::<Vec<_>>()
+                    ))
+                } else {
+                    let d = st.dom_pool.iter().position(|&q| q == p);
+                    d.map(|d| format!("has domain '{}'", s.domains[d].name))
+                };
+                if let Some(why) = busy {
+                    return Err((
+                        at("pool"),
+                        format!(
+                            "cpupool '{}' {why} at {} ms (Xen -EBUSY: cpupool_cpu_remove its \
+                             pCPUs and cpupool_migrate its domains first)",
+                            st.names[p], e.at_ms
+                        ),
+                    ));
+                }
+                st.exists[p] = false;
             }
             _ => {}
         }

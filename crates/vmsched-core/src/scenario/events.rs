@@ -42,6 +42,11 @@ pub enum EventAction {
     /// scheduler's defaults, or the `weight`, `cap`, `budget_us`, `period_us`, `extratime`
     /// given.
     CpupoolMigrate,
+    /// `xl cpupool-create`: the `[[cpupool]]` named `pool` (declared with no pCPU) exists from
+    /// now on, empty, with its scheduler; `cpupool_cpu_add` then gives it pCPUs.
+    CpupoolCreate,
+    /// `xl cpupool-destroy POOL`: the pool, which has neither a pCPU nor a domain, is gone.
+    CpupoolDestroy,
 }
 
 impl EventAction {
@@ -58,6 +63,8 @@ impl EventAction {
             EventAction::CpupoolCpuAdd => "cpupool_cpu_add",
             EventAction::CpupoolCpuRemove => "cpupool_cpu_remove",
             EventAction::CpupoolMigrate => "cpupool_migrate",
+            EventAction::CpupoolCreate => "cpupool_create",
+            EventAction::CpupoolDestroy => "cpupool_destroy",
         }
     }
 
@@ -86,6 +93,7 @@ impl EventAction {
             EventAction::Pause | EventAction::Unpause => &["domain"],
             EventAction::CpuOffline | EventAction::CpuOnline => &["cpu", "domain"],
             EventAction::CpupoolCpuAdd | EventAction::CpupoolCpuRemove => &["pool", "cpu"],
+            EventAction::CpupoolCreate | EventAction::CpupoolDestroy => &["pool"],
             EventAction::CpupoolMigrate => &[
                 "domain",
                 "pool",
@@ -456,7 +464,9 @@ impl EventConfig {
             }
             EventAction::CpupoolCpuAdd
             | EventAction::CpupoolCpuRemove
-            | EventAction::CpupoolMigrate => {
+            | EventAction::CpupoolMigrate
+            | EventAction::CpupoolCreate
+            | EventAction::CpupoolDestroy => {
                 // Checked in time order with the pools (scenario/cpupool.rs).
             }
             EventAction::CpuOffline | EventAction::CpuOnline => {

@@ -17,6 +17,12 @@
 //!   scheduler and join the new one (`remove_unit`, `insert_unit`), and the domain is
 //!   unpaused (`domain_unpause` → `vcpu_wake`). A vCPU its guest took down stays down.
 //! * **`sched_host` with a pool** (`xl sched-credit2 -s -p POOL`): that pool's scheduler.
+//! * **`cpupool-create`** / **`cpupool-destroy`** (`cpupool_create`, `cpupool_destroy`): the
+//!   pool's scheduler was built at boot, told that no pCPU is its own and given no vCPU, so
+//!   an empty pool's scheduler is never reached: creating it is the instant from which the
+//!   scenario may give it pCPUs and domains, destroying it the instant after which it may
+//!   not (validation checks both, scenario/cpupool.rs). The engine logs them and checks that
+//!   a destroyed pool is empty.
 //!
 //! Cold code, reached only from a timeline slot.
 
@@ -37,6 +43,10 @@ pub enum PoolAction {
     Migrate { group: u32, pool: u32, xen: XenAttr },
     /// `xl sched-credit2 -s -p POOL ...`.
     Global { pool: u32, param: GlobalParam },
+    /// `xl cpupool-create`: `pool` (empty, its scheduler built at boot) exists from now on.
+    Create { pool: u32 },
+    /// `xl cpupool-destroy POOL`: `pool`, with no pCPU and no domain, is gone.
+    Destroy { pool: u32 },
 }
 
 impl Simulation {
@@ -54,7 +64,29 @@ impl Simulation {
                 self.with_sched(l, |s, ctx| s.cpupool(ctx, PoolOp::Global { pool, param }));
             }
             PoolAction::Migrate { group, pool, xen } => self.cpupool_migrate(l, group, pool, xen),
+            PoolAction::Create { pool } => self.cpupool_life(l, pool, "created"),
+            PoolAction::Destroy { pool } => self.cpupool_life(l, pool, "destroyed"),
         }
+    }
+
+    /// Xen `cpupool_create` / `cpupool_destroy` of `pool` (module doc): a log line; a
+    /// destroyed pool holds no pCPU and no domain (Xen's `cpupool_destroy` refuses one that
+    /// does with -EBUSY; validation refuses the event).
+    fn cpupool_life(&mut self, l: LevelId, pool: u32, what: &str) {
+        let map = self.levels[l.idx()]
+            .sched
+            .pool_map()
+            .expect("invariant: a cpupool event on a level with pools");
+        assert!(
+            map.cpus(pool).is_empty() && !map.dom_pool.contains(&pool),
+            "invariant: cpupool {pool} is {what} with pCPUs or domains (validation checks it)"
+        );
+        self.log.push(format!(
+            "t={} ns {}: cpupool {pool} ({}) {what}",
+            self.now,
+            self.levels[l.idx()].name,
+            map_name(self, l, pool)
+        ));
     }
 
     /// The pool of pCPU `lc` of level `l` and that pool's online pCPUs, if the level has pools.

@@ -946,8 +946,10 @@ fn domain_workloads(s: &str, d: usize) -> usize {
 /// null) of two pCPUs or more, a `[[cpupool]]` "p1" of the last pCPU or two with a scheduler of
 /// its own; now and then the last domain created in it (its affinity, scheduler fields and
 /// events dropped, RTDS fields given if the pool is RTDS) and a `cpupool_cpu_remove` then
-/// `cpupool_cpu_add` into Pool-0, or a `cpupool_migrate` of the first domain into the pool. The
-/// edge (`bad`): the domain keeps its fields and events.
+/// `cpupool_cpu_add` into Pool-0, or a `cpupool_migrate` of the first domain into the pool, or
+/// (p1 of two pCPUs) the life of a pool "p2" made during the run: `cpupool_create`, p1's first
+/// pCPU moved into it, then out again, `cpupool_destroy` and the pCPU back in Pool-0. The edge
+/// (`bad`): the domain keeps its fields and events, p2 has no `cpupool_create`.
 fn cpupool(p: &mut Pick, s: &mut String, doms: &[u64], events: &mut String, bad: bool) {
     let Some((ha, hb)) = nth_table(s, "[host]\n", 0) else {
         return;
@@ -1044,6 +1046,32 @@ fn cpupool(p: &mut Pick, s: &mut String, doms: &[u64], events: &mut String, bad:
         2 if last > 0 => {
             *events += &format!(
                 "[[event]]\nat_ms = {at}\naction = \"cpupool_migrate\"\ndomain = \"d0\"\npool = \"p1\"\n"
+            );
+        }
+        0 if n > 1 => {
+            let p2 = "[[cpupool]]\nname = \"p2\"\n[cpupool.sched]\nscheduler = \"credit\"\n";
+            if let Some((da, _)) = nth_table(s, "[[domain]]\n", 0) {
+                s.insert_str(da, p2);
+            }
+            let end = (at + 1).min(int_field(s, "duration_ms").unwrap_or(1).saturating_sub(1));
+            let ev = |t: u64, rest: &str| format!("[[event]]\nat_ms = {t}\n{rest}");
+            if !bad {
+                *events += &ev(at, "action = \"cpupool_create\"\npool = \"p2\"\n");
+            }
+            for (t, action, pool) in [
+                (at, "cpupool_cpu_remove", "p1"),
+                (at, "cpupool_cpu_add", "p2"),
+                (end, "cpupool_cpu_remove", "p2"),
+            ] {
+                *events += &ev(
+                    t,
+                    &format!("action = \"{action}\"\npool = \"{pool}\"\ncpu = {first}\n"),
+                );
+            }
+            *events += &ev(end, "action = \"cpupool_destroy\"\npool = \"p2\"\n");
+            *events += &ev(
+                end,
+                &format!("action = \"cpupool_cpu_add\"\npool = \"Pool-0\"\ncpu = {first}\n"),
             );
         }
         _ => {}

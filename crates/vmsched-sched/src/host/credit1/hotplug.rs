@@ -12,7 +12,10 @@
 //!   CPUs, moves the master (the CPU holding the accounting timer) to the first CPU left if it
 //!   was the master, moves its node's `balance_bias` off it and kills its ticker. `init_pdata`
 //!   undoes that for a CPU coming back: its share is added, it idles (in the idlers), with an
-//!   empty runqueue and a ticker armed one tick period from now.
+//!   empty runqueue and a ticker armed one tick period from now. A cpupool may lose its last
+//!   CPU (one without domains, before `xl cpupool-destroy`): `deinit_pdata` then kills the
+//!   accounting timer, and `init_pdata` of the next CPU to join makes it the master and arms
+//!   the timer again (docs/cpupools.md).
 //! * **3.3** has no scheduler hook for a CPU going away: CPU offline existed only for S3
 //!   suspend (`disable_nonboot_cpus`, with every other CPU idle and no vCPU migration), the boot
 //!   CPU never went down, and a CPU coming back reused its per-CPU data, so
@@ -29,7 +32,7 @@
 
 use vmsched_core::ids::{CpuId, EntityId};
 
-use super::Credit1;
+use super::{Credit1, ACCT_TIMER};
 use crate::host::xen_core::XenCtx;
 
 impl Credit1 {
@@ -66,11 +69,11 @@ impl Credit1 {
         }
         self.online.remove(cpu);
         self.idlers.remove(cpu);
-        assert!(
-            !self.online.is_empty(),
-            "credit1: the pool's last CPU cannot go offline"
-        );
-        if self.master == cpu {
+        if self.online.is_empty() {
+            // A cpupool's last CPU (`xl cpupool-cpu-remove` of a pool without domains): the
+            // accounting timer stops until a CPU joins again (cpu_add); no master meanwhile.
+            ctx.set_timer(ACCT_TIMER, None);
+        } else if self.master == cpu {
             self.master = self.online.first().expect("non-empty");
         }
         let node = self.node_of[cpu.idx()] as usize;
@@ -94,6 +97,15 @@ impl Credit1 {
         let now = ctx.now() as i64;
         let v4 = self.v.has_master_timer();
         self.online.insert(cpu);
+        if self.online.len() == 1 {
+            // The first CPU of an empty cpupool (`xl cpupool-create`, then `cpupool-cpu-add`)
+            // is its master; the accounting timer starts one timeslice from now, or at the
+            // first vCPU's insert if none has been inserted yet.
+            self.master = cpu;
+            if v4 && self.started {
+                ctx.set_timer(ACCT_TIMER, Some(now as u64 + self.tslice as u64));
+            }
+        }
         self.idlers.insert(cpu);
         let node = self.node_of[cpu.idx()] as usize;
         if self.node_mask[node].and(&self.online).len() == 1 {
