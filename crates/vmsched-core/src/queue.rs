@@ -21,24 +21,23 @@ const ARITY: usize = 4;
 // `sift_down`'s tournament is written for four children.
 const _: () = assert!(ARITY == 4);
 
-#[derive(Clone, Copy, Debug)]
-struct Entry {
-    /// (time << 64) | seq: one integer comparison orders by time, then by insertion.
-    key: u128,
-    slot: SlotId,
+/// (time << 64) | seq: one integer comparison orders by time, then by insertion.
+type Key = u128;
+
+#[inline]
+fn key_time(k: Key) -> SimTime {
+    (k >> 64) as SimTime
 }
 
-impl Entry {
-    #[inline]
-    fn time(&self) -> SimTime {
-        (self.key >> 64) as SimTime
-    }
-}
-
+/// The heap is kept as two parallel arrays (structure of arrays): `keys[i]` and `slots[i]` are
+/// one entry. A sift compares keys only, so a node's four children are 64 bytes of keys (one or
+/// two cache lines) instead of 128 bytes of (key, slot) entries; the slot of an entry is read
+/// only when that entry moves.
 #[derive(Default)]
 pub struct EventQueue {
-    heap: Vec<Entry>,
-    /// Position of each slot in `heap`, or NOT_QUEUED.
+    keys: Vec<Key>,
+    slots: Vec<SlotId>,
+    /// Position of each slot in the heap, or NOT_QUEUED.
     pos: Vec<u32>,
     seq: u64,
 }
@@ -51,16 +50,17 @@ impl EventQueue {
     /// Allocates a new, disarmed slot.
     pub fn add_slot(&mut self) -> SlotId {
         self.pos.push(NOT_QUEUED);
-        self.heap.reserve(1);
+        self.keys.reserve(1);
+        self.slots.reserve(1);
         SlotId(self.pos.len() as u32 - 1)
     }
 
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.keys.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.keys.is_empty()
     }
 
     #[inline]
@@ -72,29 +72,27 @@ impl EventQueue {
     #[inline]
     pub fn deadline(&self, s: SlotId) -> Option<SimTime> {
         let p = self.pos[s.0 as usize];
-        (p != NOT_QUEUED).then(|| self.heap[p as usize].time())
+        (p != NOT_QUEUED).then(|| key_time(self.keys[p as usize]))
     }
 
     /// Arms `s` at `time`, replacing any earlier deadline. The slot takes a fresh sequence number,
     /// so among events at the same time it now comes last.
     pub fn arm(&mut self, s: SlotId, time: SimTime) {
         self.seq += 1;
-        let e = Entry {
-            key: ((time as u128) << 64) | self.seq as u128,
-            slot: s,
-        };
+        let key = ((time as u128) << 64) | self.seq as u128;
         let p = self.pos[s.0 as usize];
         if p == NOT_QUEUED {
-            self.heap.push(e);
-            let i = self.heap.len() - 1;
-            self.sift_up(i, e);
+            self.keys.push(key);
+            self.slots.push(s);
+            let i = self.keys.len() - 1;
+            self.sift_up(i, key, s);
         } else {
             let i = p as usize;
-            let old = self.heap[i].key;
-            if e.key < old {
-                self.sift_up(i, e);
+            let old = self.keys[i];
+            if key < old {
+                self.sift_up(i, key, s);
             } else {
-                self.sift_down(i, e);
+                self.sift_down(i, key, s);
             }
         }
     }
@@ -118,66 +116,83 @@ impl EventQueue {
     /// Time of the next event.
     #[inline]
     pub fn peek_time(&self) -> Option<SimTime> {
-        self.heap.first().map(|e| e.time())
+        self.keys.first().map(|&k| key_time(k))
     }
 
     /// Removes and returns the next event.
     pub fn pop(&mut self) -> Option<(SimTime, SlotId)> {
-        let e = *self.heap.first()?;
+        let k = *self.keys.first()?;
+        let s = self.slots[0];
         self.remove_at(0);
-        Some((e.time(), e.slot))
+        Some((key_time(k), s))
     }
 
     fn remove_at(&mut self, i: usize) {
-        let removed = self.heap[i].slot;
+        let removed = self.slots[i];
         self.pos[removed.0 as usize] = NOT_QUEUED;
-        let last = self.heap.pop().expect("remove_at on an empty heap");
-        if i < self.heap.len() {
-            if i > 0 && last.key < self.heap[(i - 1) / ARITY].key {
-                self.sift_up(i, last);
+        let last_key = self.keys.pop().expect("remove_at on an empty heap");
+        let last_slot = self.slots.pop().expect("keys and slots have one length");
+        if i < self.keys.len() {
+            if i > 0 && last_key < self.keys[(i - 1) / ARITY] {
+                self.sift_up(i, last_key, last_slot);
             } else {
-                self.sift_down(i, last);
+                self.sift_down(i, last_key, last_slot);
             }
         }
     }
 
-    /// Places `e` at or above hole `i`.
-    fn sift_up(&mut self, mut i: usize, e: Entry) {
+    /// Moves the entry at `from` into hole `to`.
+    #[inline(always)]
+    fn move_entry(&mut self, from: usize, to: usize, key: Key) {
+        let s = self.slots[from];
+        self.keys[to] = key;
+        self.slots[to] = s;
+        self.pos[s.0 as usize] = to as u32;
+    }
+
+    /// Places `key`/`s` at hole `i`.
+    #[inline(always)]
+    fn place(&mut self, i: usize, key: Key, s: SlotId) {
+        self.keys[i] = key;
+        self.slots[i] = s;
+        self.pos[s.0 as usize] = i as u32;
+    }
+
+    /// Places (`key`, `s`) at or above hole `i`.
+    fn sift_up(&mut self, mut i: usize, key: Key, s: SlotId) {
         while i > 0 {
             let parent = (i - 1) / ARITY;
-            let p = self.heap[parent];
-            if e.key >= p.key {
+            let pk = self.keys[parent];
+            if key >= pk {
                 break;
             }
-            self.heap[i] = p;
-            self.pos[p.slot.0 as usize] = i as u32;
+            self.move_entry(parent, i, pk);
             i = parent;
         }
-        self.heap[i] = e;
-        self.pos[e.slot.0 as usize] = i as u32;
+        self.place(i, key, s);
     }
 
-    /// Places `e` at or below hole `i`.
-    fn sift_down(&mut self, mut i: usize, e: Entry) {
-        let n = self.heap.len();
+    /// Places (`key`, `s`) at or below hole `i`.
+    fn sift_down(&mut self, mut i: usize, key: Key, s: SlotId) {
+        let n = self.keys.len();
         loop {
             let first = ARITY * i + 1;
             let (c, ck) = if first + ARITY <= n {
                 // A full node (the common case): the least of four keys by a tournament, with
                 // no loop and one bounds check. Keys are unique (the sequence number), so the
                 // least child is the one a scan would find.
-                let ch: &[Entry; ARITY] = self.heap[first..first + ARITY]
+                let ch: &[Key; ARITY] = self.keys[first..first + ARITY]
                     .try_into()
                     .expect("a full node has ARITY children");
-                let (a, ak) = least(0, ch[0].key, 1, ch[1].key);
-                let (b, bk) = least(2, ch[2].key, 3, ch[3].key);
+                let (a, ak) = least(0, ch[0], 1, ch[1]);
+                let (b, bk) = least(2, ch[2], 3, ch[3]);
                 let (m, mk) = least(a, ak, b, bk);
                 (first + m, mk)
             } else if first < n {
                 let mut c = first;
-                let mut ck = self.heap[first].key;
+                let mut ck = self.keys[first];
                 for j in first + 1..n {
-                    let k = self.heap[j].key;
+                    let k = self.keys[j];
                     if k < ck {
                         c = j;
                         ck = k;
@@ -187,22 +202,19 @@ impl EventQueue {
             } else {
                 break;
             };
-            if ck >= e.key {
+            if ck >= key {
                 break;
             }
-            let child = self.heap[c];
-            self.heap[i] = child;
-            self.pos[child.slot.0 as usize] = i as u32;
+            self.move_entry(c, i, ck);
             i = c;
         }
-        self.heap[i] = e;
-        self.pos[e.slot.0 as usize] = i as u32;
+        self.place(i, key, s);
     }
 }
 
 /// The smaller of two (index, key) pairs.
 #[inline(always)]
-fn least(a: usize, ak: u128, b: usize, bk: u128) -> (usize, u128) {
+fn least(a: usize, ak: Key, b: usize, bk: Key) -> (usize, Key) {
     if bk < ak {
         (b, bk)
     } else {
@@ -268,6 +280,56 @@ mod tests {
                     }
                 }
             }
+        }
+
+        /// Against the same model with many slots (deep heaps, partial last nodes), long
+        /// horizons (times up to 2^61) or only a few distinct times (re-arms at equal times tie
+        /// by their fresh sequence number), `arm_min`, and `peek_time`/`deadline`/`is_armed`/`len`
+        /// checked after every operation.
+        #[test]
+        fn matches_reference_many_slots(
+            n in 1usize..300,
+            wide in any::<bool>(),
+            ops in proptest::collection::vec((0u8..5, any::<u16>(), any::<u64>()), 0..2000),
+        ) {
+            let mut q = EventQueue::new();
+            let slots: Vec<_> = (0..n).map(|_| q.add_slot()).collect();
+            let mut model: Vec<Option<(u64, u64)>> = vec![None; n];
+            let mut seq = 0u64;
+            for (op, s, t) in ops {
+                let s = s as usize % n;
+                let t = if wide { t >> 3 } else { t % 4 };
+                match op {
+                    0 | 1 => { seq += 1; q.arm(slots[s], t); model[s] = Some((t, seq)); }
+                    2 => {
+                        if !matches!(model[s], Some((m, _)) if m <= t) {
+                            seq += 1;
+                            model[s] = Some((t, seq));
+                        }
+                        q.arm_min(slots[s], t);
+                    }
+                    3 => { q.cancel(slots[s]); model[s] = None; }
+                    _ => {
+                        let want = model.iter().enumerate().filter_map(|(i, m)| m.map(|m| (m, i))).min();
+                        let got = q.pop();
+                        match want {
+                            None => prop_assert_eq!(got, None),
+                            Some(((t, _), i)) => { prop_assert_eq!(got, Some((t, slots[i]))); model[i] = None; }
+                        }
+                    }
+                }
+                let min = model.iter().filter_map(|m| m.map(|(t, _)| t)).min();
+                prop_assert_eq!(q.peek_time(), min);
+                prop_assert_eq!(q.len(), model.iter().filter(|m| m.is_some()).count());
+                prop_assert_eq!(q.deadline(slots[s]), model[s].map(|(t, _)| t));
+                prop_assert_eq!(q.is_armed(slots[s]), model[s].is_some());
+            }
+            // Drains in exact (time, seq) order.
+            let mut rest: Vec<_> = model.iter().enumerate().filter_map(|(i, m)| m.map(|m| (m, i))).collect();
+            rest.sort();
+            let got: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+            let want: Vec<_> = rest.iter().map(|&((t, _), i)| (t, slots[i])).collect();
+            prop_assert_eq!(got, want);
         }
     }
 }
