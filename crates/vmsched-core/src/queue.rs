@@ -21,23 +21,24 @@ const ARITY: usize = 4;
 // `sift_down`'s tournament is written for four children.
 const _: () = assert!(ARITY == 4);
 
-/// (time << 64) | seq: one integer comparison orders by time, then by insertion.
-type Key = u128;
-
-#[inline]
-fn key_time(k: Key) -> SimTime {
-    (k >> 64) as SimTime
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    /// (time << 64) | seq: one integer comparison orders by time, then by insertion.
+    key: u128,
+    slot: SlotId,
 }
 
-/// The heap is kept as two parallel arrays (structure of arrays): `keys[i]` and `slots[i]` are
-/// one entry. A sift compares keys only, so a node's four children are 64 bytes of keys (one or
-/// two cache lines) instead of 128 bytes of (key, slot) entries; the slot of an entry is read
-/// only when that entry moves.
+impl Entry {
+    #[inline]
+    fn time(&self) -> SimTime {
+        (self.key >> 64) as SimTime
+    }
+}
+
 #[derive(Default)]
 pub struct EventQueue {
-    keys: Vec<Key>,
-    slots: Vec<SlotId>,
-    /// Position of each slot in the heap, or NOT_QUEUED.
+    heap: Vec<Entry>,
+    /// Position of each slot in `heap`, or NOT_QUEUED.
     pos: Vec<u32>,
     seq: u64,
 }
@@ -50,17 +51,16 @@ impl EventQueue {
     /// Allocates a new, disarmed slot.
     pub fn add_slot(&mut self) -> SlotId {
         self.pos.push(NOT_QUEUED);
-        self.keys.reserve(1);
-        self.slots.reserve(1);
+        self.heap.reserve(1);
         SlotId(self.pos.len() as u32 - 1)
     }
 
     pub fn len(&self) -> usize {
-        self.keys.len()
+        self.heap.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.keys.is_empty()
+        self.heap.is_empty()
     }
 
     #[inline]
@@ -72,27 +72,29 @@ impl EventQueue {
     #[inline]
     pub fn deadline(&self, s: SlotId) -> Option<SimTime> {
         let p = self.pos[s.0 as usize];
-        (p != NOT_QUEUED).then(|| key_time(self.keys[p as usize]))
+        (p != NOT_QUEUED).then(|| self.heap[p as usize].time())
     }
 
     /// Arms `s` at `time`, replacing any earlier deadline. The slot takes a fresh sequence number,
     /// so among events at the same time it now comes last.
     pub fn arm(&mut self, s: SlotId, time: SimTime) {
         self.seq += 1;
-        let key = ((time as u128) << 64) | self.seq as u128;
+        let e = Entry {
+            key: ((time as u128) << 64) | self.seq as u128,
+            slot: s,
+        };
         let p = self.pos[s.0 as usize];
         if p == NOT_QUEUED {
-            self.keys.push(key);
-            self.slots.push(s);
-            let i = self.keys.len() - 1;
-            self.sift_up(i, key, s);
+            self.heap.push(e);
+            let i = self.heap.len() - 1;
+            self.sift_up(i, e);
         } else {
             let i = p as usize;
-            let old = self.keys[i];
-            if key < old {
-                self.sift_up(i, key, s);
+            let old = self.heap[i].key;
+            if e.key < old {
+                self.sift_up(i, e);
             } else {
-                self.sift_down(i, key, s);
+                self.sift_down(i, e);
             }
         }
     }
@@ -116,83 +118,66 @@ impl EventQueue {
     /// Time of the next event.
     #[inline]
     pub fn peek_time(&self) -> Option<SimTime> {
-        self.keys.first().map(|&k| key_time(k))
+        self.heap.first().map(|e| e.time())
     }
 
     /// Removes and returns the next event.
     pub fn pop(&mut self) -> Option<(SimTime, SlotId)> {
-        let k = *self.keys.first()?;
-        let s = self.slots[0];
+        let e = *self.heap.first()?;
         self.remove_at(0);
-        Some((key_time(k), s))
+        Some((e.time(), e.slot))
     }
 
     fn remove_at(&mut self, i: usize) {
-        let removed = self.slots[i];
+        let removed = self.heap[i].slot;
         self.pos[removed.0 as usize] = NOT_QUEUED;
-        let last_key = self.keys.pop().expect("remove_at on an empty heap");
-        let last_slot = self.slots.pop().expect("keys and slots have one length");
-        if i < self.keys.len() {
-            if i > 0 && last_key < self.keys[(i - 1) / ARITY] {
-                self.sift_up(i, last_key, last_slot);
+        let last = self.heap.pop().expect("remove_at on an empty heap");
+        if i < self.heap.len() {
+            if i > 0 && last.key < self.heap[(i - 1) / ARITY].key {
+                self.sift_up(i, last);
             } else {
-                self.sift_down(i, last_key, last_slot);
+                self.sift_down(i, last);
             }
         }
     }
 
-    /// Moves the entry at `from` into hole `to`.
-    #[inline(always)]
-    fn move_entry(&mut self, from: usize, to: usize, key: Key) {
-        let s = self.slots[from];
-        self.keys[to] = key;
-        self.slots[to] = s;
-        self.pos[s.0 as usize] = to as u32;
-    }
-
-    /// Places `key`/`s` at hole `i`.
-    #[inline(always)]
-    fn place(&mut self, i: usize, key: Key, s: SlotId) {
-        self.keys[i] = key;
-        self.slots[i] = s;
-        self.pos[s.0 as usize] = i as u32;
-    }
-
-    /// Places (`key`, `s`) at or above hole `i`.
-    fn sift_up(&mut self, mut i: usize, key: Key, s: SlotId) {
+    /// Places `e` at or above hole `i`.
+    fn sift_up(&mut self, mut i: usize, e: Entry) {
         while i > 0 {
             let parent = (i - 1) / ARITY;
-            let pk = self.keys[parent];
-            if key >= pk {
+            let p = self.heap[parent];
+            if e.key >= p.key {
                 break;
             }
-            self.move_entry(parent, i, pk);
+            self.heap[i] = p;
+            self.pos[p.slot.0 as usize] = i as u32;
             i = parent;
         }
-        self.place(i, key, s);
+        self.heap[i] = e;
+        self.pos[e.slot.0 as usize] = i as u32;
     }
 
-    /// Places (`key`, `s`) at or below hole `i`.
-    fn sift_down(&mut self, mut i: usize, key: Key, s: SlotId) {
-        let n = self.keys.len();
+    /// Places `e` at or below hole `i`.
+    fn sift_down(&mut self, mut i: usize, e: Entry) {
+        let n = self.heap.len();
         loop {
             let first = ARITY * i + 1;
             let (c, ck) = if first + ARITY <= n {
                 // A full node (the common case): the least of four keys by a tournament, with
                 // no loop and one bounds check. Keys are unique (the sequence number), so the
                 // least child is the one a scan would find.
-                let ch: &[Key; ARITY] = self.keys[first..first + ARITY]
+                let ch: &[Entry; ARITY] = self.heap[first..first + ARITY]
                     .try_into()
                     .expect("a full node has ARITY children");
-                let (a, ak) = least(0, ch[0], 1, ch[1]);
-                let (b, bk) = least(2, ch[2], 3, ch[3]);
+                let (a, ak) = least(0, ch[0].key, 1, ch[1].key);
+                let (b, bk) = least(2, ch[2].key, 3, ch[3].key);
                 let (m, mk) = least(a, ak, b, bk);
                 (first + m, mk)
             } else if first < n {
                 let mut c = first;
-                let mut ck = self.keys[first];
+                let mut ck = self.heap[first].key;
                 for j in first + 1..n {
-                    let k = self.keys[j];
+                    let k = self.heap[j].key;
                     if k < ck {
                         c = j;
                         ck = k;
@@ -202,19 +187,22 @@ impl EventQueue {
             } else {
                 break;
             };
-            if ck >= key {
+            if ck >= e.key {
                 break;
             }
-            self.move_entry(c, i, ck);
+            let child = self.heap[c];
+            self.heap[i] = child;
+            self.pos[child.slot.0 as usize] = i as u32;
             i = c;
         }
-        self.place(i, key, s);
+        self.heap[i] = e;
+        self.pos[e.slot.0 as usize] = i as u32;
     }
 }
 
 /// The smaller of two (index, key) pairs.
 #[inline(always)]
-fn least(a: usize, ak: Key, b: usize, bk: Key) -> (usize, Key) {
+fn least(a: usize, ak: u128, b: usize, bk: u128) -> (usize, u128) {
     if bk < ak {
         (b, bk)
     } else {
