@@ -269,5 +269,55 @@ mod tests {
                 }
             }
         }
+
+        /// Against the same model with many slots (deep heaps, partial last nodes), long
+        /// horizons (times up to 2^61) or only a few distinct times (re-arms at equal times tie
+        /// by their fresh sequence number), `arm_min`, and `peek_time`/`deadline`/`is_armed`/`len`
+        /// checked after every operation.
+        #[test]
+        fn matches_reference_many_slots(
+            n in 1usize..300,
+            wide in any::<bool>(),
+            ops in proptest::collection::vec((0u8..5, any::<u16>(), any::<u64>()), 0..2000),
+        ) {
+            let mut q = EventQueue::new();
+            let slots: Vec<_> = (0..n).map(|_| q.add_slot()).collect();
+            let mut model: Vec<Option<(u64, u64)>> = vec![None; n];
+            let mut seq = 0u64;
+            for (op, s, t) in ops {
+                let s = s as usize % n;
+                let t = if wide { t >> 3 } else { t % 4 };
+                match op {
+                    0 | 1 => { seq += 1; q.arm(slots[s], t); model[s] = Some((t, seq)); }
+                    2 => {
+                        if !matches!(model[s], Some((m, _)) if m <= t) {
+                            seq += 1;
+                            model[s] = Some((t, seq));
+                        }
+                        q.arm_min(slots[s], t);
+                    }
+                    3 => { q.cancel(slots[s]); model[s] = None; }
+                    _ => {
+                        let want = model.iter().enumerate().filter_map(|(i, m)| m.map(|m| (m, i))).min();
+                        let got = q.pop();
+                        match want {
+                            None => prop_assert_eq!(got, None),
+                            Some(((t, _), i)) => { prop_assert_eq!(got, Some((t, slots[i]))); model[i] = None; }
+                        }
+                    }
+                }
+                let min = model.iter().filter_map(|m| m.map(|(t, _)| t)).min();
+                prop_assert_eq!(q.peek_time(), min);
+                prop_assert_eq!(q.len(), model.iter().filter(|m| m.is_some()).count());
+                prop_assert_eq!(q.deadline(slots[s]), model[s].map(|(t, _)| t));
+                prop_assert_eq!(q.is_armed(slots[s]), model[s].is_some());
+            }
+            // Drains in exact (time, seq) order.
+            let mut rest: Vec<_> = model.iter().enumerate().filter_map(|(i, m)| m.map(|m| (m, i))).collect();
+            rest.sort();
+            let got: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+            let want: Vec<_> = rest.iter().map(|&((t, _), i)| (t, slots[i])).collect();
+            prop_assert_eq!(got, want);
+        }
     }
 }
