@@ -178,3 +178,17 @@ fn bad_tables_are_refused_naming_the_field() {
         assert!(all.contains(field), "{bad}: {all}");
     }
 }
+
+#[test]
+fn the_table_can_be_set_from_the_command_line() {
+    let s = run::load(
+        "chaos.toml",
+        &busy(XEN, ""),
+        &[("domain.0.chaos.rate", "0.25"), ("domain.0.chaos.duration", "fixed")],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let c = s.domains[0].chaos.as_ref().expect("the table is created");
+    assert_eq!(c.rate, 0.25);
+    assert_eq!(c.duration, vmsched_core::scenario::chaos::ChaosDist::Fixed);
+    assert_eq!(c.mean_us, 1000.0, "the other fields take their defaults");
+}
