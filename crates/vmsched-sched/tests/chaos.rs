@@ -184,11 +184,52 @@ fn the_table_can_be_set_from_the_command_line() {
     let s = run::load(
         "chaos.toml",
         &busy(XEN, ""),
-        &[("domain.0.chaos.rate", "0.25"), ("domain.0.chaos.duration", "fixed")],
+        &[
+            ("domain.0.chaos.rate", "0.25"),
+            ("domain.0.chaos.duration", "fixed"),
+        ],
     )
     .unwrap_or_else(|e| panic!("{e}"));
     let c = s.domains[0].chaos.as_ref().expect("the table is created");
     assert_eq!(c.rate, 0.25);
     assert_eq!(c.duration, vmsched_core::scenario::chaos::ChaosDist::Fixed);
     assert_eq!(c.mean_us, 1000.0, "the other fields take their defaults");
+}
+
+/// Shipped scenarios with a busy host, halting guests, the I/O path or a KVM host: with
+/// stalls in their first domain they run to the end under the engine's invariant checks
+/// (a stalled vCPU on a pCPU reads runnable and does not execute), their runstates add up,
+/// and the first domain's vCPUs wait longer at the host than without.
+#[test]
+fn shipped_scenarios_run_under_chaos_with_the_invariants_checked() {
+    for name in ["rt_cyclictest", "kvm_host", "io_ping", "kvm_lock_holder"] {
+        let src = std::fs::read_to_string(format!(
+            "{}/../../scenarios/{name}.toml",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap();
+        let ov = [
+            ("run.duration_ms", "600"),
+            ("domain.0.chaos.rate", "0.15"),
+            ("domain.0.chaos.mean_us", "700"),
+        ];
+        let r = run::run(&format!("{name}.toml"), &src, &ov);
+        assert_sums(&r);
+        let calm = run::run(&format!("{name}.toml"), &src, &ov[..1]);
+        let s = run::load("x.toml", &src, &[]).unwrap();
+        let d = &s.domains[0].name;
+        let wait = |r: &Results| -> u64 {
+            r.entities
+                .iter()
+                .filter(|e| e.kind == "vcpu" && e.name.starts_with(&format!("{d}.v")))
+                .map(|e| e.runnable_ns)
+                .sum()
+        };
+        assert!(
+            wait(&r) > wait(&calm),
+            "{name}: {} vs {}",
+            wait(&r),
+            wait(&calm)
+        );
+    }
 }
