@@ -498,6 +498,32 @@ def cmd_reproduce(a) -> int:
         return 2
 
 
+def cmd_chaos(a) -> int:
+    """Runs the rates, prints the table and writes the figure (vmsched.chaos)."""
+    from vmsched import chaos
+
+    try:
+        rates = [float(x) for x in a.rates.split(",") if x.strip()]
+    except ValueError:
+        _error(f"--rates: not a list of numbers: {a.rates}")
+        return 2
+    try:
+        df = chaos.sweep(a.scenario, rates, domain=a.domain, duration=a.duration,
+                         mean_us=a.mean_us, seeds=a.seeds, set=a.set)
+    except ValueError as e:
+        _error(str(e))
+        return 2
+    t = Table("rate", "seed", "steal", "workload", "histogram", "p99 (µs)", "max (µs)")
+    for r in df.iter_rows(named=True):
+        t.add_row(f"{r['rate']:g}", str(r["seed"]), f"{r['steal']:.3f}",
+                  f"{r['level']}/{r['workload']}", r["histogram"], f"{r['p99_us']:.1f}",
+                  f"{r['max_us']:.1f}")
+    console.print(t)
+    path = chaos.plot(df, a.output, title=Path(str(a.scenario)).stem)
+    console.print(f"wrote {escape(str(path))}", highlight=False)
+    return 0
+
+
 def cmd_check(a) -> int:
     """Validates the file, then says what running it would cost (docs/limits.md). A run this
     machine's memory limit would refuse is still a valid file: that is said, not failed."""
@@ -771,6 +797,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--trace-limit", type=_positive_int, metavar="N",
                    help="keep at most N trace records (default 4,000,000)")
     p.set_defaults(fn=cmd_perf)
+
+    p = sub.add_parser("chaos", help="plot a workload's latency against injected steal rate",
+                       description="Run a scenario at several injected steal rates "
+                       "([domain.chaos], docs/chaos.md) and plot each latency histogram's p99 "
+                       "and max against the rate.")
+    p.add_argument("scenario")
+    p.add_argument("--rates", default="0,0.05,0.1,0.2,0.3", metavar="R1,R2,...",
+                   help="steal rates, fractions of time in [0, 1) (default 0,0.05,0.1,0.2,0.3)")
+    p.add_argument("--domain", type=int, default=0, metavar="N",
+                   help="the domain (its number in the file) to inject into (default 0)")
+    p.add_argument("--duration", choices=["exponential", "uniform", "fixed"],
+                   default="exponential", help="the stall duration's distribution")
+    p.add_argument("--mean-us", type=float, default=1000.0, metavar="US",
+                   help="the mean stall (µs; default 1000)")
+    p.add_argument("--seeds", type=_positive_int, default=1, help="seeds per rate")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("-o", "--output", default="chaos.png", help="the PNG to write")
+    p.set_defaults(fn=cmd_chaos)
 
     p = sub.add_parser("check", help="validate a scenario file")
     p.add_argument("scenario")

@@ -19,6 +19,7 @@ use crate::sched::{CpuTopo, Policy};
 use crate::time::{time_ns, Nanos, NS_PER_MS, NS_PER_US};
 use crate::workload::WorkloadConfig;
 
+pub mod chaos;
 pub mod coord;
 pub mod costs;
 mod cpupool;
@@ -523,6 +524,10 @@ pub struct DomainConfig<G> {
     /// `[host] scheduler = "linux"` only, refused by the others when enabled.
     #[serde(default)]
     pub coord: coord::CoordConfig,
+    /// Seeded injection of vCPU preemptions (issue 14 item 6; docs/chaos.md). Absent or rate
+    /// 0: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chaos: Option<chaos::ChaosConfig>,
 }
 
 fn d_weight() -> u32 {

@@ -164,6 +164,9 @@ struct CpuState {
     /// The delivery jitter of this CPU's tick and slice timer (stream `irq/<level>/<cpu>`;
     /// sim/ticks.rs).
     irq_rng: Stream,
+    /// Chaos mode holds this guest CPU's vCPU off (sim/chaos.rs): it does not execute though
+    /// its host may run it, and reads as preempted.
+    stalled: bool,
 }
 
 /// Per-entity accounting (xenmon's figures).
@@ -296,6 +299,8 @@ enum SlotKind {
     XenmonWindow,
     /// The host's bound of the boost of a coordinated guest CPU (sim/coord.rs).
     CoordBound(GCpu),
+    /// Chaos mode: stalled vCPU `i`'s gap or stall ends (sim/chaos.rs).
+    Chaos(u32),
     Sample,
     Warmup,
     End,
@@ -365,6 +370,8 @@ pub struct Simulation {
     /// The bound of the delay drawn for each timer interrupt's delivery (sim/ticks.rs,
     /// [`Variation`]); 0: timers fire at their expiry.
     irq_jitter: Nanos,
+    /// Chaos mode's stalled vCPUs (sim/chaos.rs); empty without `[domain.chaos]`.
+    chaos: Vec<chaos::ChaosCpu>,
 }
 
 /// Events between two looks at the stop flag and at the progress of simulated time (a power of
@@ -385,6 +392,7 @@ struct Watch {
 }
 
 mod builder;
+mod chaos;
 mod check;
 mod coord;
 mod cpupool;
@@ -401,6 +409,7 @@ mod trace_io;
 mod xenmon;
 
 pub use builder::SimBuilder;
+pub use chaos::ChaosCount;
 pub use coord::{CoordCounts, CoordSpec};
 pub use cpupool::PoolAction;
 pub use evtchn::ScanOrder;
@@ -602,6 +611,7 @@ impl Simulation {
             SlotKind::Halt(c) => self.halt_window_over(c),
             SlotKind::Kick(c) => self.kicked(c),
             SlotKind::Switched(c) => self.switched(c),
+            SlotKind::Chaos(i) => self.chaos_event(i),
             SlotKind::TaskDone(t) => self.compute_done(t),
             SlotKind::TaskTimer(t) => self.task_timer(t),
             SlotKind::TaskStart(t) => {

@@ -227,6 +227,10 @@ pub fn build(s: &Scenario) -> Simulation {
                 gtopo[v as usize],
             );
         }
+        if let Some(spec) = d.chaos.as_ref().and_then(|c| c.spec(&d.name)) {
+            // Chaos mode (docs/chaos.md); rate 0 adds nothing, not even a slot.
+            b.add_chaos(guest, &spec);
+        }
         if vmsched_core::scenario::io::uses_ioreq(d) {
             dms.push(DeviceModel {
                 guest,

@@ -45,6 +45,10 @@ where
         }
         for (i, d) in self.domains.iter().enumerate() {
             let at = |f: &str| format!("domain.{i}.{f}");
+            if let Some(c) = &d.chaos {
+                c.validate()
+                    .map_err(|(f, e)| (at(&format!("chaos.{f}")), e))?;
+            }
             m.guest_type(d.guest_type)
                 .map_err(|e| (at("guest_type"), e))?;
             if self.domains[..i].iter().any(|o| o.name == d.name) {

@@ -90,7 +90,7 @@ impl Simulation {
 /// Assembles a simulation. Levels, CPUs and entities are numbered in the order they are added.
 pub struct SimBuilder {
     pub(super) sim: Simulation,
-    seed: u64,
+    pub(super) seed: u64,
     var: Variation,
 }
 
@@ -129,6 +129,7 @@ impl SimBuilder {
                 timer_worker: None,
                 coord: None,
                 irq_jitter: 0,
+                chaos: Vec::new(),
             },
             seed,
             var: Variation::default(),
@@ -230,6 +231,7 @@ impl SimBuilder {
             halted_at: None,
             kvm: KvmVcpu::new(&self.sim.levels[level.idx()].opts.exit),
             irq_rng,
+            stalled: false,
         });
         g
     }

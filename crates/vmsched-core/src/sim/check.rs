@@ -100,7 +100,9 @@ impl Simulation {
                 }
                 let g = lv.ent_g[e];
                 let st = self.ents[g.idx()].state;
+                let stalled = matches!(self.ents[g.idx()].kind, EntKind::Vcpu(vc) if self.cpus[vc.idx()].stalled);
                 let want = match (ei.on_cpu.is_some(), ei.runnable) {
+                    (true, _) if stalled => RunState::Runnable,
                     (true, _) => RunState::Running,
                     (false, true) => RunState::Runnable,
                     (false, false) => RunState::Blocked,
@@ -127,7 +129,8 @@ impl Simulation {
             let want = match cs.backing {
                 None => true,
                 Some(b) => {
-                    self.ents[b.idx()].state == RunState::Running
+                    !cs.stalled
+                        && self.ents[b.idx()].state == RunState::Running
                         && self.cpu_of_ent(b).is_some_and(|p| {
                             self.cpus[p.idx()].executing
                                 && !self.q.is_armed(self.cpus[p.idx()].switch_slot)

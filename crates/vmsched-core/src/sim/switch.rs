@@ -81,7 +81,17 @@ impl Simulation {
             es.stats.migrations += 1;
         }
         es.last_cpu = Some(c);
-        self.set_runstate(g, RunState::Running);
+        // A vCPU chaos mode holds off reads as preempted (sim/chaos.rs).
+        let stalled =
+            matches!(self.ents[g.idx()].kind, EntKind::Vcpu(vc) if self.cpus[vc.idx()].stalled);
+        self.set_runstate(
+            g,
+            if stalled {
+                RunState::Runnable
+            } else {
+                RunState::Running
+            },
+        );
         if has_tick && !self.q.is_armed(self.cpus[c.idx()].tick_slot) {
             self.arm_tick(c);
         }
@@ -125,6 +135,10 @@ impl Simulation {
     }
 
     pub(super) fn start_executing(&mut self, vc: GCpu) {
+        if self.cpus[vc.idx()].stalled {
+            self.chaos_hold(vc);
+            return;
+        }
         if self.cpus[vc.idx()].halted_at.is_some() {
             self.haltpoll_reflect(vc);
         }
