@@ -492,7 +492,9 @@ def cmd_reproduce(a) -> int:
         console.print(t)
         return 0 if a.list else 2
     try:
-        return reproduce.main(a.name, quick=a.quick, jobs=a.jobs, out=a.output, console=console)
+        extra = {"unixbench": True} if a.unixbench else {}
+        return reproduce.main(a.name, quick=a.quick, jobs=a.jobs, out=a.output, console=console,
+                              **extra)
     except KeyError as e:
         _error(e.args[0])
         return 2
@@ -717,6 +719,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="short runs (for CI)")
     p.add_argument("--jobs", type=int)
     p.add_argument("-o", "--output", default="out/reproduce", help="output directory")
+    p.add_argument("--unixbench", action="store_true",
+                   help="seed000: also run Context1 as UnixBench's Run script does (passes of "
+                        "fresh processes with idle gaps; a second table)")
     p.set_defaults(fn=cmd_reproduce)
 
     p = sub.add_parser("xenmon", help="print a run's xenmon figures as xenmon prints them",

@@ -14,9 +14,11 @@ from vmsched.reproductions.seed000 import _one  # noqa: F401  (kept importable f
 
 
 def main(name: str, quick: bool = False, jobs: int | None = None, out: str = "out/reproduce",
-         console: Console | None = None) -> int:
-    """Runs reproduction `name`, writing under `out/<name>/`."""
-    return get(name).run(quick=quick, jobs=jobs, out=Path(out) / name, console=console)
+         console: Console | None = None, **options) -> int:
+    """Runs reproduction `name`, writing under `out/<name>/`; `options` are the reproduction's
+    own (seed000: `unixbench`)."""
+    return get(name).run(quick=quick, jobs=jobs, out=Path(out) / name, console=console,
+                         **options)
 
 
 def listing() -> list[tuple[str, str, str]]:

@@ -251,14 +251,23 @@ fn shape(w: &WorkloadConfig, vcpus: u32) -> Shape {
             .into_iter()
             .max_by_key(|(_, v)| *v)
             .map_or("c_user_ns", |(f, _)| f);
+            // The "unixbench" driver: a driver and a pair per pass, one program of sections
+            // (about 24 steps a pass), three channels a pass; one pair runs at a time.
+            let (tasks, steps, channels, gap_pairs, tasks_field) = match c.driver {
+                crate::workload::context1::Driver::Window => (2, 12, 2, 1, ""),
+                crate::workload::context1::Driver::Unixbench => {
+                    let n = u64::from(c.passes);
+                    (1 + 2 * n, 1 + 24 * n, 1 + 3 * n, 0, "passes")
+                }
+            };
             Shape {
-                tasks_field: "",
-                tasks: 2,
-                steps: 12,
-                channels: 2,
+                tasks_field,
+                tasks,
+                steps,
+                channels,
                 hists: 0,
                 buckets: 0,
-                gap_pairs: 1,
+                gap_pairs,
                 rate: loop_rate(24, round).map(|r| (r, field.to_string())),
             }
         }

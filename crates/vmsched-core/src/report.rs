@@ -315,11 +315,14 @@ pub(crate) fn collect(sim: &Simulation) -> Results {
         .wl_rows()
         .map(|w| {
             let hs: Vec<HistSummary> = w.hists.iter().map(|h| h.summary()).collect();
-            // cyclictest's mean is of truncated microseconds; a ping's RTT and a start-up time are exact.
+            // cyclictest's mean is of truncated microseconds; a ping's RTT, a start-up time and
+            // a Context1 pass's elapsed time (the "unixbench" driver) are exact.
             let means: Vec<f64> = hs
                 .iter()
                 .map(|h| match w.spec.kind {
-                    WorkloadKind::Ping | WorkloadKind::Startup => h.mean_ns / 1000.0,
+                    WorkloadKind::Ping | WorkloadKind::Startup | WorkloadKind::Context1 => {
+                        h.mean_ns / 1000.0
+                    }
                     _ => h.avg_us,
                 })
                 .collect();

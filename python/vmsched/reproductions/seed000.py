@@ -107,12 +107,99 @@ def holds(cs: list) -> str:
     return "holds" if all(c.sign == ">" for c in cs) else "not shown"
 
 
+#: The cases the UnixBench driver runs (the ones with one pair).
+UB_CASES = {k: v for k, v in CASES.items() if k != "N-copy (4 pairs)"}
+#: The driver's passes, pass length (s) and idle gap (ms): `Run`'s own, and the short form's.
+UB_RUN, UB_QUICK = (10, 10, 3000), (3, 1, 300)
+#: Seeds per point with the driver (each run is already `passes` passes).
+UB_SEEDS, UB_QUICK_SEEDS = 3, 2
+
+
+def _one_unixbench(args) -> dict:
+    """One point with UnixBench's `Run` driver: (case, scenario, version, ratelimit in ms,
+    (passes, pass_s, gap_ms), seed). The run covers every pass, no warm-up."""
+    case, scen, version, r_ms, (passes, pass_s, gap_ms), seed = args
+    total_ms = passes * (gap_ms + 1000 * pass_s) + 200
+    ov = {"host.version": version, "host.ratelimit_us": r_ms * 1000,
+          "run.duration_ms": total_ms, "run.warmup_ms": 0, "run.seed": seed,
+          "run.sample_interval_us": 0,
+          "domain.0.workload.0.driver": "unixbench", "domain.0.workload.0.passes": passes,
+          "domain.0.workload.0.pass_s": pass_s, "domain.0.workload.0.gap_ms": gap_ms}
+    res = run(scen, set=ov)
+    w = res.workloads.filter(pl.col("kind") == "context1").row(0, named=True)
+    per_pass = [w[f"count_pass{k}"] for k in range(1, passes + 1)]
+    fast, slow = w["count_fast"], w["count_slow"]
+    return {"case": case, "version": version, "ratelimit_ms": r_ms, "seed": seed,
+            "score_lps": w["value"], "fast_pct": 100.0 * fast / max(1, fast + slow),
+            "window_lps": sum(per_pass) / (passes * pass_s),
+            "pass_min": min(per_pass), "pass_max": max(per_pass)}
+
+
+def main_unixbench(quick: bool, jobs: int | None, outdir: Path, console: Console) -> int:
+    """Seed 000 with UnixBench's `Run` driver (workload/context1.rs, docs/seed000.md "As
+    UnixBench runs it"): the one-pair cases, both versions, the four ratelimits, a few seeds;
+    prints `Run`'s score (mean ± 95 % CI over the seeds), the passes' spread, and the same
+    comparisons as the main table; writes seed000_unixbench.csv."""
+    from vmsched.stats import aggregate, compare_all, family_note
+
+    passes, pass_s, gap_ms = UB_QUICK if quick else UB_RUN
+    n_seeds = UB_QUICK_SEEDS if quick else UB_SEEDS
+    pts = [(case, scen, v, r, (passes, pass_s, gap_ms), seed)
+           for case, scen in UB_CASES.items() for v in VERSIONS for r in RATELIMITS_MS
+           for seed in range(1, n_seeds + 1)]
+    with make_executor(jobs, len(pts)) as ex:
+        rows = [f.result() for _, f in ex.imap_unordered(_one_unixbench, ((p,) for p in pts))]
+    keys = ["case", "version", "ratelimit_ms"]
+    df = pl.DataFrame(rows).sort([*keys, "seed"])
+    df.write_csv(outdir / "seed000_unixbench.csv")
+    summary = aggregate(df, keys, "score_lps")
+    form = (f"{passes} passes of {pass_s} s after {gap_ms / 1000:g} s idle"
+            + (" (short form, not Run's 10 × 10 s)" if quick else " (Run's defaults)")
+            + f", {n_seeds} seeds per point")
+    cmp_keys, pairs = [], []
+    for case in UB_CASES:
+        for v in VERSIONS:
+            sub = df.filter((pl.col("case") == case) & (pl.col("version") == v))
+            best = sub.filter(pl.col("ratelimit_ms") == BEST_DOC)["score_lps"].to_list()
+            for other in VERSUS:
+                vals = sub.filter(pl.col("ratelimit_ms") == other)["score_lps"].to_list()
+                cmp_keys.append((case, v))
+                pairs.append((f"{BEST_DOC} ms", best, f"{other} ms", vals))
+    cmp = list(zip(cmp_keys, compare_all(pairs)))
+    for case in UB_CASES:
+        for v in VERSIONS:
+            t = Table(title=f"seed000 as UnixBench runs it, {case}, Credit2 {v} ({form}): "
+                            "Run's score (worst third of the passes dropped, geometric mean)")
+            for c in ("ratelimit", "Run score (lps)", "CV", "index", "fast %",
+                      "passes' min..max (count)"):
+                t.add_column(c, justify="right")
+            sub = summary.filter((pl.col("case") == case) & (pl.col("version") == v)).sort(
+                "ratelimit_ms")
+            for r in sub.iter_rows(named=True):
+                runs = df.filter((pl.col("case") == case) & (pl.col("version") == v)
+                                 & (pl.col("ratelimit_ms") == r["ratelimit_ms"]))
+                t.add_row(f"{r['ratelimit_ms']} ms", f"{r['mean']:,.0f} ± {r['ci95']:,.0f}",
+                          f"{100 * r['cv']:.2f} %", f"{r['mean'] / 4000 * 10:,.1f}",
+                          f"{runs['fast_pct'].mean():.1f}",
+                          f"{runs['pass_min'].min():,}..{runs['pass_max'].max():,}")
+            console.print(t)
+            cs = [c for k, c in cmp if k == (case, v)]
+            console.print(f"[bold]As UnixBench runs it[/bold] {case}, Credit2 {v}: {BEST_DOC} ms "
+                          f"best {holds(cs)}")
+            for c in cs:
+                console.print(f"  {c.verdict()}", highlight=False)
+    console.print(family_note([c for _, c in cmp]) + f" n = {n_seeds} seeds per point. "
+                  "Index = score / 4000 × 10 (UnixBench pgms/index.base).", highlight=False)
+    return 0
+
+
 def main(quick: bool = False, jobs: int | None = None, out: str | Path = "out/reproduce/seed000",
-         console: Console | None = None) -> int:
+         console: Console | None = None, unixbench: bool = False) -> int:
     """Runs every point (3 cases × 2 versions × 4 ratelimits × seeds), prints per case and
     version the mean score with its 95 % interval and CV, which of the document's comparisons
     (20 ms against 128, 5 and 1 ms) hold (Welch, Holm-corrected), and writes seed000.csv/json
-    (per run), seed000_summary.csv (per point) and plots into `out`."""
+    (per run), seed000_summary.csv (per point) and plots into `out`. `unixbench`: then also the
+    second table, Context1 run as UnixBench's `Run` script runs it (`main_unixbench`)."""
     from vmsched.stats import aggregate, family_note
 
     console = console or Console()
@@ -190,6 +277,8 @@ def main(quick: bool = False, jobs: int | None = None, out: str | Path = "out/re
                   highlight=False)
     console.print("Why: docs/seed000.md. Tables: " + str(outdir))
     _plots(df, series, outdir)
+    if unixbench:
+        return main_unixbench(quick, jobs, outdir, console)
     return 0
 
 

@@ -458,6 +458,20 @@ impl Simulation {
                         }
                     }
                 },
+                Step::LoopFor { to, dur } => {
+                    if self.now < self.tasks[t].born.saturating_add(dur) {
+                        self.tasks[t].pc = to as usize;
+                    } else {
+                        self.tasks[t].pc += 1;
+                    }
+                }
+                Step::Branch { chan, to } => {
+                    if self.wls[wl].chans[chan as usize].tokens > 0 {
+                        self.tasks[t].pc = to as usize;
+                    } else {
+                        self.tasks[t].pc += 1;
+                    }
+                }
                 Step::Fork { child_at } => {
                     self.tasks[t].pc += 1;
                     self.fork_task(t, child_at as usize, c);

@@ -150,6 +150,13 @@ pub enum Step {
     Count { counter: Counter },
     /// Jump to step `to`; `times` = None loops forever, Some(n) jumps n times then falls through.
     Goto { to: u16, times: Option<u32> },
+    /// Jump to step `to` while less than `dur` has passed since the task was created (its fork,
+    /// or its start), then fall through: a loop ended by an `alarm(dur)` set at the task's
+    /// start, checked once a round (UnixBench's timed loops, context1.rs).
+    LoopFor { to: u16, dur: Nanos },
+    /// Jump to step `to` if channel `chan` holds a token, which stays there (a flag: a closed
+    /// pipe's end-of-file, seen by every later read); else go on.
+    Branch { chan: Chan, to: u16 },
     /// `fork()`: a new task of the same workload starts running this program at step
     /// `child_at`; the parent goes on with the next step. The child wakes with
     /// `WakeCause::Fork` and its parent (Linux `wake_up_new_task`). It takes one of the
@@ -436,6 +443,15 @@ impl WorkloadKind {
                 name: "cpu".into(),
                 value: executed_ns as f64 / 1e9 / secs.max(1e-9),
                 unit: "cpus".into(),
+            },
+            // With the "unixbench" driver (counters per pass), `Run`'s score of the passes.
+            WorkloadKind::Context1 if counters.len() > context1::PASSES as usize => Figure {
+                name: "score".into(),
+                value: context1::run_score(
+                    &counters[context1::PASSES as usize..],
+                    hist_mean_us.first().copied().unwrap_or(0.0) / 1e6,
+                ),
+                unit: "lps".into(),
             },
             WorkloadKind::Context1 => Figure {
                 name: "score".into(),

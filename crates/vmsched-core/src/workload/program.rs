@@ -221,6 +221,8 @@ fn zero_time_successors(prog: &[Step], i: usize) -> impl Iterator<Item = usize> 
         Step::Exit => (None, None),
         Step::Goto { to, times: None } => (Some(to as usize), None),
         Step::Goto { to, times: Some(_) } => (Some(to as usize), Some(i + 1)),
+        Step::LoopFor { to, .. } => (Some(to as usize), Some(i + 1)),
+        Step::Branch { to, .. } => (Some(to as usize), Some(i + 1)),
         // The parent goes on; the child starts at `child_at`, possibly at once.
         Step::Fork { child_at } => (Some(i + 1), Some(child_at as usize)),
         _ => (Some(i + 1), None),
