@@ -209,3 +209,10 @@ def test_the_unixbench_table_states_which_comparisons_hold(tmp_path):
     df = pl.read_csv(tmp_path / "seed000_unixbench.csv")
     assert df.height == len(UB_CASES) * len(VERSIONS) * 4 * UB_QUICK_SEEDS
     assert (df["score_lps"] > 0).all()
+
+
+def test_unixbench_is_refused_for_another_reproduction(capsys):
+    from vmsched.cli import main
+
+    assert main(["reproduce", "seed002", "--unixbench"]) == 2
+    assert "error: --unixbench" in capsys.readouterr().out

@@ -491,6 +491,9 @@ def cmd_reproduce(a) -> int:
             t.add_row(*row)
         console.print(t)
         return 0 if a.list else 2
+    if a.unixbench and a.name != "seed000":
+        _error(f"--unixbench: only seed000 runs Context1 with UnixBench's driver, not {a.name}")
+        return 2
     try:
         extra = {"unixbench": True} if a.unixbench else {}
         return reproduce.main(a.name, quick=a.quick, jobs=a.jobs, out=a.output, console=console,
