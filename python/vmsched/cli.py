@@ -599,19 +599,7 @@ def cmd_import(a) -> int:
         body = importers.import_skeleton(parts, host=a.host, pcpus=a.pcpus)
     else:
         body = "\n".join(p.toml for p in parts)
-    text = "\n".join(lines) + "\n\n" + body
-    if a.output:
-        out = Path(a.output)
-        if out.is_dir():
-            raise ValueError(f"-o {a.output}: is a directory")
-        if out.exists() and not a.force:
-            raise ValueError(f"-o {a.output}: exists (--force replaces it)")
-        tmp = out.with_name(f".{out.name}.tmp")
-        tmp.write_text(text)
-        tmp.replace(out)
-        print(f"written to {a.output}", flush=True)
-    else:
-        print(text, end="", flush=True)
+    _write_text(a, "\n".join(lines) + "\n\n" + body)
     return 0
 
 

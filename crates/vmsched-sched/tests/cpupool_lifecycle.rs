@@ -10,29 +10,9 @@
 #[path = "common/run.rs"]
 mod run;
 
-use run::{assert_sums, ent};
-use vmsched_core::report::Results;
+use run::{assert_sums, ent, load_err, traced};
 use vmsched_core::trace::{Record, Trace};
 use vmsched_core::NS_PER_MS;
-
-/// Runs `src` traced with the engine's checks on; returns the results, the trace and the log.
-fn run(src: &str) -> (Results, Trace, Vec<String>) {
-    let s = vmsched_sched::load("test.toml", src, &[]).unwrap_or_else(|e| panic!("{e}"));
-    let mut sim = vmsched_sched::build(&s);
-    sim.set_debug_checks(true);
-    sim.enable_trace(20_000_000);
-    sim.run();
-    let tr = sim.take_trace().expect("traced");
-    assert_eq!(tr.dropped, 0);
-    (sim.results(), tr, sim.log().to_vec())
-}
-
-fn load_err(src: &str) -> (String, String) {
-    match run::load("test.toml", src, &[]) {
-        Ok(_) => panic!("the scenario should be refused:\n{src}"),
-        Err(e) => (e.field.clone(), e.to_string()),
-    }
-}
 
 /// The host pCPUs that switched in a vCPU whose name starts with one of `prefixes` in
 /// `[from, to)` ms.
@@ -140,7 +120,7 @@ fn a_pool_created_at_run_time_takes_cpus_and_a_domain_then_is_destroyed_empty() 
         "scheduler = \"arinc653\"",
     ] {
         let src = machine(sched, &lifecycle());
-        let (r, tr, log) = run(&src);
+        let (r, tr, log) = traced(&src);
         assert_sums(&r);
         let within = |who: &[&str], from, to, allowed: &[u32]| {
             let got = cpus_running(&tr, who, from, to);
@@ -178,7 +158,7 @@ fn a_pool_created_at_run_time_takes_cpus_and_a_domain_then_is_destroyed_empty() 
             matches!((created, destroyed), (Some(c), Some(d)) if c < d),
             "{sched}: the log records the creation, then the destruction: {log:?}"
         );
-        let (b, _, _) = run(&src);
+        let (b, _, _) = traced(&src);
         assert_eq!(
             serde_json::to_string(&r).unwrap(),
             serde_json::to_string(&b).unwrap(),
@@ -197,7 +177,7 @@ fn a_boot_pool_without_domains_can_be_emptied_and_destroyed() {
     ) + &event(100, "cpupool_cpu_remove", "pool = \"x\"\ncpu = 3")
         + &event(150, "cpupool_destroy", "pool = \"x\"")
         + &event(200, "cpupool_cpu_add", "pool = \"Pool-0\"\ncpu = 3");
-    let (r, tr, log) = run(&src);
+    let (r, tr, log) = traced(&src);
     assert_sums(&r);
     let all = ["a.v", "m.v"];
     assert_eq!(cpus_running(&tr, &all, 0, 100), vec![0, 1, 2]);

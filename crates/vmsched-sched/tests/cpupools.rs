@@ -14,26 +14,7 @@ use vmsched_core::report::Results;
 use vmsched_core::trace::{Record, Trace};
 use vmsched_core::NS_PER_MS;
 
-/// Runs `src` traced with the engine's checks on; returns the results, the trace and the log.
-fn run(src: &str) -> (Results, Trace, Vec<String>) {
-    let s = vmsched_sched::load("test.toml", src, &[]).unwrap_or_else(|e| panic!("{e}"));
-    let mut sim = vmsched_sched::build(&s);
-    sim.set_debug_checks(true);
-    sim.enable_trace(20_000_000);
-    sim.run();
-    let tr = sim.take_trace().expect("traced");
-    assert_eq!(tr.dropped, 0);
-    (sim.results(), tr, sim.log().to_vec())
-}
-
-fn load_err(src: &str) -> (String, String) {
-    match run::load("test.toml", src, &[]) {
-        Ok(_) => panic!("the scenario should be refused"),
-        Err(e) => (e.field.clone(), e.to_string()),
-    }
-}
-
-use run::{assert_sums, ent};
+use run::{assert_sums, ent, load_err, traced};
 
 /// The host entity ids (global) of the vCPUs whose name starts with `prefix`.
 fn vcpus_of(tr: &Trace, prefix: &str) -> Vec<u32> {
@@ -117,7 +98,7 @@ fn with_events(base: &str, events: &str) -> String {
 
 #[test]
 fn an_rtds_pool_keeps_its_reservation_beside_an_overloaded_credit2_pool() {
-    let (r, tr, _) = run(POOLS);
+    let (r, tr, _) = traced(POOLS);
     // The RTDS vCPUs get their budget, 30 % each, no more (no extra time), and run only on
     // the pool's pCPUs; the Credit2 domain's four vCPUs share Pool-0's two pCPUs and never
     // reach the idle RTDS pCPUs.
@@ -162,7 +143,7 @@ pool = "Pool-0"
 cpu = 3
 "#,
     );
-    let (r, tr, _) = run(&src);
+    let (r, tr, _) = traced(&src);
     let rt = vcpus_of(&tr, "rt.v");
     let hog = vcpus_of(&tr, "hog.v");
     assert_eq!(cpus_running(&tr, &rt, 0, 500), vec![2, 3]);
@@ -191,7 +172,7 @@ domain = "rt"
 pool = "Pool-0"
 "#,
     );
-    let (r, tr, log) = run(&src);
+    let (r, tr, log) = traced(&src);
     let rt = vcpus_of(&tr, "rt.v");
     assert_eq!(cpus_running(&tr, &rt, 0, 1000), vec![2, 3]);
     assert_eq!(cpus_running(&tr, &rt, 1000, 2000), vec![0, 1]);
@@ -227,7 +208,7 @@ period_us = 10000
 extratime = false
 "#,
     );
-    let (r, tr, _) = run(&src);
+    let (r, tr, _) = traced(&src);
     assert_eq!(
         cpus_running(&tr, &vcpus_of(&tr, "hog.v"), 1000, 2000),
         vec![2, 3]
@@ -265,7 +246,7 @@ pool = "rt"
 ratelimit_us = 0
 "#,
     );
-    let (r, _, _) = run(&src);
+    let (r, _, _) = traced(&src);
     assert_sums(&r);
     let bad = with_events(
         POOLS,
@@ -337,7 +318,7 @@ scheduler = "cfs"
 kind = "cpu_loop"
 name = "l"
 "#;
-    let (base, _, _) = run(src);
+    let (base, _, _) = traced(src);
     let changed = with_events(
         src,
         r#"
@@ -348,7 +329,7 @@ pool = "b"
 ratelimit_us = 20000
 "#,
     );
-    let (r, _, _) = run(&changed);
+    let (r, _, _) = traced(&changed);
     let runs = |r: &Results, n: &str| ent(r, n).runs;
     // Pool-0 is untouched: the same runs as without the event.
     assert_eq!(runs(&r, "a1.v0"), runs(&base, "a1.v0"));
@@ -389,8 +370,8 @@ domain = "rt"
 pool = "Pool-0"
 "#,
     );
-    let (a, _, _) = run(&src);
-    let (b, _, _) = run(&src);
+    let (a, _, _) = traced(&src);
+    let (b, _, _) = traced(&src);
     assert_eq!(
         serde_json::to_string(&a).unwrap(),
         serde_json::to_string(&b).unwrap()
@@ -549,7 +530,7 @@ pool = "rt"
 cpu = 3
 "#,
     );
-    let (r, tr, log) = run(&src);
+    let (r, tr, log) = traced(&src);
     // Xen's "Breaking affinity" looks at the pool: rt.v1 had no other pCPU of "rt"; hog's
     // vCPUs (Pool-0) are left alone.
     assert_eq!(log.len(), 1, "{log:?}");
@@ -645,7 +626,7 @@ domain = "m"
 pool = "Pool-0"
 "#
         );
-        let (r, tr, _) = run(&src);
+        let (r, tr, _) = traced(&src);
         assert_sums(&r);
         let m = vcpus_of(&tr, "m.v");
         let within = |from, to, allowed: &[u32]| {
@@ -666,7 +647,7 @@ pool = "Pool-0"
                 "{sched}: m.v{v} runs"
             );
         }
-        let (b, _, _) = run(&src);
+        let (b, _, _) = traced(&src);
         assert_eq!(
             serde_json::to_string(&r).unwrap(),
             serde_json::to_string(&b).unwrap(),
@@ -680,7 +661,7 @@ pool = "Pool-0"
 #[test]
 fn the_xentrace_export_covers_every_pool() {
     use vmsched_core::trace::xentrace::{self as xt, XentraceOpts};
-    let (_, tr, _) = run(POOLS);
+    let (_, tr, _) = traced(POOLS);
     let mut b = Vec::new();
     let sum = xt::write(&tr, &XentraceOpts::default(), &mut b).unwrap();
     assert!(sum.records > 0);
@@ -719,7 +700,7 @@ kind = "cpu_loop"
 name = "loop"
 "#
     );
-    let (r, tr, _) = run(&src);
+    let (r, tr, _) = traced(&src);
     let late = vcpus_of(&tr, "late.v");
     assert_eq!(cpus_running(&tr, &late, 0, 500), Vec::<u32>::new());
     let on = cpus_running(&tr, &late, 500, 1500);

@@ -27,6 +27,27 @@ pub fn run(file: &str, src: &str, ov: &[(&str, &str)]) -> Results {
     sim.results()
 }
 
+/// Runs `src` traced (up to 20 M records, none dropped) with the engine's checks on; returns
+/// the results, the trace and the engine's log.
+pub fn traced(src: &str) -> (Results, vmsched_core::trace::Trace, Vec<String>) {
+    let s = load("test.toml", src, &[]).unwrap_or_else(|e| panic!("{e}"));
+    let mut sim = vmsched_sched::build(&s);
+    sim.set_debug_checks(true);
+    sim.enable_trace(20_000_000);
+    sim.run();
+    let tr = sim.take_trace().expect("traced");
+    assert_eq!(tr.dropped, 0);
+    (sim.results(), tr, sim.log().to_vec())
+}
+
+/// The field and message of the error that refuses `src`; panics if it loads.
+pub fn load_err(src: &str) -> (String, String) {
+    match load("test.toml", src, &[]) {
+        Ok(_) => panic!("the scenario should be refused:\n{src}"),
+        Err(e) => (e.field.clone(), e.to_string()),
+    }
+}
+
 /// The entity named `name` (at any level) of `r`.
 pub fn ent<'a>(r: &'a Results, name: &str) -> &'a vmsched_core::report::EntityResult {
     r.entities
