@@ -226,6 +226,13 @@ fn loop_rate(steps: usize, min_ns: Nanos) -> Option<u64> {
     (min_ns > 0).then(|| (steps as u64 * 4).saturating_mul(NS_PER_S) / min_ns)
 }
 
+/// The tasks a workload declares on `vcpus` CPUs (with `max_tasks`, the most it may have at
+/// once) and the field that sets their number (empty where the CPU count does).
+pub fn task_count(w: &WorkloadConfig, vcpus: u32) -> (u64, &'static str) {
+    let s = shape(w, vcpus);
+    (s.tasks, s.tasks_field)
+}
+
 fn shape(w: &WorkloadConfig, vcpus: u32) -> Shape {
     match w {
         WorkloadConfig::CpuLoop(c) => Shape {

@@ -15,10 +15,11 @@ fn scenario(copies: u64, limit_mb: Option<u64>) -> String {
 
 #[test]
 fn run_refuses_a_scenario_over_its_limit_naming_the_field() {
-    // A billion tasks: about 6 TB, over any machine's default limit.
-    let e = vmsched_sched::run("big.toml", &scenario(1_000_000_000, None), &[]).unwrap_err();
+    // As many tasks as a Linux kernel can hold: about 20 GB, over a 16 GB limit.
+    let n = vmsched_core::workload::PID_MAX_LIMIT;
+    let e = vmsched_sched::run("big.toml", &scenario(n, Some(16_000)), &[]).unwrap_err();
     assert_eq!(e.field, "domain.0.workload.0.copies");
-    assert!(e.message.contains("1000000000 tasks"), "{e}");
+    assert!(e.message.contains(&format!("{n} tasks")), "{e}");
     // The scenario's own limit, lowered below a small run's needs.
     let e = vmsched_sched::run("s.toml", &scenario(1000, Some(1)), &[]).unwrap_err();
     assert!(
@@ -51,4 +52,35 @@ fn the_estimate_grows_with_the_field_it_names() {
     let (field, msg) = big.check(&limit).unwrap_err();
     assert_eq!(field, "domain.0.workload.0.copies");
     assert!(msg.contains("memory_limit_mb option"), "{msg}");
+}
+
+#[test]
+fn a_kernel_holds_at_most_pid_max_limit_tasks() {
+    // Refused when loaded, before the budget and before any task is built: a billion copies
+    // fail at once (building them to check an event's task name once took 20 GB).
+    let n = vmsched_core::workload::PID_MAX_LIMIT;
+    let e = vmsched_sched::load("big.toml", &scenario(1_000_000_000, None), &[]).unwrap_err();
+    assert_eq!(e.field, "domain.0.workload.0.copies");
+    assert!(e.message.contains("PID_MAX_LIMIT"), "{e}");
+    assert!(vmsched_sched::load("s.toml", &scenario(n, None), &[]).is_ok());
+    let e = vmsched_sched::load("s.toml", &scenario(n + 1, None), &[]).unwrap_err();
+    assert_eq!(e.field, "domain.0.workload.0.copies");
+    // The limit is per kernel: the workloads of one guest add up, and the error names the one
+    // that declares the most.
+    let two = format!(
+        "{}[[domain.workload]]\nkind = \"cpu_loop\"\nname = \"m\"\ncopies = {}\n",
+        scenario(n / 4, None),
+        n
+    );
+    let e = vmsched_sched::load("s.toml", &two, &[]).unwrap_err();
+    assert_eq!(e.field, "domain.0.workload.1.copies");
+    assert!(e.message.contains(&format!("{} tasks", n + n / 4)), "{e}");
+    // A KVM host's processes are one kernel too.
+    let host = format!(
+        "[run]\nduration_ms = 2\n[machine]\npcpus = 2\nhypervisor = \"kvm\"\n[host]\nscheduler = \"linux\"\n\
+         [[host.process]]\nkind = \"cpu_loop\"\nname = \"p\"\ncopies = {}\n",
+        n + 1
+    );
+    let e = vmsched_sched::load("h.toml", &host, &[]).unwrap_err();
+    assert_eq!(e.field, "host.process.0.copies", "{e}");
 }

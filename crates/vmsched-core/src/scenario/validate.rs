@@ -116,6 +116,11 @@ where
             d.sched
                 .check()
                 .map_err(|(f, m)| (at(&format!("sched.{f}")), m))?;
+            crate::workload::check_task_ceiling(
+                &d.workloads,
+                d.vcpus,
+                &format!("domain.{i}.workload"),
+            )?;
             for (j, w) in d.workloads.iter().enumerate() {
                 if d.workloads[..j].iter().any(|o| o.name() == w.name()) {
                     return Err((

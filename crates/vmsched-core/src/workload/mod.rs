@@ -191,6 +191,42 @@ pub(crate) fn check_copies(field: &str, n: u32) -> Result<(), (String, String)> 
     Ok(())
 }
 
+/// Linux's `PID_MAX_LIMIT` on 64-bit (include/linux/threads.h: 4 × 1024 × 1024): no kernel
+/// holds more tasks, whatever `kernel.pid_max` says.
+pub const PID_MAX_LIMIT: u64 = 4 * 1024 * 1024;
+
+/// The tasks of one kernel (a guest's workloads, or a KVM host's processes) on `cpus` CPUs:
+/// at most [`PID_MAX_LIMIT`] together. The error names the workload (`prefix.J.FIELD`, its
+/// index in `workloads`) that declares the most. Checked before anything is built per task,
+/// so that a mistyped count fails at once instead of validating millions of tasks.
+pub fn check_task_ceiling(
+    workloads: &[WorkloadConfig],
+    cpus: u32,
+    prefix: &str,
+) -> Result<(), (String, String)> {
+    let counts: Vec<(u64, &str)> = workloads
+        .iter()
+        .map(|w| crate::budget::task_count(w, cpus))
+        .collect();
+    let total = counts.iter().fold(0u64, |a, c| a.saturating_add(c.0));
+    if total <= PID_MAX_LIMIT {
+        return Ok(());
+    }
+    let (j, (n, field)) = counts
+        .iter()
+        .enumerate()
+        .max_by_key(|(j, c)| (c.0, std::cmp::Reverse(*j)))
+        .expect("a total above the limit has a workload");
+    let field = if field.is_empty() { "kind" } else { field };
+    Err((
+        format!("{prefix}.{j}.{field}"),
+        format!(
+            "{total} tasks in one kernel ({n} from this workload): Linux holds at most \
+             {PID_MAX_LIMIT} (PID_MAX_LIMIT)"
+        ),
+    ))
+}
+
 /// An empty task list with room for `n` tasks; a failed allocation (a count from the scenario)
 /// panics with the field's name, which the binding turns into a `CoreError`, instead of
 /// aborting. The budget (crate::budget) refuses such scenarios before they are built.
