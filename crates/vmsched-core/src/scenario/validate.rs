@@ -116,11 +116,6 @@ where
             d.sched
                 .check()
                 .map_err(|(f, m)| (at(&format!("sched.{f}")), m))?;
-            crate::workload::check_task_ceiling(
-                &d.workloads,
-                d.vcpus,
-                &format!("domain.{i}.workload"),
-            )?;
             for (j, w) in d.workloads.iter().enumerate() {
                 if d.workloads[..j].iter().any(|o| o.name() == w.name()) {
                     return Err((
@@ -131,6 +126,13 @@ where
                 w.validate(d.vcpus)
                     .map_err(|(f, m)| (format!("domain.{i}.workload.{j}.{f}"), m))?;
             }
+            // Each workload is valid on its own (its counts and times in range): now their
+            // tasks together, before anything below counts them one by one.
+            crate::workload::check_task_ceiling(
+                &d.workloads,
+                d.vcpus,
+                &format!("domain.{i}.workload"),
+            )?;
             // SCHED_DEADLINE admission over the guest's deadline tasks.
             let mut dl = Vec::new();
             let mut owner = Vec::new();

@@ -197,8 +197,9 @@ pub const PID_MAX_LIMIT: u64 = 4 * 1024 * 1024;
 
 /// The tasks of one kernel (a guest's workloads, or a KVM host's processes) on `cpus` CPUs:
 /// at most [`PID_MAX_LIMIT`] together. The error names the workload (`prefix.J.FIELD`, its
-/// index in `workloads`) that declares the most. Checked before anything is built per task,
-/// so that a mistyped count fails at once instead of validating millions of tasks.
+/// index in `workloads`) that declares the most. Checked once each workload is valid on its
+/// own (its counts then fit the arithmetic) and before anything is built per task, so that a
+/// mistyped count fails at once instead of validating millions of tasks.
 pub fn check_task_ceiling(
     workloads: &[WorkloadConfig],
     cpus: u32,

@@ -299,7 +299,6 @@ pub fn check_processes(p: &KvmHostParams, pcpus: u32) -> Result<(), (String, Str
             "the timer kworker's cost needs timer_kworker = true".into(),
         ));
     }
-    vmsched_core::workload::check_task_ceiling(&p.processes, pcpus, "process")?;
     for (i, w) in p.processes.iter().enumerate() {
         let at = |f: &str| join(&format!("process.{i}"), f);
         if p.processes[..i].iter().any(|o| o.name() == w.name()) {
@@ -336,7 +335,7 @@ pub fn check_processes(p: &KvmHostParams, pcpus: u32) -> Result<(), (String, Str
             (at(&f), m.replace("vCPU", "pCPU"))
         })?;
     }
-    Ok(())
+    vmsched_core::workload::check_task_ceiling(&p.processes, pcpus, "process")
 }
 
 #[cfg(test)]
