@@ -126,8 +126,10 @@ def _one(args) -> dict:
         "skipped": video["count_skipped"],
         "lateness_max_ms": (video["lateness_max_us"] or 0) / 1e3,
         # The sound thread: refill periods and underruns (the talk's "tracks").
-        "audio_periods": video["count_audio_frames"], "audio_skips": video["count_audio_dropped"],
-        "audio_wake_max_ms": (video["audio_wake_max_us"] or 0) / 1e3,
+        # (a player without a sound thread, `audio_period_us = 0`, has no such columns)
+        "audio_periods": video.get("count_audio_frames", 0),
+        "audio_skips": video.get("count_audio_dropped", 0),
+        "audio_wake_max_ms": (video.get("audio_wake_max_us") or 0) / 1e3,
         "player_wake_max_ms": (video["wake_max_us"] or 0) / 1e3,
         "worst_window": window_rows,
     }
