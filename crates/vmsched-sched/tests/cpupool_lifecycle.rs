@@ -46,44 +46,22 @@ fn cpus_running(tr: &Trace, prefixes: &[&str], from: u64, to: u64) -> Vec<u32> {
 }
 
 /// Four pCPUs, all in Pool-0 (Credit2) at boot, two domains of two busy vCPUs, and a pool
-/// "x" declared with no pCPU; `{sched}` is its scheduler, `{events}` the timeline.
+/// "x" declared with no pCPU (shared with test_cpupools.py).
+const LIFECYCLE: &str = include_str!("../../../tests/fixtures/pools/lifecycle.toml");
+
+/// An RTDS pool "rt" on pCPUs 2 and 3 beside Pool-0, one busy domain "a" in Pool-0 (shared
+/// with test_cpupools.py).
+const RT_POOL: &str = include_str!("../../../tests/fixtures/pools/rt_pool.toml");
+
+/// `LIFECYCLE` with `sched` as pool x's scheduler line and `events` as the timeline.
 fn machine(sched: &str, events: &str) -> String {
-    format!(
-        r#"
-[run]
-duration_ms = 1000
-warmup_ms = 0
-[machine]
-pcpus = 4
-[host]
-scheduler = "credit2"
-[[cpupool]]
-name = "x"
-[cpupool.sched]
-{sched}
-[[domain]]
-name = "a"
-vcpus = 2
-[domain.sched]
-scheduler = "cfs"
-[[domain.workload]]
-kind = "cpu_loop"
-name = "loop"
-copies = 2
-pin_each = true
-[[domain]]
-name = "m"
-vcpus = 2
-[domain.sched]
-scheduler = "cfs"
-[[domain.workload]]
-kind = "cpu_loop"
-name = "loop"
-copies = 2
-pin_each = true
-{events}
-"#
-    )
+    let line = "[cpupool.sched]\nscheduler = \"credit2\"\n";
+    assert!(
+        LIFECYCLE.contains(line),
+        "the fixture gives pool x a scheduler line"
+    );
+    let src = LIFECYCLE.replacen(line, &format!("[cpupool.sched]\n{sched}\n"), 1);
+    format!("{src}{events}\n")
 }
 
 fn event(at: u64, action: &str, rest: &str) -> String {
@@ -269,4 +247,28 @@ fn create_and_destroy_are_validated_naming_the_field() {
         "",
     );
     assert_eq!(load_err(&plain).0, "event.0.action");
+}
+
+/// The Python tests' `cpupool_migrate` (test_cpupools.py) as a timeline event: domain a moved
+/// at 200 ms into the RTDS pool with a reservation of 2 ms every 10 ms runs alone on its
+/// pCPU until then, then gets its budget; a pool event on a pCPU of another pool names its
+/// field.
+#[test]
+fn the_rt_pool_fixture_migrates_a_domain_into_its_reservation() {
+    let src = RT_POOL.replacen("[run]\n", "[run]\nvary = false\n", 1)
+        + &event(
+            200,
+            "cpupool_migrate",
+            "domain = \"a\"\npool = \"rt\"\nbudget_us = 2000\nperiod_us = 10000\n\
+             extratime = false",
+        );
+    let (r, _, _) = traced(&src);
+    let ran = ent(&r, "a.v0").running_ns as f64;
+    let want = (200 + 40) as f64 * NS_PER_MS as f64;
+    assert!(
+        (ran / want - 1.0).abs() < 0.02,
+        "a.v0 ran {ran} ns, not ~{want}"
+    );
+    let bad = RT_POOL.to_string() + &event(10, "cpupool_cpu_remove", "pool = \"rt\"\ncpu = 1");
+    assert_eq!(load_err(&bad).0, "event.0.cpu");
 }

@@ -1,6 +1,8 @@
 //! The shared conformance suite: this thread's task policy for the entities it builds, every
 //! case as a generic function over `Scheduler`, and the macros a level file instantiates
-//! (`common_conformance!`, `host_conformance!`, `guest_conformance!`, `linux_host_conformance!`).
+//! (`common_conformance!`, `host_conformance!`, `guest_conformance!`, `linux_host_conformance!`),
+//! all written through one table, `conformance_cases!` (a case's name to its call and CPU
+//! count), which a policy that takes only some of the cases lists them with.
 
 use std::cell::Cell;
 
@@ -158,19 +160,38 @@ pub(crate) fn two_on_one_cpu<S: Scheduler>(s: S) -> Harness<S> {
     h
 }
 
-/// Parameter change (host): raising one entity's weight (its group's, `adjust`) moves the
-/// shares after the change, not before.
-pub(crate) fn weight_change_moves_shares<S: Scheduler>(s: S) {
+/// Two CPU-bound entities on one CPU: the ratio of their CPU times (0 to 1) over 1 s after
+/// 200 ms, then, after `change` and another 200 ms, over 2 s.
+pub(crate) fn shares_around<S: Scheduler>(
+    s: S,
+    change: impl FnOnce(&mut Harness<S>),
+) -> (f64, f64) {
     let mut h = two_on_one_cpu(s);
     h.run_for(200 * NS_PER_MS, 100_000);
     let (a, b) = window(&mut h, 1000);
     let before = a as f64 / b as f64;
-    h.ents[0].params.xen.weight = 768;
-    h.adjust(0);
+    change(&mut h);
     h.pump();
     h.run_for(200 * NS_PER_MS, 100_000);
     let (a, b) = window(&mut h, 2000);
-    let after = a as f64 / b as f64;
+    (before, a as f64 / b as f64)
+}
+
+/// `shares_around` a change of entity 1's nice from 0 to 5 (`prio_changed`).
+pub(crate) fn shares_around_nice_5<S: Scheduler>(s: S) -> (f64, f64) {
+    shares_around(s, |h| {
+        h.ents[1].params.linux.nice = 5;
+        h.prio_changed(1);
+    })
+}
+
+/// Parameter change (host): raising one entity's weight (its group's, `adjust`) moves the
+/// shares after the change, not before.
+pub(crate) fn weight_change_moves_shares<S: Scheduler>(s: S) {
+    let (before, after) = shares_around(s, |h| {
+        h.ents[0].params.xen.weight = 768;
+        h.adjust(0);
+    });
     assert!((0.8..1.25).contains(&before), "equal weights: {before}");
     assert!((2.4..3.6).contains(&after), "weights 768:256: {after}");
 }
@@ -216,16 +237,7 @@ pub(crate) fn budget_change_moves_shares<S: Scheduler>(s: S) {
 
 /// Parameter change (guest): a nice change (`prio_changed`) moves the shares after it.
 pub(crate) fn nice_change_moves_shares<S: Scheduler>(s: S) {
-    let mut h = two_on_one_cpu(s);
-    h.run_for(200 * NS_PER_MS, 100_000);
-    let (a, b) = window(&mut h, 1000);
-    let before = a as f64 / b as f64;
-    h.ents[1].params.linux.nice = 5;
-    h.prio_changed(1);
-    h.pump();
-    h.run_for(200 * NS_PER_MS, 100_000);
-    let (a, b) = window(&mut h, 2000);
-    let after = a as f64 / b as f64;
+    let (before, after) = shares_around_nice_5(s);
     assert!((0.85..1.18).contains(&before), "nice 0:0: {before}");
     assert!((2.6..3.5).contains(&after), "nice 0:5 (1024:335): {after}");
 }
@@ -572,51 +584,112 @@ pub(crate) fn cpu_hotplug_deterministic<S: Scheduler>(a: S, b: S) {
     assert_eq!(cpu_offline_and_online(a), cpu_offline_and_online(b));
 }
 
+/// One `#[test]` a case named: `conformance_cases!(ctor, host; case, ...)` writes, for each
+/// case, a test of that name calling the case of that name with instances from `ctor` at the
+/// CPU count the suite uses for it; `host` (true at a host level) goes to the cases that remove
+/// or script an entity. The table of the suite: every instantiation below and every policy's
+/// partial list of cases in the level files goes through it.
+macro_rules! conformance_cases {
+    ($ctor:expr, $host:expr; $($case:ident),* $(,)?) => {
+        $( conformance_case!($case, $ctor, $host); )*
+    };
+}
+
+/// One row of the table (see `conformance_cases!`).
+macro_rules! conformance_case {
+    (n_entities_one_cpu_all_progress, $ctor:expr, $host:expr) => {
+        #[test]
+        fn n_entities_one_cpu_all_progress() {
+            super::n_entities_one_cpu_all_progress($ctor(2), 2);
+        }
+    };
+    (cpu_hotplug_deterministic, $ctor:expr, $host:expr) => {
+        #[test]
+        fn cpu_hotplug_deterministic() {
+            super::cpu_hotplug_deterministic($ctor(3), $ctor(3));
+        }
+    };
+    (yield_keeps_cpu_busy, $ctor:expr, $host:expr) => {
+        #[test]
+        fn yield_keeps_cpu_busy() {
+            super::yield_keeps_cpu_busy($ctor(1), $ctor(1));
+        }
+    };
+    (removed_entity_never_runs, $ctor:expr, $host:expr) => {
+        #[test]
+        fn removed_entity_never_runs() {
+            super::removed_entity_never_runs($ctor(1), $host);
+        }
+    };
+    (timers_well_formed, $ctor:expr, $host:expr) => {
+        #[test]
+        fn timers_well_formed() {
+            super::timers_well_formed($ctor(2), $host);
+        }
+    };
+    (deterministic, $ctor:expr, $host:expr) => {
+        #[test]
+        fn deterministic() {
+            super::deterministic($ctor(2), $ctor(2), $host);
+        }
+    };
+    // The cases of one instance at a CPU count of their own.
+    ($case:ident, $ctor:expr, $host:expr) => {
+        #[test]
+        fn $case() {
+            super::$case($ctor(conformance_cpus!($case)));
+        }
+    };
+}
+
+/// The CPU count a one-instance case runs on.
+macro_rules! conformance_cpus {
+    (idle_cpu_takes_waking_entity) => {
+        2
+    };
+    (nr_running_counts_runnable_entities) => {
+        2
+    };
+    (wake_reschedules_cpu_in_affinity) => {
+        3
+    };
+    (cpu_offline_and_online) => {
+        3
+    };
+    (affinity_holds) => {
+        4
+    };
+    (work_conserving) => {
+        4
+    };
+    ($case:ident) => {
+        1
+    };
+}
+
+/// The cases every policy at every level passes, then the level's own (`$host`; `$case`s),
+/// in a module `$name`, after the `$extra` items.
 macro_rules! common_conformance {
     ($name:ident, $ctor:expr, { $($extra:item)* }) => {
+        common_conformance!($name, $ctor, false; { $($extra)* });
+    };
+    ($name:ident, $ctor:expr, $host:expr; $($case:ident),* { $($extra:item)* }) => {
         mod $name {
             use super::*;
             $($extra)*
-            #[test]
-            fn lone_entity_runs() {
-                super::lone_entity_runs($ctor(1));
-            }
-            #[test]
-            fn n_entities_one_cpu_all_progress() {
-                super::n_entities_one_cpu_all_progress($ctor(2), 2);
-            }
-            #[test]
-            fn idle_cpu_takes_waking_entity() {
-                super::idle_cpu_takes_waking_entity($ctor(2));
-            }
-            #[test]
-            fn affinity_holds() {
-                super::affinity_holds($ctor(4));
-            }
-            #[test]
-            fn work_conserving() {
-                super::work_conserving($ctor(4));
-            }
-            #[test]
-            fn block_and_wake() {
-                super::block_and_wake($ctor(1));
-            }
-            #[test]
-            fn wake_reschedules_cpu_in_affinity() {
-                super::wake_reschedules_cpu_in_affinity($ctor(3));
-            }
-            #[test]
-            fn cpu_offline_and_online() {
-                super::cpu_offline_and_online($ctor(3));
-            }
-            #[test]
-            fn cpu_hotplug_deterministic() {
-                super::cpu_hotplug_deterministic($ctor(3), $ctor(3));
-            }
-            #[test]
-            fn yield_keeps_cpu_busy() {
-                super::yield_keeps_cpu_busy($ctor(1), $ctor(1));
-            }
+            conformance_cases!($ctor, $host;
+                lone_entity_runs,
+                n_entities_one_cpu_all_progress,
+                idle_cpu_takes_waking_entity,
+                affinity_holds,
+                work_conserving,
+                block_and_wake,
+                wake_reschedules_cpu_in_affinity,
+                cpu_offline_and_online,
+                cpu_hotplug_deterministic,
+                yield_keeps_cpu_busy,
+                $($case),*
+            );
         }
     };
 }
@@ -627,28 +700,14 @@ macro_rules! host_conformance {
     };
     // `$param`: the policy's parameter-change case (RTDS has budgets, not weights).
     ($name:ident, $ctor:expr, $param:ident) => {
-        common_conformance!($name, $ctor, {
-            #[test]
-            fn $param() {
-                super::$param($ctor(1));
-            }
-            #[test]
-            fn paused_entity_gets_no_cpu() {
-                super::paused_entity_gets_no_cpu($ctor(1));
-            }
-            #[test]
-            fn removed_entity_never_runs() {
-                super::removed_entity_never_runs($ctor(1), true);
-            }
-            #[test]
-            fn timers_well_formed() {
-                super::timers_well_formed($ctor(2), true);
-            }
-            #[test]
-            fn deterministic() {
-                super::deterministic($ctor(2), $ctor(2), true);
-            }
-        });
+        common_conformance!($name, $ctor, true;
+            $param,
+            paused_entity_gets_no_cpu,
+            removed_entity_never_runs,
+            timers_well_formed,
+            deterministic
+            {}
+        );
     };
 }
 
@@ -701,28 +760,14 @@ pub fn class_change_takes_effect<S: Scheduler>(s: S) {
 
 macro_rules! guest_conformance {
     ($name:ident, $ctor:expr) => {
-        common_conformance!($name, $ctor, {
-            #[test]
-            fn class_change_takes_effect() {
-                super::class_change_takes_effect($ctor(1));
-            }
-            #[test]
-            fn nice_change_moves_shares() {
-                super::nice_change_moves_shares($ctor(1));
-            }
-            #[test]
-            fn removed_entity_never_runs() {
-                super::removed_entity_never_runs($ctor(1), false);
-            }
-            #[test]
-            fn timers_well_formed() {
-                super::timers_well_formed($ctor(2), false);
-            }
-            #[test]
-            fn deterministic() {
-                super::deterministic($ctor(2), $ctor(2), false);
-            }
-        });
+        common_conformance!($name, $ctor, false;
+            class_change_takes_effect,
+            nice_change_moves_shares,
+            removed_entity_never_runs,
+            timers_well_formed,
+            deterministic
+            {}
+        );
     };
 }
 
@@ -731,35 +776,15 @@ macro_rules! guest_conformance {
 /// so removal follows a block), plus the two hooks only a KVM host answers.
 macro_rules! linux_host_conformance {
     ($name:ident, $ctor:expr) => {
-        common_conformance!($name, $ctor, {
-            #[test]
-            fn nice_change_moves_shares() {
-                super::nice_change_moves_shares($ctor(1));
-            }
-            #[test]
-            fn removed_entity_never_runs() {
-                super::removed_entity_never_runs($ctor(1), false);
-            }
-            #[test]
-            fn timers_well_formed() {
-                super::timers_well_formed($ctor(2), false);
-            }
-            #[test]
-            fn deterministic() {
-                super::deterministic($ctor(2), $ctor(2), false);
-            }
-            #[test]
-            fn nr_running_counts_runnable_entities() {
-                super::nr_running_counts_runnable_entities($ctor(2));
-            }
-            #[test]
-            fn directed_yield_reaches_the_target() {
-                super::directed_yield_reaches_the_target($ctor(1));
-            }
-            #[test]
-            fn class_change_takes_effect() {
-                super::class_change_takes_effect($ctor(1));
-            }
-        });
+        common_conformance!($name, $ctor, false;
+            nice_change_moves_shares,
+            removed_entity_never_runs,
+            timers_well_formed,
+            deterministic,
+            nr_running_counts_runnable_entities,
+            directed_yield_reaches_the_target,
+            class_change_takes_effect
+            {}
+        );
     };
 }

@@ -4,6 +4,8 @@
 use vmsched_core::testkit::{flat, Harness};
 use vmsched_core::{Policy, Scheduler, WakeCause, WakeInfo, NS_PER_MS};
 
+use vmsched_sched::guest::eevdf::EevdfKernel::{V6_12, V6_18, V6_6};
+
 use crate::cases::*;
 
 pub(crate) fn cfs(n: usize) -> vmsched_sched::guest::cfs::CfsSched {
@@ -16,18 +18,6 @@ pub(crate) fn eevdf(
 ) -> vmsched_sched::guest::eevdf::EevdfSched {
     use vmsched_sched::guest::eevdf::{Eevdf, EevdfParams};
     Eevdf::sched(EevdfParams::new(kernel), &flat(n))
-}
-
-fn eevdf_6_6(n: usize) -> vmsched_sched::guest::eevdf::EevdfSched {
-    eevdf(vmsched_sched::guest::eevdf::EevdfKernel::V6_6, n)
-}
-
-fn eevdf_6_12(n: usize) -> vmsched_sched::guest::eevdf::EevdfSched {
-    eevdf(vmsched_sched::guest::eevdf::EevdfKernel::V6_12, n)
-}
-
-fn eevdf_6_18(n: usize) -> vmsched_sched::guest::eevdf::EevdfSched {
-    eevdf(vmsched_sched::guest::eevdf::EevdfKernel::V6_18, n)
 }
 
 pub(crate) fn bfs(n: usize) -> vmsched_sched::guest::bfs::BfsSched {
@@ -74,9 +64,9 @@ fn rt_priority_change_takes_the_cpu<S: Scheduler>(s: S) {
 
 guest_conformance!(cfs_guest, cfs);
 
-guest_conformance!(eevdf_6_6_guest, eevdf_6_6);
-guest_conformance!(eevdf_6_12_guest, eevdf_6_12);
-guest_conformance!(eevdf_6_18_guest, eevdf_6_18);
+guest_conformance!(eevdf_6_6_guest, |n| eevdf(V6_6, n));
+guest_conformance!(eevdf_6_12_guest, |n| eevdf(V6_12, n));
+guest_conformance!(eevdf_6_18_guest, |n| eevdf(V6_18, n));
 
 /// BFS at a guest level: the common cases, removal, timers and determinism. Its parameter
 /// change is a nice change too, but BFS turns nice into a deadline offset, not a weight, so the
@@ -88,22 +78,12 @@ mod bfs_guest {
     fn nice_change_moves_shares() {
         super::bfs_nice_change_moves_shares(bfs(1));
     }
-    #[test]
-    fn class_change_takes_effect() {
-        super::class_change_takes_effect(bfs(1));
-    }
-    #[test]
-    fn removed_entity_never_runs() {
-        super::removed_entity_never_runs(bfs(1), false);
-    }
-    #[test]
-    fn timers_well_formed() {
-        super::timers_well_formed(bfs(2), false);
-    }
-    #[test]
-    fn deterministic() {
-        super::deterministic(bfs(2), bfs(2), false);
-    }
+    conformance_cases!(bfs, false;
+        class_change_takes_effect,
+        removed_entity_never_runs,
+        timers_well_formed,
+        deterministic,
+    );
 }
 
 /// Parameter change (BFS guest): nice 5 after the change. Each hog runs 8 ms per slice (6.29 ms
@@ -112,16 +92,7 @@ mod bfs_guest {
 /// 66.06 ms out at its last refill), i.e. for (66.06 − 41.09 + 8) / 8 ≈ 4 slices per slice of
 /// the nice-5 hog (spec §4.2: shares follow deadline offsets, not weights).
 pub(crate) fn bfs_nice_change_moves_shares<S: Scheduler>(s: S) {
-    let mut h = two_on_one_cpu(s);
-    h.run_for(200 * NS_PER_MS, 100_000);
-    let (a, b) = window(&mut h, 1000);
-    let before = a as f64 / b as f64;
-    h.ents[1].params.linux.nice = 5;
-    h.prio_changed(1);
-    h.pump();
-    h.run_for(200 * NS_PER_MS, 100_000);
-    let (a, b) = window(&mut h, 2000);
-    let after = a as f64 / b as f64;
+    let (before, after) = shares_around_nice_5(s);
     assert!((0.85..1.18).contains(&before), "nice 0:0: {before}");
     assert!((3.5..4.6).contains(&after), "nice 0:5 under BFS: {after}");
 }
@@ -131,22 +102,12 @@ pub(crate) fn bfs_nice_change_moves_shares<S: Scheduler>(s: S) {
 mod rr_guest {
     use super::*;
     common_conformance!(common, rr_tasks, {});
-    #[test]
-    fn rt_priority_change_takes_the_cpu() {
-        super::rt_priority_change_takes_the_cpu(rr_tasks(1));
-    }
-    #[test]
-    fn removed_entity_never_runs() {
-        super::removed_entity_never_runs(rr_tasks(1), false);
-    }
-    #[test]
-    fn timers_well_formed() {
-        super::timers_well_formed(rr_tasks(2), false);
-    }
-    #[test]
-    fn deterministic() {
-        super::deterministic(rr_tasks(2), rr_tasks(2), false);
-    }
+    conformance_cases!(rr_tasks, false;
+        rt_priority_change_takes_the_cpu,
+        removed_entity_never_runs,
+        timers_well_formed,
+        deterministic,
+    );
 }
 
 fn dl_tasks(n: usize) -> vmsched_sched::guest::cfs::CfsSched {
@@ -163,42 +124,20 @@ fn dl_tasks(n: usize) -> vmsched_sched::guest::cfs::CfsSched {
 /// until then (`lone_yielder_runs_at_its_next_period`).
 mod dl_guest {
     use super::*;
-    #[test]
-    fn lone_entity_runs() {
-        super::lone_entity_runs(dl_tasks(1));
-    }
-    #[test]
-    fn n_entities_one_cpu_all_progress() {
-        super::n_entities_one_cpu_all_progress(dl_tasks(2), 2);
-    }
-    #[test]
-    fn idle_cpu_takes_waking_entity() {
-        super::idle_cpu_takes_waking_entity(dl_tasks(2));
-    }
-    #[test]
-    fn affinity_holds() {
-        super::affinity_holds(dl_tasks(4));
-    }
-    #[test]
-    fn work_conserving() {
-        super::work_conserving(dl_tasks(4));
-    }
-    #[test]
-    fn block_and_wake() {
-        super::block_and_wake(dl_tasks(1));
-    }
-    #[test]
-    fn wake_reschedules_cpu_in_affinity() {
-        super::wake_reschedules_cpu_in_affinity(dl_tasks(3));
-    }
-    #[test]
-    fn cpu_offline_and_online() {
-        super::cpu_offline_and_online(dl_tasks(3));
-    }
-    #[test]
-    fn cpu_hotplug_deterministic() {
-        super::cpu_hotplug_deterministic(dl_tasks(3), dl_tasks(3));
-    }
+    conformance_cases!(dl_tasks, false;
+        lone_entity_runs,
+        n_entities_one_cpu_all_progress,
+        idle_cpu_takes_waking_entity,
+        affinity_holds,
+        work_conserving,
+        block_and_wake,
+        wake_reschedules_cpu_in_affinity,
+        cpu_offline_and_online,
+        cpu_hotplug_deterministic,
+        removed_entity_never_runs,
+        timers_well_formed,
+        deterministic,
+    );
     #[test]
     fn lone_yielder_runs_at_its_next_period() {
         let mut h = Harness::new(dl_tasks(1), 1, vec![params(0, 1)]);
@@ -211,34 +150,15 @@ mod dl_guest {
         h.run_for(9 * NS_PER_MS, 100_000);
         assert_eq!(h.curr(0), Some(0), "and runs again at it");
     }
-    #[test]
-    fn removed_entity_never_runs() {
-        super::removed_entity_never_runs(dl_tasks(1), false);
-    }
-    #[test]
-    fn timers_well_formed() {
-        super::timers_well_formed(dl_tasks(2), false);
-    }
-    #[test]
-    fn deterministic() {
-        super::deterministic(dl_tasks(2), dl_tasks(2), false);
-    }
 }
 
 /// BFS with SCHED_RR tasks: its RT levels of the one global queue under the common cases.
 mod bfs_rr_guest {
     use super::*;
     common_conformance!(common, bfs_rr_tasks, {});
-    #[test]
-    fn rt_priority_change_takes_the_cpu() {
-        super::rt_priority_change_takes_the_cpu(bfs_rr_tasks(1));
-    }
-    #[test]
-    fn removed_entity_never_runs() {
-        super::removed_entity_never_runs(bfs_rr_tasks(1), false);
-    }
-    #[test]
-    fn deterministic() {
-        super::deterministic(bfs_rr_tasks(2), bfs_rr_tasks(2), false);
-    }
+    conformance_cases!(bfs_rr_tasks, false;
+        rt_priority_change_takes_the_cpu,
+        removed_entity_never_runs,
+        deterministic,
+    );
 }

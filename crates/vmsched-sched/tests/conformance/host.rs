@@ -4,86 +4,73 @@
 
 use vmsched_core::testkit::flat;
 
+use vmsched_sched::host::credit1::Credit1Version::{self, V3_3, V4_20};
+use vmsched_sched::host::credit1::{Credit1, Credit1Params, Credit1Sched};
+use vmsched_sched::host::credit2::{Credit2, Credit2Params, Credit2Sched, Credit2Version};
+
 use crate::cases::*;
 
-fn credit2(n: usize) -> vmsched_sched::host::credit2::Credit2Sched {
+fn credit2_with(p: Credit2Params, n: usize) -> Credit2Sched {
     let topo = vec![Default::default(); n];
-    vmsched_sched::host::credit2::Credit2::sched(Default::default(), &topo, 4)
+    Credit2::sched(p, &topo, 4)
+}
+
+fn credit2(n: usize) -> Credit2Sched {
+    credit2_with(Default::default(), n)
 }
 
 /// Credit2 as in Xen 4.2.1 (no affinity: pinned entities may run anywhere).
-fn credit2_v4_2_1(n: usize) -> vmsched_sched::host::credit2::Credit2Sched {
-    let topo = vec![Default::default(); n];
-    let p = vmsched_sched::host::credit2::Credit2Params {
-        version: vmsched_sched::host::credit2::Credit2Version::V4_2_1,
-        ..Default::default()
-    };
-    vmsched_sched::host::credit2::Credit2::sched(p, &topo, 4)
+fn credit2_v4_2_1(n: usize) -> Credit2Sched {
+    let version = Credit2Version::V4_2_1;
+    credit2_with(
+        Credit2Params {
+            version,
+            ..Default::default()
+        },
+        n,
+    )
 }
 
-fn credit1(
-    version: vmsched_sched::host::credit1::Credit1Version,
-    n: usize,
-) -> vmsched_sched::host::credit1::Credit1Sched {
+fn credit1(p: Credit1Params, n: usize) -> Credit1Sched {
     let topo = vec![Default::default(); n];
-    let p = vmsched_sched::host::credit1::Credit1Params {
+    Credit1::sched(p, &topo, 4)
+}
+
+/// Credit1 of a release, with its defaults.
+fn era(version: Credit1Version) -> Credit1Params {
+    Credit1Params {
         version,
         ..Default::default()
-    };
-    vmsched_sched::host::credit1::Credit1::sched(p, &topo, 4)
+    }
 }
 
-fn credit1_v3_3(n: usize) -> vmsched_sched::host::credit1::Credit1Sched {
-    credit1(vmsched_sched::host::credit1::Credit1Version::V3_3, n)
-}
-
-fn credit1_v4_20(n: usize) -> vmsched_sched::host::credit1::Credit1Sched {
-    credit1(vmsched_sched::host::credit1::Credit1Version::V4_20, n)
+/// Credit1 without BOOST (seed 002's `boost_on_wake = false`, ERRATA X6).
+fn no_boost(version: Credit1Version) -> Credit1Params {
+    Credit1Params {
+        boost_on_wake: Some(false),
+        ..era(version)
+    }
 }
 
 /// Xen 3.3 Credit1 with seed 001's first improvement (ERRATA X13). Boost credit is left out: by
 /// design a boost domain can keep its CPU from UNDER neighbours (docs/credit1.md).
-fn credit1_v3_3_seed001(n: usize) -> vmsched_sched::host::credit1::Credit1Sched {
-    let topo = vec![Default::default(); n];
-    let p = vmsched_sched::host::credit1::Credit1Params {
-        version: vmsched_sched::host::credit1::Credit1Version::V3_3,
+fn seed001() -> Credit1Params {
+    Credit1Params {
         exact_debit: true,
         boost_slice_ms: Some(2),
         keep_credit_above_limit: true,
         level_domain_credits: true,
-        ..Default::default()
-    };
-    vmsched_sched::host::credit1::Credit1::sched(p, &topo, 4)
-}
-
-/// Credit1 without BOOST (seed 002's `boost_on_wake = false`, ERRATA X6).
-fn credit1_no_boost(
-    version: vmsched_sched::host::credit1::Credit1Version,
-    n: usize,
-) -> vmsched_sched::host::credit1::Credit1Sched {
-    let topo = vec![Default::default(); n];
-    let p = vmsched_sched::host::credit1::Credit1Params {
-        version,
-        boost_on_wake: Some(false),
-        ..Default::default()
-    };
-    vmsched_sched::host::credit1::Credit1::sched(p, &topo, 4)
-}
-
-fn credit1_v3_3_no_boost(n: usize) -> vmsched_sched::host::credit1::Credit1Sched {
-    credit1_no_boost(vmsched_sched::host::credit1::Credit1Version::V3_3, n)
-}
-
-fn credit1_v4_20_no_boost(n: usize) -> vmsched_sched::host::credit1::Credit1Sched {
-    credit1_no_boost(vmsched_sched::host::credit1::Credit1Version::V4_20, n)
+        ..era(Credit1Version::V3_3)
+    }
 }
 
 host_conformance!(credit2_host, credit2);
-host_conformance!(credit1_3_3_host, credit1_v3_3);
-host_conformance!(credit1_4_20_host, credit1_v4_20);
-host_conformance!(credit1_3_3_seed001_host, credit1_v3_3_seed001);
-host_conformance!(credit1_3_3_no_boost_host, credit1_v3_3_no_boost);
-host_conformance!(credit1_4_20_no_boost_host, credit1_v4_20_no_boost);
+host_conformance!(credit1_3_3_host, |n| credit1(era(V3_3), n));
+host_conformance!(credit1_4_20_host, |n| credit1(era(V4_20), n));
+host_conformance!(credit1_3_3_seed001_host, |n| credit1(seed001(), n));
+host_conformance!(credit1_3_3_no_boost_host, |n| credit1(no_boost(V3_3), n));
+host_conformance!(credit1_4_20_no_boost_host, |n| credit1(no_boost(V4_20), n));
+
 fn rtds(n: usize) -> vmsched_sched::host::rtds::RtdsSched {
     vmsched_sched::host::rtds::Rtds::sched(Default::default(), &flat(n))
 }
@@ -91,10 +78,8 @@ fn rtds(n: usize) -> vmsched_sched::host::rtds::RtdsSched {
 host_conformance!(rtds_host, rtds, budget_change_moves_shares);
 
 mod pinned_host {
-    #[test]
-    fn lone_entity_runs() {
-        super::lone_entity_runs(vmsched_sched::host::pinned::Pinned::new(1));
-    }
+    use vmsched_sched::host::pinned::Pinned;
+    conformance_cases!(Pinned::new, true; lone_entity_runs);
 }
 
 /// Xen's null scheduler shares no CPU (a vCPU beyond the pCPUs waits until one is freed, a
@@ -104,22 +89,12 @@ mod null_host {
     fn null(n: usize) -> vmsched_sched::host::null::NullSched {
         vmsched_sched::host::null::Null::sched(n)
     }
-    #[test]
-    fn lone_entity_runs() {
-        super::lone_entity_runs(null(1));
-    }
-    #[test]
-    fn idle_cpu_takes_waking_entity() {
-        super::idle_cpu_takes_waking_entity(null(2));
-    }
-    #[test]
-    fn work_conserving() {
-        super::work_conserving(null(4));
-    }
-    #[test]
-    fn wake_reschedules_cpu_in_affinity() {
-        super::wake_reschedules_cpu_in_affinity(null(3));
-    }
+    conformance_cases!(null, true;
+        lone_entity_runs,
+        idle_cpu_takes_waking_entity,
+        work_conserving,
+        wake_reschedules_cpu_in_affinity,
+    );
 }
 
 /// Xen's ARINC653 follows a fixed table (Xen 4.20's default here: a 10 ms slot per vCPU of
@@ -131,14 +106,7 @@ mod arinc653_host {
     fn arinc653(n: usize) -> vmsched_sched::host::arinc653::Arinc653Sched {
         vmsched_sched::host::arinc653::Arinc653::sched(&Default::default(), n, None)
     }
-    #[test]
-    fn lone_entity_runs() {
-        super::lone_entity_runs(arinc653(1));
-    }
-    #[test]
-    fn wake_reschedules_cpu_in_affinity() {
-        super::wake_reschedules_cpu_in_affinity(arinc653(3));
-    }
+    conformance_cases!(arinc653, true; lone_entity_runs, wake_reschedules_cpu_in_affinity);
 }
 
 /// Credit2 as in Xen 4.2.1 ignores hard affinity (its CPU pick, tickle and candidate selection
@@ -147,46 +115,22 @@ mod arinc653_host {
 /// one-CPU form of the sharing case does. Its own rules are in `host/credit2/tests/v4_2.rs`.
 mod credit2_4_2_1_host {
     use super::credit2_v4_2_1 as c;
-    #[test]
-    fn lone_entity_runs() {
-        super::lone_entity_runs(c(1));
-    }
+    // The one-CPU form of the sharing case: nothing pins the entities.
     #[test]
     fn n_entities_one_cpu_all_progress() {
         super::n_entities_one_cpu_all_progress(c(1), 1);
     }
-    #[test]
-    fn idle_cpu_takes_waking_entity() {
-        super::idle_cpu_takes_waking_entity(c(2));
-    }
-    #[test]
-    fn work_conserving() {
-        super::work_conserving(c(4));
-    }
-    #[test]
-    fn block_and_wake() {
-        super::block_and_wake(c(1));
-    }
-    #[test]
-    fn wake_reschedules_cpu_in_affinity() {
-        super::wake_reschedules_cpu_in_affinity(c(3));
-    }
-    #[test]
-    fn yield_keeps_cpu_busy() {
-        super::yield_keeps_cpu_busy(c(1), c(1));
-    }
-    #[test]
-    fn weight_change_moves_shares() {
-        super::weight_change_moves_shares(c(1));
-    }
-    #[test]
-    fn paused_entity_gets_no_cpu() {
-        super::paused_entity_gets_no_cpu(c(1));
-    }
-    #[test]
-    fn removed_entity_never_runs() {
-        super::removed_entity_never_runs(c(1), true);
-    }
+    conformance_cases!(c, true;
+        lone_entity_runs,
+        idle_cpu_takes_waking_entity,
+        work_conserving,
+        block_and_wake,
+        wake_reschedules_cpu_in_affinity,
+        yield_keeps_cpu_busy,
+        weight_change_moves_shares,
+        paused_entity_gets_no_cpu,
+        removed_entity_never_runs,
+    );
 }
 
 fn sedf(n: usize) -> vmsched_sched::host::sedf::SedfSched {
@@ -201,22 +145,12 @@ fn sedf(n: usize) -> vmsched_sched::host::sedf::SedfSched {
 /// `host/sedf/tests.rs`.
 mod sedf_host {
     use super::sedf;
-    #[test]
-    fn affinity_holds() {
-        super::affinity_holds(sedf(4));
-    }
-    #[test]
-    fn wake_reschedules_cpu_in_affinity() {
-        super::wake_reschedules_cpu_in_affinity(sedf(3));
-    }
-    #[test]
-    fn timers_well_formed() {
-        super::timers_well_formed(sedf(2), true);
-    }
-    #[test]
-    fn deterministic() {
-        super::deterministic(sedf(2), sedf(2), true);
-    }
+    conformance_cases!(sedf, true;
+        affinity_holds,
+        wake_reschedules_cpu_in_affinity,
+        timers_well_formed,
+        deterministic,
+    );
 }
 
 fn bvt(n: usize) -> vmsched_sched::host::bvt::BvtSched {
@@ -228,48 +162,17 @@ fn bvt(n: usize) -> vmsched_sched::host::bvt::BvtSched {
 /// hot-plug; the other cases hold. Its own rules are in `host/bvt/tests.rs`.
 mod bvt_host {
     use super::bvt;
-    #[test]
-    fn lone_entity_runs() {
-        super::lone_entity_runs(bvt(1));
-    }
-    #[test]
-    fn n_entities_one_cpu_all_progress() {
-        super::n_entities_one_cpu_all_progress(bvt(2), 2);
-    }
-    #[test]
-    fn affinity_holds() {
-        super::affinity_holds(bvt(4));
-    }
-    #[test]
-    fn work_conserving() {
-        super::work_conserving(bvt(4));
-    }
-    #[test]
-    fn block_and_wake() {
-        super::block_and_wake(bvt(1));
-    }
-    #[test]
-    fn wake_reschedules_cpu_in_affinity() {
-        super::wake_reschedules_cpu_in_affinity(bvt(3));
-    }
-    #[test]
-    fn yield_keeps_cpu_busy() {
-        super::yield_keeps_cpu_busy(bvt(1), bvt(1));
-    }
-    #[test]
-    fn paused_entity_gets_no_cpu() {
-        super::paused_entity_gets_no_cpu(bvt(1));
-    }
-    #[test]
-    fn removed_entity_never_runs() {
-        super::removed_entity_never_runs(bvt(1), true);
-    }
-    #[test]
-    fn timers_well_formed() {
-        super::timers_well_formed(bvt(2), true);
-    }
-    #[test]
-    fn deterministic() {
-        super::deterministic(bvt(2), bvt(2), true);
-    }
+    conformance_cases!(bvt, true;
+        lone_entity_runs,
+        n_entities_one_cpu_all_progress,
+        affinity_holds,
+        work_conserving,
+        block_and_wake,
+        wake_reschedules_cpu_in_affinity,
+        yield_keeps_cpu_busy,
+        paused_entity_gets_no_cpu,
+        removed_entity_never_runs,
+        timers_well_formed,
+        deterministic,
+    );
 }

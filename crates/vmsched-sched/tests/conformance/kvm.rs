@@ -5,6 +5,8 @@
 use vmsched_core::testkit::Harness;
 use vmsched_core::{CpuId, Scheduler, WakeCause, WakeInfo, NS_PER_MS};
 
+use vmsched_sched::guest::eevdf::EevdfKernel::{V6_12, V6_18, V6_6};
+
 use crate::cases::*;
 use crate::guest::{bfs, bfs_nice_change_moves_shares, cfs, eevdf};
 
@@ -71,22 +73,10 @@ fn kvm_eevdf(
     eevdf(kernel, n).into_kvm_host("linux-eevdf")
 }
 
-fn kvm_eevdf_6_6(n: usize) -> vmsched_sched::guest::eevdf::EevdfSched {
-    kvm_eevdf(vmsched_sched::guest::eevdf::EevdfKernel::V6_6, n)
-}
-
-fn kvm_eevdf_6_12(n: usize) -> vmsched_sched::guest::eevdf::EevdfSched {
-    kvm_eevdf(vmsched_sched::guest::eevdf::EevdfKernel::V6_12, n)
-}
-
-fn kvm_eevdf_6_18(n: usize) -> vmsched_sched::guest::eevdf::EevdfSched {
-    kvm_eevdf(vmsched_sched::guest::eevdf::EevdfKernel::V6_18, n)
-}
-
 linux_host_conformance!(kvm_cfs_host, kvm_cfs);
-linux_host_conformance!(kvm_eevdf_6_6_host, kvm_eevdf_6_6);
-linux_host_conformance!(kvm_eevdf_6_12_host, kvm_eevdf_6_12);
-linux_host_conformance!(kvm_eevdf_6_18_host, kvm_eevdf_6_18);
+linux_host_conformance!(kvm_eevdf_6_6_host, |n| kvm_eevdf(V6_6, n));
+linux_host_conformance!(kvm_eevdf_6_12_host, |n| kvm_eevdf(V6_12, n));
+linux_host_conformance!(kvm_eevdf_6_18_host, |n| kvm_eevdf(V6_18, n));
 
 /// BFS 0.458 as a KVM host (host/kvm.rs): the BFS guest's cases. BFS has no `yield_to` and no
 /// per-CPU run-queue length in the model (docs/kvm.md), so the directed-yield and `nr_running`
@@ -101,12 +91,5 @@ mod kvm_bfs_host {
     fn nice_change_moves_shares() {
         super::bfs_nice_change_moves_shares(kvm_bfs(1));
     }
-    #[test]
-    fn deterministic() {
-        super::deterministic(kvm_bfs(2), kvm_bfs(2), false);
-    }
-    #[test]
-    fn class_change_takes_effect() {
-        super::class_change_takes_effect(kvm_bfs(1));
-    }
+    conformance_cases!(kvm_bfs, false; deterministic, class_change_takes_effect);
 }
