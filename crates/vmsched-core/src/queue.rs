@@ -6,17 +6,6 @@
 //! bounded by the number of slots. Ties at equal time break by the sequence number taken when the
 //! slot was (re-)armed, i.e. by insertion order, never by address or hash order (the ns-3 /
 //! SimPy rule), so the same scenario and seed give the same run on every machine.
-//!
-//! **Layout.** An entry is one `u128`: time in the high 64 bits, then a `u32` sequence number,
-//! then the `u32` slot, so one integer comparison orders by (time, sequence) (sequence numbers
-//! of queued entries are unique, so the slot never decides) and a moved entry carries its slot.
-//! Entries live in 64-byte lines with the root at the last place of the first line, so the four
-//! children of node `i` are exactly line `i + 1`: one cache line per level of a sift.
-//!
-//! **Sequence wrap.** The sequence is 32 bits. When it would pass its limit, the queued entries
-//! are renumbered 1, 2, ... in their sequence order (a sort of at most one entry per slot, into
-//! a buffer reserved with the slots): every comparison between queued entries, and with those
-//! armed later, comes out as before, so the order is exactly that of an unbounded counter.
 
 use crate::time::SimTime;
 
@@ -26,114 +15,52 @@ pub struct SlotId(pub u32);
 
 const NOT_QUEUED: u32 = u32::MAX;
 
-/// Heap arity: a 4-ary heap is shallower than a binary one, and four 16-byte entries fill one
-/// cache line.
+/// Heap arity: a 4-ary heap is shallower than a binary one and keeps a node's children in one
+/// cache line, which matters because every event is one pop and usually one arm.
 const ARITY: usize = 4;
 // `sift_down`'s tournament is written for four children.
 const _: () = assert!(ARITY == 4);
-/// Places before the root in the first line, so that children start a line.
-const SKEW: usize = ARITY - 1;
 
-/// (time << 64) | (seq << 32) | slot.
-type Entry = u128;
-
-/// Four entries, aligned to a cache line.
-#[derive(Clone, Copy, Default)]
-#[repr(align(64))]
-struct Line([Entry; ARITY]);
-
-#[inline(always)]
-fn entry(time: SimTime, seq: u32, slot: u32) -> Entry {
-    ((time as u128) << 64) | ((seq as u128) << 32) | slot as u128
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    /// (time << 64) | seq: one integer comparison orders by time, then by insertion.
+    key: u128,
+    slot: SlotId,
 }
 
-#[inline(always)]
-fn time_of(e: Entry) -> SimTime {
-    (e >> 64) as SimTime
-}
-
-#[inline(always)]
-fn seq_of(e: Entry) -> u32 {
-    (e >> 32) as u32
-}
-
-#[inline(always)]
-fn slot_of(e: Entry) -> u32 {
-    e as u32
-}
-
-pub struct EventQueue {
-    /// The heap: entry `i` is at place `i + SKEW` (line `(i + SKEW) / ARITY`). Sized for every
-    /// slot at `add_slot`, so arming never allocates.
-    lines: Vec<Line>,
-    len: usize,
-    /// Position of each slot in the heap, or NOT_QUEUED.
-    pos: Vec<u32>,
-    /// The last sequence number taken.
-    seq: u32,
-    /// The sequence number after which the queued entries are renumbered (`u32::MAX`; lower in
-    /// tests, to exercise the renumbering).
-    seq_limit: u32,
-    /// The renumbering's buffer, (sequence, position), reserved with the slots.
-    scratch: Vec<(u32, u32)>,
-}
-
-impl Default for EventQueue {
-    fn default() -> Self {
-        Self::new()
+impl Entry {
+    #[inline]
+    fn time(&self) -> SimTime {
+        (self.key >> 64) as SimTime
     }
+}
+
+#[derive(Default)]
+pub struct EventQueue {
+    heap: Vec<Entry>,
+    /// Position of each slot in `heap`, or NOT_QUEUED.
+    pos: Vec<u32>,
+    seq: u64,
 }
 
 impl EventQueue {
     pub fn new() -> Self {
-        Self::with_seq_limit(u32::MAX)
-    }
-
-    /// A queue that renumbers its entries when the sequence would pass `limit` (tests).
-    fn with_seq_limit(limit: u32) -> Self {
-        EventQueue {
-            lines: Vec::new(),
-            len: 0,
-            pos: Vec::new(),
-            seq: 0,
-            seq_limit: limit,
-            scratch: Vec::new(),
-        }
+        Self::default()
     }
 
     /// Allocates a new, disarmed slot.
     pub fn add_slot(&mut self) -> SlotId {
-        let id = self.pos.len();
-        assert!(id < NOT_QUEUED as usize, "too many event slots");
         self.pos.push(NOT_QUEUED);
-        let lines = (self.pos.len() + SKEW).div_ceil(ARITY);
-        if self.lines.len() < lines {
-            self.lines.resize(lines, Line::default());
-        }
-        self.scratch.reserve(self.pos.len());
-        SlotId(id as u32)
+        self.heap.reserve(1);
+        SlotId(self.pos.len() as u32 - 1)
     }
 
     pub fn len(&self) -> usize {
-        self.len
+        self.heap.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    #[inline(always)]
-    fn get(&self, i: usize) -> Entry {
-        let j = i + SKEW;
-        self.lines[j / ARITY].0[j % ARITY]
-    }
-
-    /// Writes `e` at position `i` and records the position of its slot.
-    #[inline(always)]
-    fn put(&mut self, i: usize, e: Entry) {
-        let j = i + SKEW;
-        self.lines[j / ARITY].0[j % ARITY] = e;
-        self.pos[slot_of(e) as usize] = i as u32;
+        self.heap.is_empty()
     }
 
     #[inline]
@@ -145,50 +72,26 @@ impl EventQueue {
     #[inline]
     pub fn deadline(&self, s: SlotId) -> Option<SimTime> {
         let p = self.pos[s.0 as usize];
-        (p != NOT_QUEUED).then(|| time_of(self.get(p as usize)))
-    }
-
-    /// The next sequence number, renumbering the queued entries first if the counter is at its
-    /// limit.
-    #[inline]
-    fn next_seq(&mut self) -> u32 {
-        if self.seq >= self.seq_limit {
-            self.renumber();
-        }
-        self.seq += 1;
-        self.seq
-    }
-
-    /// Gives the queued entries the sequence numbers 1, 2, ... in their present sequence order:
-    /// no comparison between two entries changes, so the heap stays valid where it is.
-    #[cold]
-    fn renumber(&mut self) {
-        self.scratch.clear();
-        for i in 0..self.len {
-            self.scratch.push((seq_of(self.get(i)), i as u32));
-        }
-        self.scratch.sort_unstable();
-        for r in 0..self.scratch.len() {
-            let i = self.scratch[r].1 as usize;
-            let e = self.get(i);
-            self.put(i, entry(time_of(e), r as u32 + 1, slot_of(e)));
-        }
-        self.seq = self.len as u32;
+        (p != NOT_QUEUED).then(|| self.heap[p as usize].time())
     }
 
     /// Arms `s` at `time`, replacing any earlier deadline. The slot takes a fresh sequence number,
     /// so among events at the same time it now comes last.
     pub fn arm(&mut self, s: SlotId, time: SimTime) {
-        let seq = self.next_seq();
-        let e = entry(time, seq, s.0);
+        self.seq += 1;
+        let e = Entry {
+            key: ((time as u128) << 64) | self.seq as u128,
+            slot: s,
+        };
         let p = self.pos[s.0 as usize];
         if p == NOT_QUEUED {
-            let i = self.len;
-            self.len += 1;
+            self.heap.push(e);
+            let i = self.heap.len() - 1;
             self.sift_up(i, e);
         } else {
             let i = p as usize;
-            if e < self.get(i) {
+            let old = self.heap[i].key;
+            if e.key < old {
                 self.sift_up(i, e);
             } else {
                 self.sift_down(i, e);
@@ -215,27 +118,22 @@ impl EventQueue {
     /// Time of the next event.
     #[inline]
     pub fn peek_time(&self) -> Option<SimTime> {
-        (self.len > 0).then(|| time_of(self.get(0)))
+        self.heap.first().map(|e| e.time())
     }
 
     /// Removes and returns the next event.
     pub fn pop(&mut self) -> Option<(SimTime, SlotId)> {
-        if self.len == 0 {
-            return None;
-        }
-        let e = self.get(0);
+        let e = *self.heap.first()?;
         self.remove_at(0);
-        Some((time_of(e), SlotId(slot_of(e))))
+        Some((e.time(), e.slot))
     }
 
     fn remove_at(&mut self, i: usize) {
-        let removed = self.get(i);
-        self.pos[slot_of(removed) as usize] = NOT_QUEUED;
-        self.len -= 1;
-        let n = self.len;
-        if i < n {
-            let last = self.get(n);
-            if i > 0 && last < self.get((i - 1) / ARITY) {
+        let removed = self.heap[i].slot;
+        self.pos[removed.0 as usize] = NOT_QUEUED;
+        let last = self.heap.pop().expect("remove_at on an empty heap");
+        if i < self.heap.len() {
+            if i > 0 && last.key < self.heap[(i - 1) / ARITY].key {
                 self.sift_up(i, last);
             } else {
                 self.sift_down(i, last);
@@ -247,35 +145,39 @@ impl EventQueue {
     fn sift_up(&mut self, mut i: usize, e: Entry) {
         while i > 0 {
             let parent = (i - 1) / ARITY;
-            let p = self.get(parent);
-            if e >= p {
+            let p = self.heap[parent];
+            if e.key >= p.key {
                 break;
             }
-            self.put(i, p);
+            self.heap[i] = p;
+            self.pos[p.slot.0 as usize] = i as u32;
             i = parent;
         }
-        self.put(i, e);
+        self.heap[i] = e;
+        self.pos[e.slot.0 as usize] = i as u32;
     }
 
     /// Places `e` at or below hole `i`.
     fn sift_down(&mut self, mut i: usize, e: Entry) {
-        let n = self.len;
+        let n = self.heap.len();
         loop {
             let first = ARITY * i + 1;
             let (c, ck) = if first + ARITY <= n {
-                // A full node (the common case): its children are line `i + 1`; the least of
-                // the four by a tournament, with no loop. Entries are unique (the sequence
-                // number), so the least child is the one a scan would find.
-                let ch = &self.lines[i + 1].0;
-                let (a, ak) = least(0, ch[0], 1, ch[1]);
-                let (b, bk) = least(2, ch[2], 3, ch[3]);
+                // A full node (the common case): the least of four keys by a tournament, with
+                // no loop and one bounds check. Keys are unique (the sequence number), so the
+                // least child is the one a scan would find.
+                let ch: &[Entry; ARITY] = self.heap[first..first + ARITY]
+                    .try_into()
+                    .expect("a full node has ARITY children");
+                let (a, ak) = least(0, ch[0].key, 1, ch[1].key);
+                let (b, bk) = least(2, ch[2].key, 3, ch[3].key);
                 let (m, mk) = least(a, ak, b, bk);
                 (first + m, mk)
             } else if first < n {
                 let mut c = first;
-                let mut ck = self.get(first);
+                let mut ck = self.heap[first].key;
                 for j in first + 1..n {
-                    let k = self.get(j);
+                    let k = self.heap[j].key;
                     if k < ck {
                         c = j;
                         ck = k;
@@ -285,19 +187,22 @@ impl EventQueue {
             } else {
                 break;
             };
-            if ck >= e {
+            if ck >= e.key {
                 break;
             }
-            self.put(i, ck);
+            let child = self.heap[c];
+            self.heap[i] = child;
+            self.pos[child.slot.0 as usize] = i as u32;
             i = c;
         }
-        self.put(i, e);
+        self.heap[i] = e;
+        self.pos[e.slot.0 as usize] = i as u32;
     }
 }
 
-/// The smaller of two (index, entry) pairs.
+/// The smaller of two (index, key) pairs.
 #[inline(always)]
-fn least(a: usize, ak: Entry, b: usize, bk: Entry) -> (usize, Entry) {
+fn least(a: usize, ak: u128, b: usize, bk: u128) -> (usize, u128) {
     if bk < ak {
         (b, bk)
     } else {
@@ -341,31 +246,6 @@ mod tests {
         assert_eq!(q.deadline(b), Some(3));
     }
 
-    /// Renumbering at the sequence limit keeps insertion order among equal times, also for
-    /// entries armed before it against those armed after.
-    #[test]
-    fn renumbering_keeps_insertion_order() {
-        let mut q = EventQueue::with_seq_limit(5);
-        let s: Vec<_> = (0..6).map(|_| q.add_slot()).collect();
-        // Many re-arms at one time: the slot re-armed last comes last.
-        for round in 0..20 {
-            for &x in &s {
-                q.arm(x, 100 + (round % 2));
-            }
-        }
-        for &x in s.iter().rev().take(3) {
-            q.arm(x, 100);
-        }
-        let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
-        // Slots 0..3 last armed at 101 (round 19), in slot order; 5, 4, 3 re-armed at 100 after.
-        let want: Vec<_> = [(100, 5), (100, 4), (100, 3), (101, 0), (101, 1), (101, 2)]
-            .iter()
-            .map(|&(t, i)| (t, s[i]))
-            .collect();
-        assert_eq!(order, want);
-        assert!(q.seq < 10, "the sequence was renumbered (123 arms)");
-    }
-
     proptest! {
         /// Against a reference model: a map slot -> (time, seq), popped in (time, seq) order.
         #[test]
@@ -393,18 +273,14 @@ mod tests {
         /// Against the same model with many slots (deep heaps, partial last nodes), long
         /// horizons (times up to 2^61) or only a few distinct times (re-arms at equal times tie
         /// by their fresh sequence number), `arm_min`, and `peek_time`/`deadline`/`is_armed`/`len`
-        /// checked after every operation; with the sequence renumbered often (a low limit) or
-        /// never.
+        /// checked after every operation.
         #[test]
         fn matches_reference_many_slots(
             n in 1usize..300,
             wide in any::<bool>(),
-            limit in prop_oneof![Just(u32::MAX), 1u32..600],
             ops in proptest::collection::vec((0u8..5, any::<u16>(), any::<u64>()), 0..2000),
         ) {
-            // `limit`: the sequence number at which the queued entries are renumbered; small
-            // ones renumber many times in a run, some below the number of queued entries.
-            let mut q = EventQueue::with_seq_limit(limit);
+            let mut q = EventQueue::new();
             let slots: Vec<_> = (0..n).map(|_| q.add_slot()).collect();
             let mut model: Vec<Option<(u64, u64)>> = vec![None; n];
             let mut seq = 0u64;
