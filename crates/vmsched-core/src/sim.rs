@@ -126,6 +126,9 @@ struct CpuState {
     local: CpuId,
     /// The vCPU entity (at the parent level) this CPU is, or None for a physical CPU.
     backing: Option<GEnt>,
+    /// The entity it runs (global), mirroring its level's `cpu_info[local].curr` (written
+    /// together in `switch_in`/`switch_out`; `check_invariants` compares them).
+    curr: Option<GEnt>,
     executing: bool,
     sched_slot: SlotId,
     resched_slot: SlotId,
@@ -169,7 +172,9 @@ struct CpuState {
     stalled: bool,
 }
 
-/// Per-entity accounting (xenmon's figures).
+/// Per-entity accounting (xenmon's figures): the cold half of an entity, written at its switches
+/// and runstate changes and read at the end, kept apart from the per-event [`EntState`]
+/// (`Simulation::ent_stats`, indexed like `ents`).
 pub struct EntStats {
     pub time: [Nanos; 4],
     pub runs: u64,
@@ -180,10 +185,17 @@ pub struct EntStats {
     pub xm: xenmon::XmStats,
 }
 
+/// The hot half of an entity: what the event loop reads on every event (its level, its CPU, its
+/// state), compact so that a large host's entity table stays in cache. Its accounting is in
+/// [`EntStats`], its scheduler's view in its level's `ent_info`.
 struct EntState {
     level: LevelId,
     local: EntityId,
     kind: EntKind,
+    /// The CPU it runs on (global), mirroring its level's `ent_info[local].on_cpu` (written
+    /// together in `switch_in`/`switch_out`; `check_invariants` compares them): `cpu_of_ent`
+    /// reads it without touching the scheduler's per-entity data.
+    cpu: Option<GCpu>,
     state: RunState,
     since: SimTime,
     last_cpu: Option<GCpu>,
@@ -199,7 +211,6 @@ struct EntState {
     /// sim/io.rs): not runnable, accounted offline, and woken only by the completion, not by
     /// guest events.
     in_xen: bool,
-    stats: EntStats,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -332,6 +343,8 @@ pub struct Simulation {
     levels: Vec<Level>,
     cpus: Vec<CpuState>,
     ents: Vec<EntState>,
+    /// Each entity's accounting (cold: see [`EntStats`]), indexed like `ents`.
+    ent_stats: Vec<EntStats>,
     tasks: Vec<Task>,
     wls: Vec<WorkloadState>,
     actions: VecDeque<Action>,
@@ -649,8 +662,7 @@ impl Simulation {
                 Action::Upcall(c) => self.upcall(c),
                 Action::IdleCheck(c) => {
                     let cs = &self.cpus[c.idx()];
-                    let curr = self.levels[cs.level.idx()].cpu_info[cs.local.idx()].curr;
-                    if cs.executing && curr.is_none() {
+                    if cs.executing && cs.curr.is_none() {
                         self.do_schedule(c);
                     }
                 }
@@ -658,18 +670,14 @@ impl Simulation {
         }
     }
 
+    #[inline]
     fn curr_of(&self, c: GCpu) -> Option<GEnt> {
-        let cs = &self.cpus[c.idx()];
-        let lv = &self.levels[cs.level.idx()];
-        lv.cpu_info[cs.local.idx()].curr.map(|e| lv.ent_g[e.idx()])
+        self.cpus[c.idx()].curr
     }
 
+    #[inline]
     fn cpu_of_ent(&self, g: GEnt) -> Option<GCpu> {
-        let es = &self.ents[g.idx()];
-        let lv = &self.levels[es.level.idx()];
-        lv.ent_info[es.local.idx()]
-            .on_cpu
-            .map(|c| lv.cpu_g[c.idx()])
+        self.ents[g.idx()].cpu
     }
 
     /// A reschedule request reaches CPU `c`.

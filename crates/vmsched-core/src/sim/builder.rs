@@ -106,6 +106,7 @@ impl SimBuilder {
                 levels: Vec::new(),
                 cpus: Vec::new(),
                 ents: Vec::new(),
+                ent_stats: Vec::new(),
                 tasks: Vec::new(),
                 wls: Vec::new(),
                 actions: VecDeque::with_capacity(64),
@@ -212,6 +213,7 @@ impl SimBuilder {
             level,
             local,
             backing,
+            curr: None,
             executing: backing.is_none(),
             sched_slot,
             resched_slot,
@@ -250,6 +252,7 @@ impl SimBuilder {
             level,
             local,
             kind,
+            cpu: None,
             state: RunState::Blocked,
             since: 0,
             last_cpu: None,
@@ -257,14 +260,14 @@ impl SimBuilder {
             paused: false,
             wait_from: RunState::Blocked,
             in_xen: false,
-            stats: EntStats {
-                time: [0; 4],
-                runs: 0,
-                preemptions: 0,
-                migrations: 0,
-                wait: LatHist::with_precision(0, 2),
-                xm: Default::default(),
-            },
+        });
+        self.sim.ent_stats.push(EntStats {
+            time: [0; 4],
+            runs: 0,
+            preemptions: 0,
+            migrations: 0,
+            wait: LatHist::with_precision(0, 2),
+            xm: Default::default(),
         });
         g
     }

@@ -25,13 +25,13 @@ impl Simulation {
     pub(super) fn reset_metrics(&mut self) {
         self.close_intervals();
         self.coord_reset_metrics();
-        for e in &mut self.ents {
-            e.stats.time = [0; 4];
-            e.stats.runs = 0;
-            e.stats.preemptions = 0;
-            e.stats.migrations = 0;
-            e.stats.wait.reset();
-            e.stats.xm = Default::default();
+        for st in &mut self.ent_stats {
+            st.time = [0; 4];
+            st.runs = 0;
+            st.preemptions = 0;
+            st.migrations = 0;
+            st.wait.reset();
+            st.xm = Default::default();
         }
         for t in 0..self.tasks.len() {
             self.tasks[t].executed_base = self.executed_ns(t);
@@ -67,6 +67,13 @@ impl Simulation {
         for (l, lv) in self.levels.iter().enumerate() {
             for (c, ci) in lv.cpu_info.iter().enumerate() {
                 self.check_offline_cpu(l, c, ci)?;
+                let mirror = self.cpus[lv.cpu_g[c].idx()].curr;
+                if mirror != ci.curr.map(|e| lv.ent_g[e.idx()]) {
+                    return Err(format!(
+                        "level {l}: CPU {c} runs {:?} but its hot entry says {mirror:?}",
+                        ci.curr
+                    ));
+                }
                 if let Some(e) = ci.curr {
                     let ei = &lv.ent_info[e.idx()];
                     if ei.on_cpu != Some(CpuId(c as u32)) {
@@ -84,6 +91,13 @@ impl Simulation {
                 }
             }
             for (e, ei) in lv.ent_info.iter().enumerate() {
+                let mirror = self.ents[lv.ent_g[e].idx()].cpu;
+                if mirror != ei.on_cpu.map(|c| lv.cpu_g[c.idx()]) {
+                    return Err(format!(
+                        "level {l}: {} is on CPU {:?} but its hot entry says {mirror:?}",
+                        ei.params.name, ei.on_cpu
+                    ));
+                }
                 if let Some(c) = ei.on_cpu {
                     if lv.cpu_info[c.idx()].curr != Some(EntityId(e as u32)) {
                         return Err(format!(
@@ -209,7 +223,7 @@ pub(crate) mod view {
 
     impl Simulation {
         pub(crate) fn ent_rows(&self) -> impl Iterator<Item = EntRow<'_>> {
-            self.ents.iter().map(move |e| {
+            self.ents.iter().zip(&self.ent_stats).map(move |(e, st)| {
                 let lv = &self.levels[e.level.idx()];
                 let p = &lv.ent_info[e.local.idx()].params;
                 EntRow {
@@ -231,9 +245,9 @@ pub(crate) mod view {
                     },
                     executed: match e.kind {
                         EntKind::Task(t) => self.executed_ns(t) - self.tasks[t].executed_base,
-                        EntKind::Vcpu(_) => e.stats.time[RunState::Running as usize],
+                        EntKind::Vcpu(_) => st.time[RunState::Running as usize],
                     },
-                    stats: &e.stats,
+                    stats: st,
                 }
             })
         }

@@ -13,7 +13,7 @@ impl Simulation {
         let now = self.now;
         let e = &mut self.ents[g.idx()];
         let d = now - e.since;
-        e.stats.time[e.state as usize] += d;
+        self.ent_stats[g.idx()].time[e.state as usize] += d;
         if matches!(e.state, RunState::Runnable | RunState::Offline) {
             e.steal += d;
         }
@@ -35,7 +35,9 @@ impl Simulation {
         let lv = &mut self.levels[l.idx()];
         let g = lv.ent_g[e.idx()];
         lv.ent_info[e.idx()].on_cpu = None;
+        self.ents[g.idx()].cpu = None;
         lv.cpu_info[self.cpus[c.idx()].local.idx()].curr = None;
+        self.cpus[c.idx()].curr = None;
         let runnable = lv.ent_info[e.idx()].runnable;
         self.set_runstate(
             g,
@@ -47,7 +49,7 @@ impl Simulation {
             },
         );
         if runnable {
-            self.ents[g.idx()].stats.preemptions += 1;
+            self.ent_stats[g.idx()].preemptions += 1;
         }
         match self.ents[g.idx()].kind {
             EntKind::Vcpu(vc) => {
@@ -66,19 +68,22 @@ impl Simulation {
         let g = lv.ent_g[e.idx()];
         lv.ent_info[e.idx()].on_cpu = Some(lc);
         lv.cpu_info[lc.idx()].curr = Some(e);
+        self.ents[g.idx()].cpu = Some(c);
+        self.cpus[c.idx()].curr = Some(g);
         let ctxsw = lv.opts.ctxsw_cost;
         let refill = lv.opts.vcpu_refill;
         let has_tick = lv.tick_period.is_some();
         let es = &mut self.ents[g.idx()];
+        let st = &mut self.ent_stats[g.idx()];
         if es.state == RunState::Runnable && self.now >= self.warmup {
             let w = self.now - es.since;
-            es.stats.wait.record(w);
-            es.stats.xm.waited(es.wait_from, w);
+            st.wait.record(w);
+            st.xm.waited(es.wait_from, w);
         }
-        es.stats.runs += 1;
-        es.stats.xm.dispatched(slice);
+        st.runs += 1;
+        st.xm.dispatched(slice);
         if es.last_cpu.is_some_and(|p| p != c) {
-            es.stats.migrations += 1;
+            st.migrations += 1;
         }
         es.last_cpu = Some(c);
         // A vCPU chaos mode holds off reads as preempted (sim/chaos.rs).

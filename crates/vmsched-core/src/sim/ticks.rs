@@ -98,7 +98,7 @@ impl Simulation {
 
     pub(super) fn do_tick(&mut self, c: GCpu) {
         let (l, lc) = (self.cpus[c.idx()].level, self.cpus[c.idx()].local);
-        if self.levels[l.idx()].cpu_info[lc.idx()].curr.is_none() {
+        if self.cpus[c.idx()].curr.is_none() {
             // An idle CPU's periodic tick: nothing to account; the next one is armed.
             if self.levels[l.idx()].opts.tick_periodic {
                 self.arm_tick(c);

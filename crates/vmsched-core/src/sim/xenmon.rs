@@ -168,13 +168,14 @@ impl Simulation {
 
     fn xenmon_snap(&self, g: GEnt) -> Snap {
         let e = &self.ents[g.idx()];
-        let mut time = e.stats.time;
+        let st = &self.ent_stats[g.idx()];
+        let mut time = st.time;
         time[e.state as usize] += self.now - e.since;
         Snap {
             time,
-            runs: e.stats.runs,
-            allocated: e.stats.xm.allocated,
-            allocated_n: e.stats.xm.allocated_n,
+            runs: st.runs,
+            allocated: st.xm.allocated,
+            allocated_n: st.xm.allocated_n,
         }
     }
 
@@ -182,7 +183,7 @@ impl Simulation {
     fn xenmon_row(&self, x: &Windows, i: usize) -> XenmonWindowRow {
         let (g, p) = (x.ents[i], &x.prev[i]);
         let c = self.xenmon_snap(g);
-        let xm = &self.ents[g.idx()].stats.xm;
+        let xm = &self.ent_stats[g.idx()].xm;
         XenmonWindowRow {
             window: x.index,
             start_ns: x.start,
@@ -209,7 +210,7 @@ impl Simulation {
             x.rows.push(row);
             let g = x.ents[i];
             x.prev[i] = self.xenmon_snap(g);
-            let xm = &mut self.ents[g.idx()].stats.xm;
+            let xm = &mut self.ent_stats[g.idx()].xm;
             xm.win_wait_max_wake = 0;
             xm.win_wait_max_preempt = 0;
         }
