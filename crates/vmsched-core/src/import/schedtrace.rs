@@ -126,6 +126,11 @@ struct Line {
     ev: Option<Ev>,
 }
 
+/// ftrace's comm for a pid its saved-cmdlines cache no longer holds (`<...>`): not a name.
+fn is_unknown_comm(c: &str) -> bool {
+    c == "<...>"
+}
+
 /// `secs.frac` as ns (up to 9 fraction digits), exactly.
 fn parse_ts(s: &str) -> Option<u64> {
     let (a, b) = s.split_once('.').unwrap_or((s, ""));
@@ -324,6 +329,19 @@ impl Live {
     }
 }
 
+/// `pid` is now current on `cpu`: any other CPU that had it as its current task has an
+/// unknown one (0) from here. True if one did.
+fn vacate(cpu_cur: &mut BTreeMap<u32, u32>, cpu: u32, pid: u32) -> bool {
+    let mut found = false;
+    for (c, p) in cpu_cur.iter_mut() {
+        if *c != cpu && *p == pid {
+            *p = 0;
+            found = true;
+        }
+    }
+    found
+}
+
 /// Reads a trace's text: the selected tasks' programs.
 pub fn parse(
     file: &str,
@@ -390,7 +408,9 @@ pub fn parse(
             order.push((pid, BTreeSet::new()));
             order.len() - 1
         });
-        order[k].1.insert(comm.to_string());
+        if !is_unknown_comm(comm) {
+            order[k].1.insert(comm.to_string());
+        }
     };
     let mut cpus = 0u32;
     for l in &lines {
@@ -422,7 +442,11 @@ pub fn parse(
                 pending: 0,
                 t: TracedTask {
                     pid: *pid,
-                    comm: comms.iter().next().cloned().unwrap_or_default(),
+                    comm: comms
+                        .iter()
+                        .next()
+                        .cloned()
+                        .unwrap_or_else(|| "<...>".into()),
                     prio: 120,
                     cpus: BTreeSet::new(),
                     toks: Vec::new(),
@@ -443,17 +467,51 @@ pub fn parse(
     }
 
     // Pass 2: the state machine of each selected task.
-    let (mut inconsistent, mut not_asleep, mut unwoken) = (0u64, 0u64, 0u64);
-    // Per CPU: the task last switched in.
+    let (mut inconsistent, mut not_asleep, mut unwoken, mut unseen) = (0u64, 0u64, 0u64, 0u64);
+    // Per CPU: its current task (the one last switched in, or a line's current task).
     let mut cpu_cur: BTreeMap<u32, u32> = BTreeMap::new();
     for l in &lines {
         let t = l.ts;
+        // The line's current task is not the one last switched in on its CPU: the CPU
+        // switched without a traced switch (the trace is filtered by pid, as tracefs's
+        // `set_event_pid` filters, or the switch was lost). The CPU ran one task at a time,
+        // so the last one's run ends here and this one's starts here. The idle task (and
+        // perf's `-1`, a task it lost track of) is not evidence of anything.
+        let last = cpu_cur.get(&l.cpu).copied();
+        if l.cur != 0 && last.is_none() {
+            // The first that is seen of this CPU: its current task ran since the start.
+            cpu_cur.insert(l.cpu, l.cur);
+        } else if l.cur != 0 && last.is_some_and(|o| o != l.cur) {
+            unseen += 1;
+            cpu_cur.insert(l.cpu, l.cur);
+            vacate(&mut cpu_cur, l.cpu, l.cur);
+            if let Some(&o) = last.and_then(|o| idx.get(&o)) {
+                if let St::Running(since) = live[o].st {
+                    live[o].pending += t - since;
+                    live[o].st = St::Runnable;
+                }
+            }
+            if let Some(&c) = idx.get(&l.cur) {
+                let x = &mut live[c];
+                match x.st {
+                    St::Unknown | St::Runnable => x.st = St::Running(t),
+                    St::Sleeping(since) => {
+                        unwoken += 1;
+                        x.t.toks.push(Tok::Sleep(t - since));
+                        x.st = St::Running(t);
+                    }
+                    St::Running(_) | St::Dead => {}
+                }
+            }
+        }
         if let Some(&c) = idx.get(&l.cur) {
             let x = &mut live[c];
-            x.t.comm.clone_from(&l.cur_comm);
+            if !is_unknown_comm(&l.cur_comm) {
+                x.t.comm.clone_from(&l.cur_comm);
+            }
             x.t.cpus.insert(l.cpu);
             // Current before any switch of this CPU: running since the start.
-            if x.st == St::Unknown && !cpu_cur.contains_key(&l.cpu) {
+            if x.st == St::Unknown && last.is_none() {
                 x.st = St::Running(start);
             }
         }
@@ -472,6 +530,9 @@ pub fn parse(
                 // now, whatever this switch names as prev (a switch-out lost, or a task perf
                 // names otherwise); its run ends here, as a preemption.
                 let last = cpu_cur.insert(l.cpu, *next);
+                // Switched in here while another CPU had it as current: it migrated there
+                // unseen (a filtered trace); its run goes on here.
+                let moved = *next != 0 && vacate(&mut cpu_cur, l.cpu, *next);
                 if let Some(&o) = last.filter(|o| o != prev).and_then(|o| idx.get(&o)) {
                     if let St::Running(since) = live[o].st {
                         live[o].pending += t - since;
@@ -516,6 +577,7 @@ pub fn parse(
                             x.st = St::Running(t);
                         }
                         St::Unknown | St::Runnable => x.st = St::Running(t),
+                        St::Running(_) if moved => {}
                         St::Running(_) => inconsistent += 1,
                         St::Dead => {}
                     }
@@ -591,6 +653,12 @@ pub fn parse(
         inconsistent,
         "switches that disagree with the task's state (an event missing before them); taken \
          as they come",
+    );
+    note(
+        "sched_switch",
+        unseen,
+        "lines whose current task is not the one last switched in on their CPU (a trace \
+         filtered by pid, or a switch lost): the CPU is taken to have switched there",
     );
     note(
         "sched_switch",
