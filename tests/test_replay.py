@@ -11,41 +11,13 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-import textwrap
 
 import pytest
+from replay_workload import WORKLOAD
 
 import vmsched
 from vmsched.cli import main
 from vmsched.replay import recorded
-
-# Two processes ping-ponging a byte over two pipes (50 µs of CPU each side per round) and a
-# CPU burner, all pinned to CPU 0; the pids are written out.
-WORKLOAD = textwrap.dedent("""
-    import os, sys, time
-    def spin(us):
-        end = time.perf_counter_ns() + us * 1000
-        while time.perf_counter_ns() < end:
-            pass
-    rounds, burn_s, out = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
-    r1, w1 = os.pipe(); r2, w2 = os.pipe()
-    burner = os.fork()
-    if burner == 0:
-        end = time.perf_counter() + burn_s
-        while time.perf_counter() < end:
-            pass
-        os._exit(0)
-    pong = os.fork()
-    if pong == 0:
-        for _ in range(rounds):
-            os.read(r1, 1); spin(50); os.write(w2, b"x")
-        os._exit(0)
-    for _ in range(rounds):
-        spin(50); os.write(w1, b"x"); os.read(r2, 1)
-    os.waitpid(pong, 0); os.waitpid(burner, 0)
-    with open(out, "w") as f:
-        f.write(f"{os.getpid()} {pong} {burner}")
-""")
 
 
 @pytest.fixture(scope="module")
