@@ -38,13 +38,13 @@ def recording(tmp_path_factory):
     return data, [int(x) for x in pids.read_text().split()]
 
 
-def _check(df, pids, cpu_tol, wake_tol):
+def _check(df, pids, cpu_tol, wake_tol, slack_ns=0):
     rows = {r["task"].rsplit(":", 1)[1]: r for r in df.iter_rows(named=True)}
     for pid in pids:
         r = rows[str(pid)]
         assert r["recorded_cpu_ns"] > 0
         assert abs(r["replayed_cpu_ns"] - r["recorded_cpu_ns"]) <= \
-            cpu_tol * r["recorded_cpu_ns"] + 1_000_000, r
+            cpu_tol * r["recorded_cpu_ns"] + 1_000_000 + slack_ns, r
         assert abs(r["replayed_wakes"] - r["recorded_wakes"]) <= \
             wake_tol * r["recorded_wakes"] + 2, r
 
@@ -72,11 +72,18 @@ def test_a_recorded_trace_replays_within_tolerance(recording, tmp_path):
     # Every task of the machine replayed: the workload competes with what really competed
     # with it, on the CPUs each task ran on. The machine this runs on may be shared and
     # busy (every CPU saturated), where a scheduling difference delays the chain of
-    # wake-ups: 25%.
+    # wake-ups: 25%. And where the recording kept every CPU busy, the work the replay could
+    # not fit in the trace's span (at most 10 % of all, checked) falls on whichever tasks
+    # come last, possibly all on one of the workload's: its CPU time may fall short by that
+    # much more. (A 2-CPU machine at load 14 recorded 768 ms of work in 387 ms; the replay
+    # fitted 727 ms, 42 ms short, 25 of them the burner's: 0.74 of its recording.)
     t = vmsched.import_perf(data)
     assert len(t.tasks) > 3
     path.write_text(t.toml)
-    _check(vmsched.replay_compare(path), [ping, pong, burner], 0.25, 0.25)
+    df = vmsched.replay_compare(path)
+    rec, rep = df["recorded_cpu_ns"].sum(), df["replayed_cpu_ns"].sum()
+    assert rep >= 0.9 * rec, (rep, rec)
+    _check(df, [ping, pong, burner], 0.25, 0.25, slack_ns=rec - rep)
 
 
 def test_the_cli_imports_and_compares_under_another_scheduler(recording, tmp_path, capsys):
@@ -85,9 +92,19 @@ def test_the_cli_imports_and_compares_under_another_scheduler(recording, tmp_pat
     assert main(["import", "perf", str(data), "-o", str(out), "--pid", str(ping), "--pid",
                  str(pong)]) == 0
     text = out.read_text()
-    assert 'scheduler = "pinned"' in text and 'kernel = "6.18"' in text
+    # Bare metal: the machine's kernel on the host level, the tasks its processes.
+    assert 'hypervisor = "kvm"' in text and "[[host.process]]" in text
+    assert "[[domain]]" not in text and 'kernel = "6.18"' in text
     # The counterfactual: the same recording under CFS 5.10.
     capsys.readouterr()
+    assert main(["replay-compare", str(out), "--set", "host.sched.scheduler=cfs",
+                 "--set", "host.sched.kernel=5.10"]) in (0, 2)
+    capsys.readouterr()
+    # The old form on request: a guest of the pinned host.
+    assert main(["import", "perf", str(data), "-o", str(out), "--force", "--pid", str(ping),
+                 "--pid", str(pong), "--pinned-guest"]) == 0
+    text = out.read_text()
+    assert 'scheduler = "pinned"' in text and "[[domain.workload]]" in text
     assert main(["replay-compare", str(out), "--set", "domain.0.sched.scheduler=cfs",
                  "--set", "domain.0.sched.kernel=5.10"]) in (0, 2)
     capsys.readouterr()

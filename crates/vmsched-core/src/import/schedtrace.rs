@@ -719,6 +719,10 @@ pub struct ScenarioOptions {
     pub observed_affinity: bool,
     /// What the description names as the source.
     pub source: String,
+    /// The level as a guest of the `pinned` host (one vCPU per CPU, each owning its pCPU)
+    /// instead of bare metal (a KVM host's Linux with the tasks as `[[host.process]]`): for a
+    /// trace recorded inside a VM, or to compare with scenarios of that form.
+    pub pinned_guest: bool,
 }
 
 impl Default for ScenarioOptions {
@@ -729,6 +733,7 @@ impl Default for ScenarioOptions {
             cpus: None,
             observed_affinity: true,
             source: "a trace".into(),
+            pinned_guest: false,
         }
     }
 }
@@ -743,9 +748,11 @@ fn policy(prio: i32) -> (&'static str, i64, i64) {
     }
 }
 
-/// A whole runnable scenario replaying `trace`: a bare-metal Linux level (the guest of a
-/// `pinned` host, one vCPU per CPU of the trace, each owning its pCPU), the kernel's scheduler
-/// and the replay workload; the run lasts the trace's span (rounded up to a millisecond).
+/// A whole runnable scenario replaying `trace`: a bare-metal Linux level (`hypervisor =
+/// "kvm"`, `[host] scheduler = "linux"` and the tasks as a `[[host.process]]`, as `vmsched
+/// validate` models this machine; or with `pinned_guest` a guest of the `pinned` host, one
+/// vCPU per CPU, each owning its pCPU), the kernel's scheduler and the replay workload; the
+/// run lasts the trace's span (rounded up to a millisecond).
 pub fn scenario(trace: &Trace, o: &ScenarioOptions) -> toml::Table {
     let cpus = o.cpus.unwrap_or(trace.cpus).max(1);
     let span = trace.end_ns - trace.start_ns;
@@ -781,12 +788,6 @@ pub fn scenario(trace: &Trace, o: &ScenarioOptions) -> toml::Table {
         ("name", "trace".into()),
         ("tasks", toml::Value::Array(tasks)),
     ]);
-    let domain = tbl(vec![
-        ("name", "machine".into()),
-        ("vcpus", i64::from(cpus).into()),
-        ("sched", tbl(sched)),
-        ("workload", toml::Value::Array(vec![workload])),
-    ]);
     let mut out = toml::Table::new();
     out.insert("name".into(), "replay".into());
     out.insert(
@@ -815,12 +816,36 @@ pub fn scenario(trace: &Trace, o: &ScenarioOptions) -> toml::Table {
             ("vary", false.into()),
         ]),
     );
-    out.insert(
-        "machine".into(),
-        tbl(vec![("pcpus", i64::from(cpus).into())]),
-    );
-    out.insert("host".into(), tbl(vec![("scheduler", "pinned".into())]));
-    out.insert("domain".into(), toml::Value::Array(vec![domain]));
+    if o.pinned_guest {
+        let domain = tbl(vec![
+            ("name", "machine".into()),
+            ("vcpus", i64::from(cpus).into()),
+            ("sched", tbl(sched)),
+            ("workload", toml::Value::Array(vec![workload])),
+        ]);
+        out.insert(
+            "machine".into(),
+            tbl(vec![("pcpus", i64::from(cpus).into())]),
+        );
+        out.insert("host".into(), tbl(vec![("scheduler", "pinned".into())]));
+        out.insert("domain".into(), toml::Value::Array(vec![domain]));
+    } else {
+        out.insert(
+            "machine".into(),
+            tbl(vec![
+                ("pcpus", i64::from(cpus).into()),
+                ("hypervisor", "kvm".into()),
+            ]),
+        );
+        out.insert(
+            "host".into(),
+            tbl(vec![
+                ("scheduler", "linux".into()),
+                ("sched", tbl(sched)),
+                ("process", toml::Value::Array(vec![workload])),
+            ]),
+        );
+    }
     out
 }
 

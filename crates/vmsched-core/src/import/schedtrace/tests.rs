@@ -156,9 +156,30 @@ fn exit_and_priorities() {
         text.contains("policy = \"fifo\"\nrt_priority = 90"),
         "{text}"
     );
-    assert!(text.contains("scheduler = \"pinned\""), "{text}");
+    // Bare metal by default: the KVM host's Linux, the tasks its processes.
+    assert!(text.contains("hypervisor = \"kvm\""), "{text}");
+    assert!(
+        text.contains("[host.sched]\nscheduler = \"eevdf\""),
+        "{text}"
+    );
+    assert!(
+        text.contains("[[host.process]]\nkind = \"replay\""),
+        "{text}"
+    );
+    assert!(!text.contains("[[domain]]"), "{text}");
     assert!(text.contains("kernel = \"6.18\""), "{text}");
     assert!(text.contains("duration_ms = 1\n"), "{text}");
+    let guest = ScenarioOptions {
+        pinned_guest: true,
+        ..Default::default()
+    };
+    let text = crate::import::write_toml(&scenario(&tr, &guest));
+    assert!(text.contains("scheduler = \"pinned\""), "{text}");
+    assert!(
+        text.contains("[[domain.workload]]\nkind = \"replay\""),
+        "{text}"
+    );
+    assert!(!text.contains("hypervisor"), "{text}");
 }
 
 #[test]
