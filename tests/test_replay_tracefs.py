@@ -11,7 +11,7 @@ switch in or out of the workload's tasks and every wake-up of them is recorded; 
 between two other tasks are not.
 
 Skipped, saying why, where tracefs is not mounted or not writable (not root, a container),
-where `taskset` is missing, or where the kernel lacks the sched events.
+where `taskset` is missing, or where the kernel lacks the sched events or the pid filter.
 """
 
 from __future__ import annotations
@@ -55,6 +55,10 @@ def _tracefs() -> Path:
                if not (root / "events" / "sched" / e / "enable").exists()]
     if missing:
         pytest.skip(f"the kernel has no {', '.join(missing)} trace event")
+    for f in ("set_event_pid", "options/event-fork"):
+        if not (root / f).exists():
+            pytest.skip(f"this kernel's tracefs has no {f} (the capture filters by pid with "
+                        "it, children included)")
     return root
 
 
