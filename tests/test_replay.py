@@ -11,41 +11,13 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-import textwrap
 
 import pytest
+from replay_workload import WORKLOAD
 
 import vmsched
 from vmsched.cli import main
 from vmsched.replay import recorded
-
-# Two processes ping-ponging a byte over two pipes (50 µs of CPU each side per round) and a
-# CPU burner, all pinned to CPU 0; the pids are written out.
-WORKLOAD = textwrap.dedent("""
-    import os, sys, time
-    def spin(us):
-        end = time.perf_counter_ns() + us * 1000
-        while time.perf_counter_ns() < end:
-            pass
-    rounds, burn_s, out = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
-    r1, w1 = os.pipe(); r2, w2 = os.pipe()
-    burner = os.fork()
-    if burner == 0:
-        end = time.perf_counter() + burn_s
-        while time.perf_counter() < end:
-            pass
-        os._exit(0)
-    pong = os.fork()
-    if pong == 0:
-        for _ in range(rounds):
-            os.read(r1, 1); spin(50); os.write(w2, b"x")
-        os._exit(0)
-    for _ in range(rounds):
-        spin(50); os.write(w1, b"x"); os.read(r2, 1)
-    os.waitpid(pong, 0); os.waitpid(burner, 0)
-    with open(out, "w") as f:
-        f.write(f"{os.getpid()} {pong} {burner}")
-""")
 
 
 @pytest.fixture(scope="module")
@@ -66,13 +38,13 @@ def recording(tmp_path_factory):
     return data, [int(x) for x in pids.read_text().split()]
 
 
-def _check(df, pids, cpu_tol, wake_tol):
+def _check(df, pids, cpu_tol, wake_tol, slack_ns=0):
     rows = {r["task"].rsplit(":", 1)[1]: r for r in df.iter_rows(named=True)}
     for pid in pids:
         r = rows[str(pid)]
         assert r["recorded_cpu_ns"] > 0
         assert abs(r["replayed_cpu_ns"] - r["recorded_cpu_ns"]) <= \
-            cpu_tol * r["recorded_cpu_ns"] + 1_000_000, r
+            cpu_tol * r["recorded_cpu_ns"] + 1_000_000 + slack_ns, r
         assert abs(r["replayed_wakes"] - r["recorded_wakes"]) <= \
             wake_tol * r["recorded_wakes"] + 2, r
 
@@ -100,11 +72,18 @@ def test_a_recorded_trace_replays_within_tolerance(recording, tmp_path):
     # Every task of the machine replayed: the workload competes with what really competed
     # with it, on the CPUs each task ran on. The machine this runs on may be shared and
     # busy (every CPU saturated), where a scheduling difference delays the chain of
-    # wake-ups: 25%.
+    # wake-ups: 25%. And where the recording kept every CPU busy, the work the replay could
+    # not fit in the trace's span (at most 10 % of all, checked) falls on whichever tasks
+    # come last, possibly all on one of the workload's: its CPU time may fall short by that
+    # much more. (A 2-CPU machine at load 14 recorded 768 ms of work in 387 ms; the replay
+    # fitted 727 ms, 42 ms short, 25 of them the burner's: 0.74 of its recording.)
     t = vmsched.import_perf(data)
     assert len(t.tasks) > 3
     path.write_text(t.toml)
-    _check(vmsched.replay_compare(path), [ping, pong, burner], 0.25, 0.25)
+    df = vmsched.replay_compare(path)
+    rec, rep = df["recorded_cpu_ns"].sum(), df["replayed_cpu_ns"].sum()
+    assert rep >= 0.9 * rec, (rep, rec)
+    _check(df, [ping, pong, burner], 0.25, 0.25, slack_ns=rec - rep)
 
 
 def test_the_cli_imports_and_compares_under_another_scheduler(recording, tmp_path, capsys):
@@ -113,9 +92,19 @@ def test_the_cli_imports_and_compares_under_another_scheduler(recording, tmp_pat
     assert main(["import", "perf", str(data), "-o", str(out), "--pid", str(ping), "--pid",
                  str(pong)]) == 0
     text = out.read_text()
-    assert 'scheduler = "pinned"' in text and 'kernel = "6.18"' in text
+    # Bare metal: the machine's kernel on the host level, the tasks its processes.
+    assert 'hypervisor = "kvm"' in text and "[[host.process]]" in text
+    assert "[[domain]]" not in text and 'kernel = "6.18"' in text
     # The counterfactual: the same recording under CFS 5.10.
     capsys.readouterr()
+    assert main(["replay-compare", str(out), "--set", "host.sched.scheduler=cfs",
+                 "--set", "host.sched.kernel=5.10"]) in (0, 2)
+    capsys.readouterr()
+    # The old form on request: a guest of the pinned host.
+    assert main(["import", "perf", str(data), "-o", str(out), "--force", "--pid", str(ping),
+                 "--pid", str(pong), "--pinned-guest"]) == 0
+    text = out.read_text()
+    assert 'scheduler = "pinned"' in text and "[[domain.workload]]" in text
     assert main(["replay-compare", str(out), "--set", "domain.0.sched.scheduler=cfs",
                  "--set", "domain.0.sched.kernel=5.10"]) in (0, 2)
     capsys.readouterr()

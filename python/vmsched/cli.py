@@ -630,7 +630,7 @@ def _cmd_import_trace(a) -> int:
                          "configuration files; a trace becomes a bare-metal scenario")
     read = importers.import_perf if a.format == "perf" else importers.import_ftrace
     t = read(a.files[0], pids=a.pid, comms=a.comm, scheduler=a.scheduler, kernel=a.kernel,
-             cpus=a.pcpus, observed_affinity=not a.any_cpu)
+             cpus=a.pcpus, observed_affinity=not a.any_cpu, pinned_guest=a.pinned_guest)
     lines = [f"# {t.format}: {' '.join(t.path.splitlines())}: {len(t.tasks)} tasks"]
     lines += [f"#   note: {' '.join(str(n).splitlines())}" for n in t.notes]
     _write_text(a, "\n".join(lines) + "\n\n" + t.toml)
@@ -845,6 +845,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="its kernel version (default 6.18 for eevdf)")
     g.add_argument("--any-cpu", action="store_true",
                    help="let tasks run on any CPU (default: only on those they ran on)")
+    g.add_argument("--pinned-guest", action="store_true",
+                   help="write the level as a guest of the pinned host (one vCPU per CPU) "
+                        "instead of bare metal (a KVM host's Linux running the tasks as "
+                        "[[host.process]])")
     p.set_defaults(fn=cmd_import)
 
     _add_calib_parsers(sub)

@@ -151,7 +151,7 @@ def perf_script_text(path: str | os.PathLike, perf: str = "perf") -> str:
 
 
 def _import_trace(fmt: str, path, pids, comms, scheduler, kernel, cpus,
-                  observed_affinity) -> ImportedTrace:
+                  observed_affinity, pinned_guest) -> ImportedTrace:
     path = os.fspath(path)
     with open(path, "rb") as f:
         head = f.read(8)
@@ -164,27 +164,30 @@ def _import_trace(fmt: str, path, pids, comms, scheduler, kernel, cpus,
         kernel = "6.18"
     toml, notes, tasks = _core.import_trace(fmt, path, text, list(pids or []),
                                             list(comms or []), scheduler, kernel, cpus,
-                                            observed_affinity)
+                                            observed_affinity, pinned_guest)
     return ImportedTrace(path, fmt, toml, [TracedTask(*t) for t in tasks],
                          [Note(*n) for n in notes])
 
 
 def import_perf(path: str | os.PathLike, pids=None, comms=None, scheduler: str = "eevdf",
                 kernel: str | None = None, cpus: int | None = None,
-                observed_affinity: bool = True) -> ImportedTrace:
+                observed_affinity: bool = True, pinned_guest: bool = False) -> ImportedTrace:
     """A `perf sched record` recording (perf.data, read with `perf script`, or the text of
     `perf script --ns -F comm,tid,cpu,time,event,trace`) as a whole replay scenario: a
-    bare-metal level with `cpus` CPUs (default: the trace's), the guest scheduler `scheduler`
-    (`kernel` 6.18 for EEVDF unless given), a `kind = "replay"` workload of the tasks whose pid
-    is in `pids` or comm in `comms` (default: every task but idle), each pinned to the CPUs it
-    ran on unless `observed_affinity` is False. docs/replay.md."""
-    return _import_trace("perf", path, pids, comms, scheduler, kernel, cpus, observed_affinity)
+    bare-metal level with `cpus` CPUs (default: the trace's; a KVM host's Linux with the tasks
+    as its `[[host.process]]`, or with `pinned_guest` a guest of the pinned host), the
+    kernel's scheduler `scheduler` (`kernel` 6.18 for EEVDF unless given), a `kind = "replay"`
+    workload of the tasks whose pid is in `pids` or comm in `comms` (default: every task but
+    idle), each pinned to the CPUs it ran on unless `observed_affinity` is False.
+    docs/replay.md."""
+    return _import_trace("perf", path, pids, comms, scheduler, kernel, cpus, observed_affinity,
+                         pinned_guest)
 
 
 def import_ftrace(path: str | os.PathLike, pids=None, comms=None, scheduler: str = "eevdf",
                   kernel: str | None = None, cpus: int | None = None,
-                  observed_affinity: bool = True) -> ImportedTrace:
+                  observed_affinity: bool = True, pinned_guest: bool = False) -> ImportedTrace:
     """An ftrace `trace` file with sched_switch and sched_waking/sched_wakeup(_new) events as a
     whole replay scenario (as `import_perf`)."""
     return _import_trace("ftrace", path, pids, comms, scheduler, kernel, cpus,
-                         observed_affinity)
+                         observed_affinity, pinned_guest)

@@ -7,7 +7,7 @@ bursts, the wake-ups the number of its sleeps); what the replay did is the run's
 time of the task and its workload counter (one per task, bumped at each wake-up). So the
 comparison needs only the scenario, whatever scheduler or parameters the run was given.
 
-    >>> df = vmsched.replay_compare("trace.toml", set=["domain.0.sched.scheduler=cfs"])  # doctest: +SKIP
+    >>> df = vmsched.replay_compare("trace.toml", set=["host.sched.kernel=6.6"])  # doctest: +SKIP
 """
 
 from __future__ import annotations

@@ -936,7 +936,8 @@ type TracedTuple = (String, u32, String, u64, u64);
 /// notes, the selected tasks). Raises ScenarioError naming the file, line and event.
 #[pyfunction]
 #[pyo3(signature = (format, file, text, pids=vec![], comms=vec![], scheduler="eevdf".to_string(),
-                    kernel=Some("6.18".to_string()), cpus=None, observed_affinity=true))]
+                    kernel=Some("6.18".to_string()), cpus=None, observed_affinity=true,
+                    pinned_guest=false))]
 #[allow(clippy::too_many_arguments)]
 fn import_trace(
     format: &str,
@@ -948,6 +949,7 @@ fn import_trace(
     kernel: Option<String>,
     cpus: Option<u32>,
     observed_affinity: bool,
+    pinned_guest: bool,
 ) -> PyResult<(String, Vec<NoteTuple>, Vec<TracedTuple>)> {
     use vmsched_core::import::schedtrace;
     let fmt = match format {
@@ -967,6 +969,7 @@ fn import_trace(
         cpus,
         observed_affinity,
         source: format!("{format} trace {file}"),
+        pinned_guest,
     };
     let toml = vmsched_core::import::write_toml(&schedtrace::scenario(&tr, &opts));
     let notes = tr

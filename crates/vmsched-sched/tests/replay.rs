@@ -110,14 +110,22 @@ const FTRACE: &str = "\
 #[test]
 fn an_imported_trace_replays_its_cpu_time_and_wakes() {
     let tr = schedtrace::parse("t", FTRACE, TraceFormat::Ftrace, &Selection::default()).unwrap();
-    let s = schedtrace::scenario(&tr, &Default::default());
-    let text = vmsched_core::import::write_toml(&s);
-    let r = run("replay.toml", &text, &[]);
-    for t in &tr.tasks {
-        let rec = t.recorded();
-        let e = ent(&r, &format!("trace.{}", t.name()));
-        assert_eq!(e.executed_ns, rec.cpu_ns, "{}", t.name());
-        assert_eq!(wakes(&r, &t.name()), rec.wakes, "{}", t.name());
+    // Bare metal (the default), and the same level as a guest of the pinned host.
+    let guest = schedtrace::ScenarioOptions {
+        pinned_guest: true,
+        ..Default::default()
+    };
+    for o in [Default::default(), guest] {
+        let s = schedtrace::scenario(&tr, &o);
+        let text = vmsched_core::import::write_toml(&s);
+        assert_eq!(text.contains("[[host.process]]"), !o.pinned_guest, "{text}");
+        let r = run("replay.toml", &text, &[]);
+        for t in &tr.tasks {
+            let rec = t.recorded();
+            let e = ent(&r, &format!("trace.{}", t.name()));
+            assert_eq!(e.executed_ns, rec.cpu_ns, "{}", t.name());
+            assert_eq!(wakes(&r, &t.name()), rec.wakes, "{}", t.name());
+        }
     }
     // ping: 0.2 + 0.2 + 0.3 ms of CPU and 2 wake-ups; pong: 0.3 + 0.2 ms and 2.
     let rec = |n: &str| tr.tasks.iter().find(|t| t.name() == n).unwrap().recorded();

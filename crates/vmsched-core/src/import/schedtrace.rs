@@ -126,6 +126,11 @@ struct Line {
     ev: Option<Ev>,
 }
 
+/// ftrace's comm for a pid its saved-cmdlines cache no longer holds (`<...>`): not a name.
+fn is_unknown_comm(c: &str) -> bool {
+    c == "<...>"
+}
+
 /// `secs.frac` as ns (up to 9 fraction digits), exactly.
 fn parse_ts(s: &str) -> Option<u64> {
     let (a, b) = s.split_once('.').unwrap_or((s, ""));
@@ -324,6 +329,19 @@ impl Live {
     }
 }
 
+/// `pid` is now current on `cpu`: any other CPU that had it as its current task has an
+/// unknown one (0) from here. True if one did.
+fn vacate(cpu_cur: &mut BTreeMap<u32, u32>, cpu: u32, pid: u32) -> bool {
+    let mut found = false;
+    for (c, p) in cpu_cur.iter_mut() {
+        if *c != cpu && *p == pid {
+            *p = 0;
+            found = true;
+        }
+    }
+    found
+}
+
 /// Reads a trace's text: the selected tasks' programs.
 pub fn parse(
     file: &str,
@@ -390,7 +408,9 @@ pub fn parse(
             order.push((pid, BTreeSet::new()));
             order.len() - 1
         });
-        order[k].1.insert(comm.to_string());
+        if !is_unknown_comm(comm) {
+            order[k].1.insert(comm.to_string());
+        }
     };
     let mut cpus = 0u32;
     for l in &lines {
@@ -422,7 +442,11 @@ pub fn parse(
                 pending: 0,
                 t: TracedTask {
                     pid: *pid,
-                    comm: comms.iter().next().cloned().unwrap_or_default(),
+                    comm: comms
+                        .iter()
+                        .next()
+                        .cloned()
+                        .unwrap_or_else(|| "<...>".into()),
                     prio: 120,
                     cpus: BTreeSet::new(),
                     toks: Vec::new(),
@@ -443,17 +467,51 @@ pub fn parse(
     }
 
     // Pass 2: the state machine of each selected task.
-    let (mut inconsistent, mut not_asleep, mut unwoken) = (0u64, 0u64, 0u64);
-    // Per CPU: the task last switched in.
+    let (mut inconsistent, mut not_asleep, mut unwoken, mut unseen) = (0u64, 0u64, 0u64, 0u64);
+    // Per CPU: its current task (the one last switched in, or a line's current task).
     let mut cpu_cur: BTreeMap<u32, u32> = BTreeMap::new();
     for l in &lines {
         let t = l.ts;
+        // The line's current task is not the one last switched in on its CPU: the CPU
+        // switched without a traced switch (the trace is filtered by pid, as tracefs's
+        // `set_event_pid` filters, or the switch was lost). The CPU ran one task at a time,
+        // so the last one's run ends here and this one's starts here. The idle task (and
+        // perf's `-1`, a task it lost track of) is not evidence of anything.
+        let last = cpu_cur.get(&l.cpu).copied();
+        if l.cur != 0 && last.is_none() {
+            // The first that is seen of this CPU: its current task ran since the start.
+            cpu_cur.insert(l.cpu, l.cur);
+        } else if l.cur != 0 && last.is_some_and(|o| o != l.cur) {
+            unseen += 1;
+            cpu_cur.insert(l.cpu, l.cur);
+            vacate(&mut cpu_cur, l.cpu, l.cur);
+            if let Some(&o) = last.and_then(|o| idx.get(&o)) {
+                if let St::Running(since) = live[o].st {
+                    live[o].pending += t - since;
+                    live[o].st = St::Runnable;
+                }
+            }
+            if let Some(&c) = idx.get(&l.cur) {
+                let x = &mut live[c];
+                match x.st {
+                    St::Unknown | St::Runnable => x.st = St::Running(t),
+                    St::Sleeping(since) => {
+                        unwoken += 1;
+                        x.t.toks.push(Tok::Sleep(t - since));
+                        x.st = St::Running(t);
+                    }
+                    St::Running(_) | St::Dead => {}
+                }
+            }
+        }
         if let Some(&c) = idx.get(&l.cur) {
             let x = &mut live[c];
-            x.t.comm.clone_from(&l.cur_comm);
+            if !is_unknown_comm(&l.cur_comm) {
+                x.t.comm.clone_from(&l.cur_comm);
+            }
             x.t.cpus.insert(l.cpu);
             // Current before any switch of this CPU: running since the start.
-            if x.st == St::Unknown && !cpu_cur.contains_key(&l.cpu) {
+            if x.st == St::Unknown && last.is_none() {
                 x.st = St::Running(start);
             }
         }
@@ -472,6 +530,9 @@ pub fn parse(
                 // now, whatever this switch names as prev (a switch-out lost, or a task perf
                 // names otherwise); its run ends here, as a preemption.
                 let last = cpu_cur.insert(l.cpu, *next);
+                // Switched in here while another CPU had it as current: it migrated there
+                // unseen (a filtered trace); its run goes on here.
+                let moved = *next != 0 && vacate(&mut cpu_cur, l.cpu, *next);
                 if let Some(&o) = last.filter(|o| o != prev).and_then(|o| idx.get(&o)) {
                     if let St::Running(since) = live[o].st {
                         live[o].pending += t - since;
@@ -516,6 +577,7 @@ pub fn parse(
                             x.st = St::Running(t);
                         }
                         St::Unknown | St::Runnable => x.st = St::Running(t),
+                        St::Running(_) if moved => {}
                         St::Running(_) => inconsistent += 1,
                         St::Dead => {}
                     }
@@ -594,6 +656,12 @@ pub fn parse(
     );
     note(
         "sched_switch",
+        unseen,
+        "lines whose current task is not the one last switched in on their CPU (a trace \
+         filtered by pid, or a switch lost): the CPU is taken to have switched there",
+    );
+    note(
+        "sched_switch",
         unwoken,
         "switch-ins of a sleeping task without a wake-up event: the sleep ends there, \
          timer-like",
@@ -651,6 +719,10 @@ pub struct ScenarioOptions {
     pub observed_affinity: bool,
     /// What the description names as the source.
     pub source: String,
+    /// The level as a guest of the `pinned` host (one vCPU per CPU, each owning its pCPU)
+    /// instead of bare metal (a KVM host's Linux with the tasks as `[[host.process]]`): for a
+    /// trace recorded inside a VM, or to compare with scenarios of that form.
+    pub pinned_guest: bool,
 }
 
 impl Default for ScenarioOptions {
@@ -661,6 +733,7 @@ impl Default for ScenarioOptions {
             cpus: None,
             observed_affinity: true,
             source: "a trace".into(),
+            pinned_guest: false,
         }
     }
 }
@@ -675,9 +748,11 @@ fn policy(prio: i32) -> (&'static str, i64, i64) {
     }
 }
 
-/// A whole runnable scenario replaying `trace`: a bare-metal Linux level (the guest of a
-/// `pinned` host, one vCPU per CPU of the trace, each owning its pCPU), the kernel's scheduler
-/// and the replay workload; the run lasts the trace's span (rounded up to a millisecond).
+/// A whole runnable scenario replaying `trace`: a bare-metal Linux level (`hypervisor =
+/// "kvm"`, `[host] scheduler = "linux"` and the tasks as a `[[host.process]]`, as `vmsched
+/// validate` models this machine; or with `pinned_guest` a guest of the `pinned` host, one
+/// vCPU per CPU, each owning its pCPU), the kernel's scheduler and the replay workload; the
+/// run lasts the trace's span (rounded up to a millisecond).
 pub fn scenario(trace: &Trace, o: &ScenarioOptions) -> toml::Table {
     let cpus = o.cpus.unwrap_or(trace.cpus).max(1);
     let span = trace.end_ns - trace.start_ns;
@@ -713,12 +788,6 @@ pub fn scenario(trace: &Trace, o: &ScenarioOptions) -> toml::Table {
         ("name", "trace".into()),
         ("tasks", toml::Value::Array(tasks)),
     ]);
-    let domain = tbl(vec![
-        ("name", "machine".into()),
-        ("vcpus", i64::from(cpus).into()),
-        ("sched", tbl(sched)),
-        ("workload", toml::Value::Array(vec![workload])),
-    ]);
     let mut out = toml::Table::new();
     out.insert("name".into(), "replay".into());
     out.insert(
@@ -747,12 +816,36 @@ pub fn scenario(trace: &Trace, o: &ScenarioOptions) -> toml::Table {
             ("vary", false.into()),
         ]),
     );
-    out.insert(
-        "machine".into(),
-        tbl(vec![("pcpus", i64::from(cpus).into())]),
-    );
-    out.insert("host".into(), tbl(vec![("scheduler", "pinned".into())]));
-    out.insert("domain".into(), toml::Value::Array(vec![domain]));
+    if o.pinned_guest {
+        let domain = tbl(vec![
+            ("name", "machine".into()),
+            ("vcpus", i64::from(cpus).into()),
+            ("sched", tbl(sched)),
+            ("workload", toml::Value::Array(vec![workload])),
+        ]);
+        out.insert(
+            "machine".into(),
+            tbl(vec![("pcpus", i64::from(cpus).into())]),
+        );
+        out.insert("host".into(), tbl(vec![("scheduler", "pinned".into())]));
+        out.insert("domain".into(), toml::Value::Array(vec![domain]));
+    } else {
+        out.insert(
+            "machine".into(),
+            tbl(vec![
+                ("pcpus", i64::from(cpus).into()),
+                ("hypervisor", "kvm".into()),
+            ]),
+        );
+        out.insert(
+            "host".into(),
+            tbl(vec![
+                ("scheduler", "linux".into()),
+                ("sched", tbl(sched)),
+                ("process", toml::Value::Array(vec![workload])),
+            ]),
+        );
+    }
     out
 }
 

@@ -156,9 +156,30 @@ fn exit_and_priorities() {
         text.contains("policy = \"fifo\"\nrt_priority = 90"),
         "{text}"
     );
-    assert!(text.contains("scheduler = \"pinned\""), "{text}");
+    // Bare metal by default: the KVM host's Linux, the tasks its processes.
+    assert!(text.contains("hypervisor = \"kvm\""), "{text}");
+    assert!(
+        text.contains("[host.sched]\nscheduler = \"eevdf\""),
+        "{text}"
+    );
+    assert!(
+        text.contains("[[host.process]]\nkind = \"replay\""),
+        "{text}"
+    );
+    assert!(!text.contains("[[domain]]"), "{text}");
     assert!(text.contains("kernel = \"6.18\""), "{text}");
     assert!(text.contains("duration_ms = 1\n"), "{text}");
+    let guest = ScenarioOptions {
+        pinned_guest: true,
+        ..Default::default()
+    };
+    let text = crate::import::write_toml(&scenario(&tr, &guest));
+    assert!(text.contains("scheduler = \"pinned\""), "{text}");
+    assert!(
+        text.contains("[[domain.workload]]\nkind = \"replay\""),
+        "{text}"
+    );
+    assert!(!text.contains("hypervisor"), "{text}");
 }
 
 #[test]
@@ -222,9 +243,80 @@ fn a_run_ends_at_the_next_switch_of_its_cpu() {
     // c, seen only switching out after b came in, ran nothing here.
     assert!(tr.tasks.iter().all(|t| t.comm != "c"));
     assert_eq!(toks(&tr, "a"), "s10000 c20000");
+    // The switch line's current task (c) is not the one switched in (b): noted as a switch
+    // the trace does not show.
     assert!(
-        tr.notes.iter().any(|n| n.message.contains("disagree")),
+        tr.notes.iter().any(|n| n.message.contains("a switch lost")),
         "{:?}",
         tr.notes
     );
+}
+
+/// Real lines of a tracefs instance filtered by pid (`set_event_pid` with `options/event-fork`)
+/// while a workload pinned to CPU 0 ran on a machine busy with builds (Linux 6.18): switches
+/// between two tasks outside the filter are not traced, so other tasks appear as a line's
+/// current task without a switch-in, and CPU 1 shows no switch at all. Comms hold spaces, and
+/// `<...>` is a pid the saved-cmdlines cache had lost.
+const FILTERED: &str = "\
+# tracer: nop
+#
+# entries-in-buffer/entries-written: 5843/5843   #P:2
+           <...>-23018   [000] d..2. 64812.484072: sched_switch: prev_comm=opt 9xbndkyxlrq prev_pid=23018 prev_prio=120 prev_state=R ==> next_comm=bash next_pid=23016 next_prio=120
+            bash-23016   [000] d..2. 64812.484365: sched_switch: prev_comm=bash prev_pid=23016 prev_prio=120 prev_state=S ==> next_comm=bash next_pid=23019 next_prio=120
+           <...>-22819   [001] d.s3. 64812.904438: sched_waking: comm=bash pid=23012 prio=120 target_cpu=000
+         python3-23000   [000] d..2. 64812.910081: sched_switch: prev_comm=python3 prev_pid=23000 prev_prio=120 prev_state=D ==> next_comm=lto 4dc6yggwf6s next_pid=22819 next_prio=120
+ lto 5dvq2tu02vc-23040   [001] dNs3. 64812.910814: sched_waking: comm=python3 pid=23000 prio=120 target_cpu=000
+ lto 5dvq2tu02vc-23040   [001] dNs4. 64812.910819: sched_wakeup: comm=python3 pid=23000 prio=120 target_cpu=000
+ lto 4dc6yggwf6s-22819   [000] d..2. 64812.912065: sched_switch: prev_comm=lto 4dc6yggwf6s prev_pid=22819 prev_prio=120 prev_state=R ==> next_comm=python3 next_pid=23000 next_prio=120
+         python3-23000   [000] d..2. 64812.916071: sched_switch: prev_comm=python3 prev_pid=23000 prev_prio=120 prev_state=R ==> next_comm=rcu_preempt next_pid=15 next_prio=120
+";
+
+#[test]
+fn a_trace_filtered_by_pid_keeps_one_task_per_cpu() {
+    let tr = parse("t", FILTERED, TraceFormat::Ftrace, &Selection::default()).unwrap();
+    // µs after 64812 s, as ns.
+    let us = |a: u64, b: u64| -> u64 { (b - a) * 1000 };
+    // CPU 1 shows no switch: lto 4dc6 (`<...>` there) is its current task at .904438, so it ran there since
+    // the start (.484072); it is switched in on CPU 0 at .910081 (a migration the filter
+    // hid) and preempted there at .912065: one run, not two overlapping ones.
+    assert_eq!(
+        toks(&tr, "lto 4dc6yggwf6s"),
+        format!("c{}", us(484_072, 912_065))
+    );
+    // lto 5dvq is CPU 1's current task at .910814, after 4dc6 left it: it ran from there to
+    // the end (.916071), not the whole trace.
+    assert_eq!(
+        toks(&tr, "lto 5dvq2tu02vc"),
+        format!("c{}", us(910_814, 916_071))
+    );
+    // bash 23019 was switched in at .484365 and python3 is CPU 0's current at .910081
+    // without a traced switch: 23019's run ends there.
+    let b = &tr.tasks[tr.tasks.iter().position(|t| t.pid == 23019).unwrap()];
+    assert_eq!(format_steps(&b.toks), format!("c{}", us(484_365, 910_081)));
+    // python3 slept at .910081 (D) and was woken in a softirq on CPU 1 (timer-like), then
+    // switched in at .912065 and preempted at the end.
+    assert_eq!(
+        toks(&tr, "python3"),
+        format!("s{} c{}", us(910_081, 910_814), us(912_065, 916_071))
+    );
+    // A pid the cmdlines cache had lost is named by its payload comm, and selected by it.
+    assert!(tr.tasks.iter().all(|t| !t.comm.contains("<...>")));
+    let sel = Selection {
+        pids: vec![],
+        comms: vec!["opt 9xbndkyxlrq".into(), "lto 4dc6yggwf6s".into()],
+    };
+    let only = parse("t", FILTERED, TraceFormat::Ftrace, &sel).unwrap();
+    // 23018 was switched out at the trace's first event: nothing of it to replay.
+    assert_eq!(only.tasks.len(), 1);
+    assert_eq!(only.tasks[0].name(), "lto 4dc6yggwf6s:22819");
+    assert!(
+        tr.notes
+            .iter()
+            .any(|n| n.message.contains("filtered by pid")),
+        "{:?}",
+        tr.notes
+    );
+    // No CPU runs two tasks at once: the tasks' CPU time fits in the two CPUs' time.
+    let total: u64 = tr.tasks.iter().map(|t| t.recorded().cpu_ns).sum();
+    assert!(total <= 2 * (tr.end_ns - tr.start_ns), "{total}");
 }
