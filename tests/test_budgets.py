@@ -65,7 +65,8 @@ def test_a_billion_copies_by_the_default_limit(write):
     # About 6 TB over 250 guests (one guest holds at most PID_MAX_LIMIT tasks): over the
     # default limit of any machine (80% of MemAvailable, or 4 GiB).
     e = refused(write(scenario(domains=250, loops=4_000_000)))
-    assert e.field.startswith("domain") and e.field.endswith(".copies"), e.field
+    # (the 250 alike guests are one part of the estimate, named by their table)
+    assert e.field == "domain", e.field
     assert "available" in e.message or "default limit" in e.message
     assert "run.memory_limit_mb" in e.message  # how to raise it
 
