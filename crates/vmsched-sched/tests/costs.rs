@@ -183,7 +183,8 @@ fn seed003_outputs_are_unchanged_by_the_move_to_its_profile() {
 /// guests' qemu-dm costs; seed 002: none, docs/io.md's defaults; seed 004: the 2 µs kick).
 #[test]
 fn seeds_001_002_004_name_their_profiles_and_are_unchanged_by_the_move() {
-    let cases: &[(&str, &str, &[(&str, &str)])] = &[
+    type Case<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)]);
+    let cases: &[Case] = &[
         (
             "seed001_video_boost_credit",
             "core2-quad",
