@@ -7,8 +7,15 @@ from pathlib import Path
 import pytest
 
 from vmsched.cli import main
-from vmsched.validate import (HOGS_C1, HOGS_CT, hackbench_program, kernel_model,
-                              model_cyclictest, timer_expiry_ns, validate)
+from vmsched.validate import (
+    HOGS_C1,
+    HOGS_CT,
+    hackbench_program,
+    kernel_model,
+    model_cyclictest,
+    timer_expiry_ns,
+    validate,
+)
 
 
 def test_kernel_release_maps_to_the_nearest_modelled_scheduler():
