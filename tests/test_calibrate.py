@@ -34,7 +34,8 @@ def quick():
 def test_every_probe_reports_a_median_and_its_spread(quick):
     _, m = quick
     assert set(m) == {"syscall", "pipe_op", "round_trip", "ctxsw", "wakeup", "timer",
-                      "timer_slack50"}
+                      "timer_slack50", "timer_expiry"}
+    assert isinstance(m["timer_expiry"]["fifo"], bool)
     for name, s in m.items():
         assert s["reps"] >= 1, name
         assert s["min_ns"] <= s["p10_ns"] <= s["median_ns"] <= s["p90_ns"] <= s["max_ns"], name
@@ -43,6 +44,21 @@ def test_every_probe_reports_a_median_and_its_spread(quick):
 def test_a_probe_refuses_bad_counts():
     with pytest.raises(OSError, match="reps"):
         _core.probe_syscall(0, 10)
+    with pytest.raises(OSError, match="affinity"):
+        _core.probe_timer_expiry(1, 1, 1000, 1 << 20)
+
+
+def test_the_timer_expiry_is_the_probes_less_the_switch():
+    def s(v):
+        return {"median_ns": v}
+
+    m = {k: s(1000) for k in ("syscall", "pipe_op", "round_trip", "wakeup", "timer",
+                              "timer_slack50")}
+    m["ctxsw"] = s(4000)  # the switch: 2000
+    m["timer_expiry"] = s(41000)
+    assert derive(m)["machine"]["timer_expiry_ns"] == 39000
+    m["timer_expiry"] = s(1500)
+    assert derive(m)["machine"]["timer_expiry_ns"] == 0
 
 
 def test_the_profile_is_loaded_by_a_scenario(quick, tmp_path):
@@ -56,6 +72,7 @@ def test_the_profile_is_loaded_by_a_scenario(quick, tmp_path):
     assert s["costs"] == str(prof)
     assert s["machine"]["ctxsw_cost_ns"] == f["machine"]["ctxsw_cost_ns"]
     assert s["machine"]["ipi_latency_ns"] == f["machine"]["ipi_latency_ns"]
+    assert s["machine"]["timer_expiry_ns"] == f["machine"]["timer_expiry_ns"]
     pair = s["host"]["process"][0]
     for k, v in f["workload.context1"].items():
         assert pair[k] == v, k

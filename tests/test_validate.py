@@ -7,7 +7,15 @@ from pathlib import Path
 import pytest
 
 from vmsched.cli import main
-from vmsched.validate import HOGS_C1, HOGS_CT, hackbench_program, kernel_model, validate
+from vmsched.validate import (
+    HOGS_C1,
+    HOGS_CT,
+    hackbench_program,
+    kernel_model,
+    model_cyclictest,
+    timer_expiry_ns,
+    validate,
+)
 
 
 def test_kernel_release_maps_to_the_nearest_modelled_scheduler():
@@ -26,6 +34,18 @@ def test_hackbench_program_forks_every_sender_and_receiver():
     assert "max_tasks = 7" in text
     assert 'chan = "r2"' in text and 'chan = "r3"' not in text
     assert "ns = 300" in text
+
+
+def test_the_model_side_pays_the_profiles_timer_expiry(tmp_path):
+    assert timer_expiry_ns("[machine]\nctxsw_cost_ns = 1\n") is None
+    prof = tmp_path / "p.toml"
+    prof.write_text("[machine]\ntimer_expiry_ns = 0\n")
+    base = model_cyclictest(prof, tmp_path, 2, 1, 0, 80, 50)
+    prof.write_text("[machine]\ntimer_expiry_ns = 40000\n")
+    assert timer_expiry_ns(prof.read_text()) == 40000
+    avg, mx = model_cyclictest(prof, tmp_path, 2, 1, 0, 80, 50)
+    # A FIFO cyclictest on an idle CPU: every wake-up exactly 40 us later (avg and max, in us).
+    assert avg == pytest.approx(base[0] + 40) and mx == pytest.approx(base[1] + 40)
 
 
 @pytest.fixture(scope="module")

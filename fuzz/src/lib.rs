@@ -211,6 +211,7 @@ pub const KEYS: &[&str] = &[
     "machine.halt_poll_ns",
     "machine.kick_ns",
     "machine.hypercall_ns",
+    "machine.timer_expiry_ns",
     "host.tslice_ms",
     "host.tickle_one_idle_cpu",
     "host.vcpu_migration_delay_us",

@@ -2,7 +2,8 @@
 
 The microbenchmarks are the project's own (crates/vmsched-probe, called through
 `vmsched._core.probe_*`): a null system call, a pipe operation, UnixBench Context1's round
-trip, lmbench lat_ctx's context switch, a cross-CPU wake-up and a timer expiry. Each is
+trip, lmbench lat_ctx's context switch, a cross-CPU wake-up, a timer's overshoot and the
+timer-expiry path alone (a pinned FIFO thread's wake-up against its deadline). Each is
 repeated and reported as a median with its spread; the profile takes the medians, and each
 figure's comment says how it was measured and derived. A scenario names the profile with
 `costs = "path/to/profile.toml"` (docs/scenarios.md, crates/vmsched-core/src/scenario/costs.rs).
@@ -61,6 +62,9 @@ def measure(quick: bool = False) -> dict[str, dict]:
     # A wake-up across CPUs needs two; on one CPU it is measured there (and says so).
     m["wakeup"] = _core.probe_wakeup(c.reps, c.wakes, a, b)
     m["wakeup"]["cross_cpu"] = a != b
+    # The timer-expiry path on the CPU validate runs cyclictest on (the last allowed one).
+    m["timer_expiry"] = _core.probe_timer_expiry(c.reps, c.wakes, 1_000_000, b)
+    m["timer_expiry"]["cpu"] = b
     return m
 
 
@@ -93,8 +97,12 @@ def derive(m: dict[str, dict]) -> dict[str, dict[str, int]]:
     # Wake-up to running on an idle CPU: the write and the read around it, the switch, and
     # what is left: the IPI and the idle exit, the model's ipi_latency_ns.
     ipi = max(0, round(med["wakeup"] - 2 * med["pipe_op"] - ctxsw))
+    # A timer's deadline to its thread running: the interrupt, the expiry and the wake-up (the
+    # model's timer_expiry_ns) and the switch to the thread (its ctxsw_cost_ns, charged apart).
+    expiry = max(0, round(med["timer_expiry"] - ctxsw))
     return {
-        "machine": {"ctxsw_cost_ns": ctxsw, "ipi_latency_ns": ipi},
+        "machine": {"ctxsw_cost_ns": ctxsw, "ipi_latency_ns": ipi,
+                    "timer_expiry_ns": expiry},
         "kernel": {"ctxsw_cost_ns": ctxsw},
         "workload.context1": {
             "c_syscall_ns": syscall,
@@ -109,6 +117,7 @@ def derive(m: dict[str, dict]) -> dict[str, dict[str, int]]:
             "wakeup_ns": round(med["wakeup"]),
             "timer_overshoot_ns": round(med["timer"]),
             "timer_overshoot_slack50_ns": round(med["timer_slack50"]),
+            "timer_expiry_whole_ns": round(med["timer_expiry"]),
         },
     }
 
@@ -120,6 +129,10 @@ def profile_text(m: dict[str, dict], name: str = "local") -> str:
     uname = os.uname()
     cross = "across CPUs" if m["wakeup"].get("cross_cpu") else "on one CPU (only one allowed)"
     c1 = f["workload.context1"]
+    te = m["timer_expiry"]
+    te_how = (f"a thread pinned to CPU {te.get('cpu', '?')}, "
+              + ("SCHED_FIFO 80" if te.get("fifo") else
+                 "SCHED_OTHER (FIFO not permitted here: other tasks on that CPU can delay it)"))
     head = [
         f"vmsched cost profile measured by `vmsched calibrate` on {uname.nodename}, {now}: "
         f"{_cpu_model()}, {os.cpu_count()} CPUs, Linux {uname.release} ({uname.machine}). "
@@ -137,6 +150,10 @@ def profile_text(m: dict[str, dict], name: str = "local") -> str:
              f"read(2) returned ({_spread(m['wakeup'])}), less two pipe operations and the "
              "switch above: the IPI and the idle CPU's exit.",
              "ipi_latency_ns", f["machine"]["ipi_latency_ns"]),
+            ("A host timer's expiry: clock_nanosleep to an absolute time 1 ms ahead from "
+             f"{te_how}, slack 1 ns, then now - deadline ({_spread(te)}), less the switch "
+             "above: the hrtimer interrupt, the idle CPU's exit, the expiry and the wake-up.",
+             "timer_expiry_ns", f["machine"]["timer_expiry_ns"]),
         ]),
         ("kernel", [
             ("A guest's task switch: the host's above (a guest kernel on this machine's CPUs).",
@@ -169,6 +186,8 @@ def profile_text(m: dict[str, dict], name: str = "local") -> str:
             ("The same with SCHED_OTHER's default 50 us slack: "
              f"{_spread(m['timer_slack50'])}.", "timer_overshoot_slack50_ns",
              f["measured"]["timer_overshoot_slack50_ns"]),
+            ("The pinned thread's whole deadline-to-running (see [machine] timer_expiry_ns).",
+             "timer_expiry_whole_ns", f["measured"]["timer_expiry_whole_ns"]),
         ]),
     ]
     lines = [*_comment(head[0]), "", "[profile]", f'name = "{name}"',

@@ -6,7 +6,8 @@ hogs as busy-looping processes pinned to the measured CPU. The model side is bar
 scenario with a Linux host level (`hypervisor = "kvm"`, `[host] scheduler = "linux"`) and no
 domain, whose host scheduler is the running kernel's (its release mapped to the nearest
 modelled one, said in the output when not exact), whose per-operation costs are a cost profile
-(`vmsched calibrate`'s, measured first unless one is given), and whose workloads are
+(`vmsched calibrate`'s, measured first unless one is given: among them the host's timer
+expiry, `[machine] timer_expiry_ns`, which every cyclictest wake-up pays), and whose workloads are
 `[[host.process]]` entries. Rows: cyclictest with 0, 1, 2 and 4 hogs, SCHED_OTHER and FIFO;
 the Context1 pair pinned to one CPU with 0, 1 and 2 hogs; hackbench (pipes, one group).
 Each row prints the real figure, the model's, and model / real. A row whose real side is not
@@ -214,6 +215,15 @@ def model_context1(profile: Path, tmp: Path, pcpus: int, cpu: int, hogs: int,
     return r.figure("pair")["value"]
 
 
+def timer_expiry_ns(profile_text: str) -> int | None:
+    """The profile's `[machine] timer_expiry_ns`, or None when it has none (a profile written
+    before the field: the model then charges no timer expiry)."""
+    import tomllib
+
+    v = tomllib.loads(profile_text).get("machine", {}).get("timer_expiry_ns")
+    return None if v is None else int(v)
+
+
 def context1_costs(profile_text: str) -> dict[str, int]:
     """The `c_*_ns` figures of a profile's [workload.context1] (the only table with them)."""
     return {k: int(v) for k, v in re.findall(r"^(c_\w+_ns)\s*=\s*(\d+)", profile_text, re.M)}
@@ -280,6 +290,11 @@ def validate(profile: str | os.PathLike | None = None, quick: bool = False,
         else:
             prof = Path(profile)
             notes.append(f"costs: {prof}")
+        expiry = timer_expiry_ns(prof.read_text())
+        notes.append("model timer expiry: "
+                     + (f"{expiry / 1000:.1f} us (the profile's machine.timer_expiry_ns)"
+                        if expiry is not None else
+                        "none (the profile has no machine.timer_expiry_ns: calibrate again)"))
         sched, kern, knote = kernel_model()
         notes.append(f"model: bare metal, Linux {sched.upper()} {kern}"
                      + (f" ({knote})" if knote else f" (the running kernel, {os.uname().release})"))

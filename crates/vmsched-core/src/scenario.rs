@@ -322,6 +322,15 @@ pub struct MachineConfig {
     /// Cost of the trap on a vCPU's halt path (hypercall or HLT/WFI exit; default 0).
     #[serde(default)]
     pub hypercall_ns: u64,
+    /// A timer expiry at the host level (bare metal, a KVM host's `[[host.process]]` tasks):
+    /// the hrtimer interrupt's entry, the expiry and the wake-up of the timer's task
+    /// (Linux: `hrtimer_interrupt` → `hrtimer_wakeup` → `try_to_wake_up`), and the idle CPU's
+    /// exit before it. A host task's sleep timer is handled this much after its deadline
+    /// (its hard one, with the slack). Default 0: the timer is handled at its deadline.
+    /// Guests' timers do not take it (their path is the host's kick, `kick_ns`).
+    /// `vmsched calibrate` measures it (docs/validation.md).
+    #[serde(default)]
+    pub timer_expiry_ns: u64,
 }
 
 #[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]

@@ -62,6 +62,10 @@ pub struct LevelOpts {
     /// another entity (the refill of the caches the other one evicted; a stated assumption, no
     /// Xen figure: docs/simplifications.md).
     pub vcpu_refill: Nanos,
+    /// Host levels: how long after its (hard) deadline a task's sleep timer is handled on a
+    /// CPU of this level: the timer interrupt, the expiry and the wake-up
+    /// (`machine.timer_expiry_ns`). 0 (guest levels, and the default): at the deadline.
+    pub timer_expiry: Nanos,
     /// Guest levels: what the hypervisor does with this guest's idle vCPUs, trappable spins
     /// and kicks (crate::hv). The default is Xen's x86 PV guest: block at once, no spin traps,
     /// no costs.

@@ -14,7 +14,11 @@
 //!   writer's clock reading before its `write` to the reader's after its `read` returned (the
 //!   wake-up IPI, the idle exit, the switch and the syscall's two halves);
 //! - [`timer`]: cyclictest's measurement: an absolute `clock_nanosleep` and `now − expiry`,
-//!   with a given timer slack (cyclictest runs SCHED_OTHER threads with the default 50 µs).
+//!   with a given timer slack (cyclictest runs SCHED_OTHER threads with the default 50 µs);
+//! - [`timer_expiry`]: the host's timer-expiry path alone: the same measurement from a thread
+//!   pinned to one (otherwise idle) CPU, SCHED_FIFO when permitted (cyclictest `-p`), slack
+//!   1 ns: the hrtimer interrupt, the idle exit, the expiry and the wake-up of the thread, which
+//!   nothing else on its CPU delays (the model's `machine.timer_expiry_ns`).
 //!
 //! Nothing here runs on the simulator's side: these are real system calls on the local machine,
 //! so their results are noisy and tests assert only that they ran.
@@ -258,6 +262,26 @@ pub fn timer(reps: u32, iters: u32, interval_ns: u64, slack_ns: u64) -> Result<S
     Stats::of(v)
 }
 
+/// The timer-expiry path (ns): [`timer`]'s measurement (slack 1 ns) from a new thread pinned
+/// to `cpu`, SCHED_FIFO priority 80 when the process may (cyclictest `-p 80`), so that its
+/// wake-up waits for no other task. Returns the stats and whether the thread ran FIFO.
+pub fn timer_expiry(
+    reps: u32,
+    iters: u32,
+    interval_ns: u64,
+    cpu: u32,
+) -> Result<(Stats, bool), String> {
+    check(reps, iters)?;
+    allowed(cpu)?;
+    let t = std::thread::spawn(move || {
+        pin(cpu)?;
+        let fifo = sys::set_fifo(80).is_ok();
+        timer(reps, iters, interval_ns, 1).map(|s| (s, fifo))
+    });
+    t.join()
+        .map_err(|_| "timer_expiry: the probe thread panicked".to_string())?
+}
+
 /// The CPUs the calling thread may run on.
 pub fn allowed_cpus() -> Result<Vec<u32>, String> {
     sys::allowed()
@@ -289,6 +313,12 @@ mod tests {
         assert!(syscall(0, 1).unwrap_err().starts_with("reps"));
         assert!(pipe_op(1, 0).unwrap_err().starts_with("iters"));
         assert!(timer(1, 1, 0, 0).unwrap_err().starts_with("interval_ns"));
+        assert!(timer_expiry(1, 1, 0, 0)
+            .unwrap_err()
+            .starts_with("interval_ns"));
+        assert!(timer_expiry(1, 1, 1000, 1 << 20)
+            .unwrap_err()
+            .contains("affinity"));
     }
 
     // The probes run real system calls: these check that each ran and answered, not how fast.
@@ -304,6 +334,7 @@ mod tests {
             ctxsw(3, 50, a).unwrap(),
             wakeup(2, 5, a, b).unwrap(),
             timer(2, 5, 100_000, 0).unwrap(),
+            timer_expiry(2, 5, 100_000, b).unwrap().0,
         ] {
             assert_eq!(s.reps as usize, if s.reps == 2 { 2 } else { 3 });
             assert!(s.min_ns <= s.median_ns && s.median_ns <= s.max_ns, "{s:?}");

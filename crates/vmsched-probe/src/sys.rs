@@ -190,6 +190,19 @@ pub fn set_timer_slack(ns: u64) -> Result<(), String> {
     Ok(())
 }
 
+/// Makes the calling thread SCHED_FIFO at `prio`; Err (and the thread unchanged) without the
+/// permission (CAP_SYS_NICE or an RLIMIT_RTPRIO).
+pub fn set_fifo(prio: i32) -> Result<(), String> {
+    let p = libc::sched_param {
+        sched_priority: prio,
+    };
+    // SAFETY: p is a valid sched_param; pid 0 is the calling thread.
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) } != 0 {
+        return Err(os_err("sched_setscheduler(SCHED_FIFO)"));
+    }
+    Ok(())
+}
+
 /// Sleeps until the absolute CLOCK_MONOTONIC time `t_ns` (restarted on a signal).
 pub fn sleep_until(t_ns: u64) {
     let ts = libc::timespec {

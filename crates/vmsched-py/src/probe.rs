@@ -82,6 +82,23 @@ fn probe_timer(
     )
 }
 
+/// The timer-expiry path from a thread pinned to `cpu` (FIFO when permitted): its stats and
+/// `fifo`, whether the thread ran SCHED_FIFO.
+#[pyfunction]
+fn probe_timer_expiry(
+    py: Python<'_>,
+    reps: u32,
+    iters: u32,
+    interval_ns: u64,
+    cpu: u32,
+) -> PyResult<Bound<'_, PyDict>> {
+    let r = py.detach(|| vmsched_probe::timer_expiry(reps, iters, interval_ns, cpu));
+    let (s, fifo) = r.map_err(PyOSError::new_err)?;
+    let d = out(py, Ok(s))?;
+    d.set_item("fifo", fifo)?;
+    Ok(d)
+}
+
 /// The CPUs this process may run on.
 #[pyfunction]
 fn probe_allowed_cpus() -> PyResult<Vec<u32>> {
@@ -95,6 +112,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(probe_ctxsw, m)?)?;
     m.add_function(wrap_pyfunction!(probe_wakeup, m)?)?;
     m.add_function(wrap_pyfunction!(probe_timer, m)?)?;
+    m.add_function(wrap_pyfunction!(probe_timer_expiry, m)?)?;
     m.add_function(wrap_pyfunction!(probe_allowed_cpus, m)?)?;
     Ok(())
 }

@@ -137,6 +137,7 @@ pub fn build(s: &Scenario) -> Simulation {
             ipi_latency: s.machine.ipi_latency_ns,
             ctxsw_cost: s.machine.ctxsw_cost_ns,
             vcpu_refill: s.machine.vcpu_refill_ns,
+            timer_expiry: s.machine.timer_expiry_ns,
             exit: ExitModel::default(),
             tick_periodic: false,
             skew_tick: false,
@@ -176,6 +177,7 @@ pub fn build(s: &Scenario) -> Simulation {
                 ipi_latency: d.kernel.ipi_latency_ns,
                 ctxsw_cost: d.kernel.ctxsw_cost_ns,
                 vcpu_refill: 0,
+                timer_expiry: 0,
                 exit: match pv.haltpoll {
                     // cpuidle-haltpoll turns host polling off (MSR_KVM_POLL_CONTROL).
                     Some(_) => ExitModel {

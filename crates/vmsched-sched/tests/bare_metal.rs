@@ -67,3 +67,64 @@ fn no_domain_and_no_host_process_is_refused() {
     assert_eq!(e.field, "domain");
     assert!(e.message.contains("[[host.process]]"), "{e}");
 }
+
+/// The latency histogram of workload `name`'s first thread.
+fn hist(r: &vmsched_core::report::Results, name: &str) -> vmsched_core::metrics::HistSummary {
+    let w = r.workloads.iter().find(|w| w.name == name).unwrap();
+    w.histograms[0].1.clone()
+}
+
+/// `machine.timer_expiry_ns` (the host's hrtimer interrupt, expiry and wake-up): a FIFO
+/// cyclictest thread, which runs as soon as its timer is handled, sees every latency grow by
+/// exactly the cost, behind a hog on its CPU or on an idle one, with the variation off.
+#[test]
+fn a_host_timer_expiry_cost_adds_exactly_itself_to_a_fifo_cyclictest() {
+    for hog in ["[0]", "[1]"] {
+        let base = [("run.vary", "false"), ("host.process.1.affinity", hog)];
+        let without = run::run("bare.toml", SRC, &base);
+        let mut with = base.to_vec();
+        with.push(("machine.timer_expiry_ns", "37000"));
+        let with = run::run("bare.toml", SRC, &with);
+        run::assert_sums(&with);
+        let (a, b) = (hist(&without, "ct"), hist(&with, "ct"));
+        assert!(a.count > 200, "{}", a.count);
+        assert_eq!(a.count, b.count, "hog on {hog}");
+        assert_eq!(b.min_ns, a.min_ns + 37_000, "hog on {hog}");
+        assert_eq!(b.max_ns, a.max_ns + 37_000, "hog on {hog}");
+        assert!(
+            (b.mean_ns - a.mean_ns - 37_000.0).abs() < 1e-6,
+            "hog on {hog}"
+        );
+    }
+}
+
+/// The cost is the host level's: a guest's timers (here a Xen guest's cyclictest) do not take
+/// it, and a negative or huge figure is refused naming the field.
+#[test]
+fn the_timer_expiry_cost_is_the_hosts_only_and_checked() {
+    let guest = r#"
+[run]
+duration_ms = 100
+vary = false
+[machine]
+pcpus = 1
+[host]
+scheduler = "credit2"
+[[domain]]
+name = "d"
+vcpus = 1
+[domain.sched]
+scheduler = "cfs"
+[[domain.workload]]
+kind = "cyclictest"
+name = "ct"
+priority = 80
+"#;
+    let a = hist(&run::run("g.toml", guest, &[]), "ct");
+    let set = [("machine.timer_expiry_ns", "37000")];
+    let b = hist(&run::run("g.toml", guest, &set), "ct");
+    assert!(a.count > 50);
+    assert_eq!((a.count, a.max_ns), (b.count, b.max_ns));
+    let e = run::load("bare.toml", SRC, &[("machine.timer_expiry_ns", "-1")]).unwrap_err();
+    assert!(e.field.contains("timer_expiry_ns"), "{e}");
+}

@@ -177,3 +177,84 @@ fn seed003_outputs_are_unchanged_by_the_move_to_its_profile() {
     );
     assert_same(&new, &old, "seed003_kvm_latency");
 }
+
+/// Seeds 001 and 002 name `core2-quad`, seed 004 `xeon-2x4-2.5ghz`; each gives the same bytes
+/// as with the figures the scenario carried before the move written in it (seed 001: its HVM
+/// guests' qemu-dm costs; seed 002: none, docs/io.md's defaults; seed 004: the 2 µs kick).
+#[test]
+fn seeds_001_002_004_name_their_profiles_and_are_unchanged_by_the_move() {
+    type Case<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)]);
+    let cases: &[Case] = &[
+        (
+            "seed001_video_boost_credit",
+            "core2-quad",
+            &[
+                ("domain.2.device_model.notify_ns", "2000"),
+                ("domain.2.device_model.emulate_ns", "10000"),
+                ("domain.3.device_model.notify_ns", "2000"),
+                ("domain.3.device_model.emulate_ns", "10000"),
+            ],
+        ),
+        ("seed002_io_ping", "core2-quad", &[]),
+        (
+            "seed004_nas_credit_vs_credit2",
+            "xeon-2x4-2.5ghz",
+            &[("machine.kick_ns", "2000")],
+        ),
+    ];
+    for (name, profile, before) in cases {
+        let (file, src) = shipped(name);
+        assert!(
+            src.contains(&format!("\ncosts = \"{profile}\"\n")),
+            "{name} names {profile}"
+        );
+        let short = [("run.duration_ms", "1500")];
+        let new = results_json(&file, &src, &short);
+        let mut ov = vec![short[0]];
+        ov.extend_from_slice(before);
+        let old = results_json(&file, &without_profile(&src), &ov);
+        assert_same(&new, &old, name);
+    }
+}
+
+/// What each new profile puts where: seed 001's device models and seed 004's kick come from
+/// the profile, and a field written in the scenario (or set) wins over it.
+#[test]
+fn the_seed_profiles_fill_their_fields_and_yield_to_the_scenarios() {
+    let (file, src) = shipped("seed001_video_boost_credit");
+    let s = run::load(&file, &src, &[]).unwrap();
+    for d in &s.domains {
+        assert_eq!(
+            (d.device_model.notify_ns, d.device_model.emulate_ns),
+            (2000, 10000),
+            "{}",
+            d.name
+        );
+        assert_eq!(
+            (d.netback.nic_rx_ns, d.netback.rx_copy_ns, d.netback.tx_ns),
+            (2000, 3000, 3000)
+        );
+    }
+    // The scenario's own [domain.device_model] wins over the profile's, field by field.
+    let mine = src.replacen(
+        "create_at_ms = 1000\n",
+        "create_at_ms = 1000\n[domain.device_model]\nemulate_ns = 4000\n",
+        1,
+    );
+    let s = run::load(&file, &mine, &[]).unwrap();
+    assert_eq!(s.domains[2].device_model.emulate_ns, 4000, "the scenario's");
+    assert_eq!(s.domains[2].device_model.notify_ns, 2000, "the profile's");
+    assert_eq!(s.domains[3].device_model.emulate_ns, 10000, "the profile's");
+
+    let (file, src) = shipped("seed004_nas_credit_vs_credit2");
+    let s = run::load(&file, &src, &[]).unwrap();
+    assert_eq!(s.machine.kick_ns, 2000, "from xeon-2x4-2.5ghz");
+    let mine = src.replace("sockets = 2\n", "sockets = 2\nkick_ns = 500\n");
+    assert_eq!(run::load(&file, &mine, &[]).unwrap().machine.kick_ns, 500);
+    let s = run::load(&file, &src, &[("machine.kick_ns", "7")]).unwrap();
+    assert_eq!(s.machine.kick_ns, 7, "a --set wins over both");
+    let vmsched_core::workload::WorkloadConfig::Parallel(p) = &s.domains[0].workloads[0] else {
+        panic!("seed 004's job")
+    };
+    assert_eq!((p.send_ns, p.recv_ns, p.shm_ns), (5000, 5000, 1000));
+}

@@ -5,6 +5,9 @@
 //! not give the field itself (the scenario's own figures win):
 //! - `[machine]` into `[machine]` (`ctxsw_cost_ns`, `ipi_latency_ns`, `kick_ns`, ...);
 //! - `[kernel]` into every domain's `[domain.kernel]` (a guest's `ctxsw_cost_ns`, ...);
+//! - `[netback]` and `[device_model]` into every domain's `[domain.netback]` and
+//!   `[domain.device_model]` (a driver domain's per-packet costs, an HVM guest's qemu-dm work
+//!   per emulated access; each is read only where it applies, docs/io.md);
 //! - `[workload.KIND]` into every workload of that kind, the domains' and the KVM host's
 //!   processes (`[workload.context1]`: `c_syscall_ns`, `c_pipe_rw_ns`, ...);
 //! - `[profile]` (name, description) and `[measured]` (figures the model takes no field for,
@@ -26,10 +29,26 @@ pub const SHIPPED: &[(&str, &str)] = &[
         "chromebook-exynos5250",
         include_str!("../../profiles/chromebook-exynos5250.toml"),
     ),
+    ("core2-quad", include_str!("../../profiles/core2-quad.toml")),
+    (
+        "xeon-2x4-2.5ghz",
+        include_str!("../../profiles/xeon-2x4-2.5ghz.toml"),
+    ),
 ];
 
 /// The tables a profile may have.
-const SECTIONS: &[&str] = &["profile", "measured", "machine", "kernel", "workload"];
+const SECTIONS: &[&str] = &[
+    "profile",
+    "measured",
+    "machine",
+    "kernel",
+    "netback",
+    "device_model",
+    "workload",
+];
+
+/// The tables merged into every `[[domain]]`'s table of the same name.
+const DOMAIN_SECTIONS: &[&str] = &["kernel", "netback", "device_model"];
 
 /// The shipped profiles' names, for messages.
 pub fn shipped_names() -> String {
@@ -143,12 +162,11 @@ pub fn apply(doc: &mut Value, profile: &Table) {
     };
     if let Some(doms) = doc.get_mut("domain").and_then(Value::as_array_mut) {
         for d in doms.iter_mut().filter_map(Value::as_table_mut) {
-            if let Some(p) = section("kernel") {
-                let k = d
-                    .entry("kernel")
-                    .or_insert_with(|| Value::Table(Table::new()));
-                if let Some(k) = k.as_table_mut() {
-                    fill(k, p);
+            for &name in DOMAIN_SECTIONS {
+                let Some(p) = section(name) else { continue };
+                let t = d.entry(name).or_insert_with(|| Value::Table(Table::new()));
+                if let Some(t) = t.as_table_mut() {
+                    fill(t, p);
                 }
             }
             workloads(d.get_mut("workload"));
@@ -208,6 +226,34 @@ mod tests {
             "only the named kind"
         );
         assert_eq!(at("measured"), None, "[measured] is not merged");
+    }
+
+    #[test]
+    fn netback_and_device_model_fill_every_domain_field_by_field() {
+        let p = parse(
+            "p",
+            "[netback]\nnic_rx_ns = 4\n[device_model]\nnotify_ns = 5\nemulate_ns = 6\n",
+        )
+        .unwrap();
+        let mut d = doc(
+            "[[domain]]\nname = \"a\"\n[domain.device_model]\nemulate_ns = 1\n\
+                         [[domain]]\nname = \"b\"\n",
+        );
+        apply(&mut d, &p);
+        let int = |i: usize, t: &str, k: &str| d["domain"][i][t][k].as_integer();
+        assert_eq!(
+            int(0, "device_model", "emulate_ns"),
+            Some(1),
+            "the scenario's own"
+        );
+        assert_eq!(int(0, "device_model", "notify_ns"), Some(5));
+        assert_eq!(int(1, "device_model", "emulate_ns"), Some(6), "table made");
+        assert_eq!(int(1, "netback", "nic_rx_ns"), Some(4));
+        assert_eq!(
+            d["domain"][1].get("kernel"),
+            None,
+            "no [kernel] in this profile"
+        );
     }
 
     #[test]

@@ -29,6 +29,7 @@ where
         check_ns("machine.ipi_latency_ns", m.ipi_latency_ns)?;
         check_ns("machine.ctxsw_cost_ns", m.ctxsw_cost_ns)?;
         check_ns("machine.vcpu_refill_ns", m.vcpu_refill_ns)?;
+        check_ns("machine.timer_expiry_ns", m.timer_expiry_ns)?;
         check_ns("machine.wfe_trap_ns", m.wfe_trap_ns)?;
         m.validate_hv()?;
         self.run.validate()?;

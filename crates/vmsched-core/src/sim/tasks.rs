@@ -542,13 +542,17 @@ impl Simulation {
     }
 
     /// Arms task `t`'s sleep timer on CPU `c`: soft deadline `expiry`, hard deadline
-    /// `expiry + slack` (Linux hrtimer slack, ERRATA W1), then blocks the task.
+    /// `expiry + slack` (Linux hrtimer slack, ERRATA W1), handled the level's timer-expiry
+    /// cost after that (a host level's `machine.timer_expiry_ns`), then blocks the task.
     pub(super) fn sleep_until(&mut self, t: usize, c: GCpu, expiry: SimTime, slack: Nanos) {
+        let cost = self.levels[self.cpus[c.idx()].level.idx()]
+            .opts
+            .timer_expiry;
         let task = &mut self.tasks[t];
         task.timer_cpu = c;
         task.timer_soft = expiry;
         task.phase = Phase::Sleeping;
-        self.q.arm(task.timer_slot, expiry + slack);
+        self.q.arm(task.timer_slot, expiry + slack + cost);
         self.cpus[c.idx()].armed_timers.push(t);
         let g = task.ent;
         self.block_entity(g);
