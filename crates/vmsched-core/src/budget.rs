@@ -697,10 +697,10 @@ mod tests {
         // Two significant digits over 1 ns .. 1 h: 36 sub-bucket halves of 128 u32 counts and
         // a slot per quarter; three digits: 33 halves of 1,024.
         let wait = LatHist::with_precision(0, 2);
-        assert_eq!(wait.full_bytes(), 36 * 128 * 4 + 144 * 2);
+        assert_eq!(wait.full_bytes(), 36 * 128 * 4 + 144);
         assert!((wait.heap_bytes()..wait.full_bytes()).contains(&WAIT_HIST_BYTES));
         let lat = LatHist::new(0);
-        assert_eq!(lat.full_bytes(), 33 * 1024 * 4 + 132 * 2);
+        assert_eq!(lat.full_bytes(), 33 * 1024 * 4 + 132);
         assert!((lat.heap_bytes()..lat.full_bytes()).contains(&LAT_HIST_BYTES));
     }
 }
