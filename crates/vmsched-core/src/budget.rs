@@ -35,7 +35,7 @@ use crate::workload::{Step, WorkloadConfig};
 
 /// A wait histogram's counts as a run leaves them (metrics::lazy allocates 128 bytes per
 /// quarter of a power-of-two range on first use): 0.4–3.8 KB per entity over the benchmark set
-/// (1.1 KB the median of its rows, `mixed-p64` for 5 s the largest), at most 18.7 KB
+/// (1.1 KB the median of its rows, `mixed-p64` for 5 s the largest), at most 18.6 KB
 /// (`LatHist::full_bytes`) whatever it records.
 pub const WAIT_HIST_BYTES: u64 = 2 * 1024;
 /// A cyclictest thread's latency histogram (three digits: 1 KB per quarter range) likewise:
