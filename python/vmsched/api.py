@@ -15,12 +15,16 @@ import tempfile
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
-
-import polars as pl
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from vmsched import _core
+from vmsched._lazy import lazy
 from vmsched.errors import BudgetWarning, ScenarioError, read_scenario
+
+if TYPE_CHECKING:
+    import polars as pl
+else:
+    pl = lazy("polars")
 
 SCENARIO_DIR = Path(__file__).parent / "scenarios"
 

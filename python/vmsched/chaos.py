@@ -15,11 +15,16 @@ host) and kept in the table beside the rate asked for.
 from __future__ import annotations
 
 from pathlib import Path
-
-import polars as pl
+from typing import TYPE_CHECKING
 
 from vmsched import api
+from vmsched._lazy import lazy
 from vmsched.plot import finish, mean_ci95, pyplot
+
+if TYPE_CHECKING:
+    import polars as pl
+else:
+    pl = lazy("polars")
 
 DISTS = ("exponential", "uniform", "fixed")
 

@@ -17,12 +17,16 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import polars as pl
+from typing import TYPE_CHECKING, Any
 
 from vmsched import _core
+from vmsched._lazy import lazy
 from vmsched.errors import read_scenario
+
+if TYPE_CHECKING:
+    import polars as pl
+else:
+    pl = lazy("polars")
 
 #: The file `Result.write` keeps the scenario text in (with the added events), so a run
 #: directory can be explained after its scenario file changed.

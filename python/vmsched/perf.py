@@ -14,9 +14,15 @@ no counterpart.
 
 from __future__ import annotations
 
-import polars as pl
+from typing import TYPE_CHECKING
 
+from vmsched._lazy import lazy
 from vmsched.explain import _check_events, _source
+
+if TYPE_CHECKING:
+    import polars as pl
+else:
+    pl = lazy("polars")
 
 #: Debian linux-perf 6.1's `perf sched latency` header and rules.
 LATENCY_RULE = " " + "-" * 139
@@ -28,11 +34,17 @@ TIMEHIST_HEADER = (
     "                        [tid/pid]                          (msec)     (msec)     (msec)\n"
     "--------------- ------  ------------------------------  ---------  ---------  ---------")
 
-_LAT_SCHEMA = {"level": pl.Utf8, "task": pl.Utf8, "runtime_ns": pl.UInt64,
-               "switches": pl.UInt64, "delays": pl.UInt64, "delay_sum_ns": pl.UInt64,
-               "delay_max_ns": pl.UInt64, "max_start_ns": pl.UInt64, "max_end_ns": pl.UInt64}
-_TH_SCHEMA = {"level": pl.Utf8, "time_ns": pl.UInt64, "cpu": pl.UInt32, "task": pl.Utf8,
-              "wait_ns": pl.UInt64, "sch_delay_ns": pl.UInt64, "run_ns": pl.UInt64}
+#: The tables' column types, by polars dtype name (resolved when a table is built, so that
+#: importing this module does not import polars).
+_LAT_SCHEMA = {"level": "Utf8", "task": "Utf8", "runtime_ns": "UInt64",
+               "switches": "UInt64", "delays": "UInt64", "delay_sum_ns": "UInt64",
+               "delay_max_ns": "UInt64", "max_start_ns": "UInt64", "max_end_ns": "UInt64"}
+_TH_SCHEMA = {"level": "Utf8", "time_ns": "UInt64", "cpu": "UInt32", "task": "Utf8",
+              "wait_ns": "UInt64", "sch_delay_ns": "UInt64", "run_ns": "UInt64"}
+
+
+def _schema(names: dict[str, str]) -> dict:
+    return {k: getattr(pl, v) for k, v in names.items()}
 
 
 def perf_sched(run, window: tuple[int, int] | None = None,
@@ -46,11 +58,11 @@ def perf_sched(run, window: tuple[int, int] | None = None,
     path, text, overrides, events = _source(run)
     out = _core.perf_sched(str(path), text, overrides, window, trace_max_records)
     _check_events(out["events"], events)
-    res = {"latency": pl.DataFrame(out["latency"], schema=_LAT_SCHEMA).with_columns(
+    res = {"latency": pl.DataFrame(out["latency"], schema=_schema(_LAT_SCHEMA)).with_columns(
         avg_delay_ns=pl.when(pl.col("delays") > 0)
         .then(pl.col("delay_sum_ns") / pl.col("delays")).otherwise(0.0))}
     if "timehist" in out:
-        res["timehist"] = pl.DataFrame(out["timehist"], schema=_TH_SCHEMA)
+        res["timehist"] = pl.DataFrame(out["timehist"], schema=_schema(_TH_SCHEMA))
     return res
 
 

@@ -18,8 +18,15 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import polars as pl
+from vmsched._lazy import lazy
+
+if TYPE_CHECKING:
+    import polars as pl
+else:
+    pl = lazy("polars")
+
 
 _UNIT_SUFFIX = re.compile(r"_(ns|us|ms|s|pct|hz|mb)$")
 _UNIT_NAMES = {"ns": "ns", "us": "µs", "ms": "ms", "s": "s", "pct": "%", "hz": "Hz", "mb": "MB"}

@@ -13,15 +13,23 @@ comparison needs only the scenario, whatever scheduler or parameters the run was
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
-import polars as pl
 import tomllib
 
+from vmsched._lazy import lazy
 from vmsched.errors import read_scenario
 
-_SCHEMA = {"workload": pl.Utf8, "task": pl.Utf8, "recorded_cpu_ns": pl.UInt64,
-           "replayed_cpu_ns": pl.UInt64, "recorded_wakes": pl.UInt64,
-           "replayed_wakes": pl.UInt64}
+if TYPE_CHECKING:
+    import polars as pl
+else:
+    pl = lazy("polars")
+
+#: The comparison's column types, by polars dtype name (resolved when the table is built, so
+#: that importing this module does not import polars).
+_SCHEMA = {"workload": "Utf8", "task": "Utf8", "recorded_cpu_ns": "UInt64",
+           "replayed_cpu_ns": "UInt64", "recorded_wakes": "UInt64",
+           "replayed_wakes": "UInt64"}
 
 
 def recorded(steps: str) -> tuple[int, int]:
@@ -58,7 +66,7 @@ def compare(table: dict, result) -> pl.DataFrame:
                          "replayed_cpu_ns": e["executed_ns"] if e else 0,
                          "recorded_wakes": wakes,
                          "replayed_wakes": result.counter(w["name"], t["name"])})
-    df = pl.DataFrame(rows, schema=_SCHEMA)
+    df = pl.DataFrame(rows, schema={k: getattr(pl, v) for k, v in _SCHEMA.items()})
     return df.with_columns(
         cpu_ratio=pl.when(pl.col("recorded_cpu_ns") > 0)
         .then(pl.col("replayed_cpu_ns") / pl.col("recorded_cpu_ns")).otherwise(None),

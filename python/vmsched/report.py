@@ -26,13 +26,17 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import polars as pl
-
+from vmsched._lazy import lazy
 from vmsched.explain import Explanation, _dur, _source, parse_time
 from vmsched.plot import axis_label
 from vmsched.stats import aggregate
+
+if TYPE_CHECKING:
+    import polars as pl
+else:
+    pl = lazy("polars")
 
 #: The Gantt chart's default window: the worst wake-up widened on each side by this (ns), or by
 #: a fifth of its latency if that is more.

@@ -27,9 +27,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
-import polars as pl
+from vmsched._lazy import lazy
+
+if TYPE_CHECKING:
+    import polars as pl
+else:
+    pl = lazy("polars")
+
 
 #: The significance level of every comparison (two-sided).
 ALPHA = 0.05

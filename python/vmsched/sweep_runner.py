@@ -34,13 +34,12 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any, Iterable, Mapping
-
-import polars as pl
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import vmsched
 from vmsched import _core
 from vmsched import design as design_mod
+from vmsched._lazy import lazy
 from vmsched.api import (
     _atomic_write,
     _overrides,
@@ -53,6 +52,11 @@ from vmsched.api import (
 from vmsched.design import Param, as_params
 from vmsched.errors import SweepBusyError, SweepError, read_scenario
 from vmsched.executor import make_executor
+
+if TYPE_CHECKING:
+    import polars as pl
+else:
+    pl = lazy("polars")
 
 #: Bump when a point file's meaning changes, so old files are not reused.
 KEY_FORMAT = 2

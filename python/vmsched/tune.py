@@ -37,15 +37,19 @@ from concurrent.futures import FIRST_COMPLETED, Future
 from concurrent.futures import wait as futures_wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
-
-import polars as pl
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from vmsched import _core
+from vmsched._lazy import lazy
 from vmsched.api import _atomic_write, _overrides, _replace_file, run, scenario_path
 from vmsched.design import Param, as_params
 from vmsched.errors import ScenarioError, read_scenario
 from vmsched.executor import Executor, make_executor
+
+if TYPE_CHECKING:
+    import polars as pl
+else:
+    pl = lazy("polars")
 
 #: Histogram figures summed up over a workload's histograms: (name, column suffix, how).
 _HIST_AGG = (("p50_us", "_p50_ns", "max"), ("p99_us", "_p99_ns", "max"),

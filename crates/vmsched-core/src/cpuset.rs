@@ -225,6 +225,44 @@ impl CpuSet {
         }
     }
 
+    /// `self ← a ∩ b`, writing only the words in use (this set's and the result's): a set
+    /// kept for reuse is refilled without zeroing its whole array, as a fresh set is.
+    #[inline]
+    pub fn assign_and(&mut self, a: &CpuSet, b: &CpuSet) {
+        let n = a.nw.min(b.nw) as usize;
+        for i in 0..n {
+            self.w[i] = a.w[i] & b.w[i];
+        }
+        for i in n..self.nw as usize {
+            self.w[i] = 0;
+        }
+        self.nw = n as u32;
+    }
+
+    /// `self ← a \ b`, writing only the words in use (see [`CpuSet::assign_and`]).
+    #[inline]
+    pub fn assign_minus(&mut self, a: &CpuSet, b: &CpuSet) {
+        let n = a.nw.min(b.nw) as usize;
+        for i in 0..n {
+            self.w[i] = a.w[i] & !b.w[i];
+        }
+        for i in n..a.nw as usize {
+            self.w[i] = a.w[i];
+        }
+        for i in a.nw as usize..self.nw as usize {
+            self.w[i] = 0;
+        }
+        self.nw = a.nw;
+    }
+
+    /// `self ⊆ a \ b`, without building `a \ b`.
+    #[inline]
+    pub fn is_subset_of_minus(&self, a: &CpuSet, b: &CpuSet) -> bool {
+        // Words at `nw` and above are zero in every set, so indexing below `self.nw` reads
+        // `a`'s and `b`'s true words.
+        (0..self.nw as usize).all(|i| self.w[i] & !(a.w[i] & !b.w[i]) == 0)
+    }
+
     /// Whether the sets share a member (Linux's `cpumask_intersects`).
     #[inline]
     pub fn intersects(&self, o: &CpuSet) -> bool {
@@ -455,9 +493,21 @@ mod tests {
             z.minus_with(&sb);
             prop_assert_eq!(model(&x), and.clone());
             prop_assert_eq!(model(&y), or);
-            prop_assert_eq!(model(&z), minus);
+            prop_assert_eq!(model(&z), minus.clone());
             prop_assert_eq!(sa.intersects(&sb), !and.is_empty());
             prop_assert_eq!(sa.is_subset(&sb), ma.is_subset(&b));
+            // Refilling a reused set (holding stale members of any size) in place.
+            let stale = CpuSet::from_ids(rm.iter().copied());
+            let (mut p, mut q) = (stale, stale);
+            p.assign_and(&sa, &sb);
+            q.assign_minus(&sa, &sb);
+            prop_assert_eq!(model(&p), and.clone());
+            prop_assert_eq!(model(&q), minus.clone());
+            prop_assert_eq!(p, sa.and(&sb));
+            prop_assert_eq!(q, sa.minus(&sb));
+            let ms = model(&stale);
+            prop_assert_eq!(stale.is_subset_of_minus(&sa, &sb), ms.is_subset(&minus));
+            prop_assert_eq!(sb.is_subset_of_minus(&sa, &stale), b.is_subset(&ma.difference(&ms).copied().collect()));
 
             let after = ma.range(probe + 1..).next().copied();
             prop_assert_eq!(sa.next_after(CpuId(probe)).map(|c| c.0), after);

@@ -5,6 +5,8 @@
 //! Histogram counts are allocated in chunks on first use (`lazy`), so an entity pays for the
 //! ranges its samples fall in, not for the whole 1 ns .. 1 h range.
 
+use std::mem::size_of;
+
 use serde::Serialize;
 
 pub mod lazy;
@@ -19,10 +21,9 @@ use crate::time::Nanos;
 #[derive(Clone)]
 pub struct LatHist {
     hdr: LogHist,
-    buckets: Counts,
-    overflows: u64,
-    /// Sample index (cycle number) of each overflow, the first 1000 (cyclictest lists them).
-    overflow_cycles: Vec<u64>,
+    /// The fixed 1-µs buckets, if any (boxed: a per-entity wait histogram has none, and pays
+    /// one pointer for them rather than their bookkeeping).
+    fixed: Option<Box<Fixed>>,
     count: u64,
     sum_ns: u128,
     /// Sum of the squared samples (each clamped to the HDR range), for the standard deviation.
@@ -30,6 +31,15 @@ pub struct LatHist {
     sum_us_trunc: u64,
     min: Nanos,
     max: Nanos,
+}
+
+/// cyclictest's fixed 1-µs buckets (`-h N`) and their overflows.
+#[derive(Clone)]
+struct Fixed {
+    buckets: Counts,
+    overflows: u64,
+    /// Sample index (cycle number) of each overflow, the first 1000 (cyclictest lists them).
+    overflow_cycles: Vec<u64>,
 }
 
 const HDR_MAX: u64 = 3_600_000_000_000;
@@ -47,9 +57,13 @@ impl LatHist {
     pub fn with_precision(buckets_us: u32, sigfig: u8) -> LatHist {
         LatHist {
             hdr: LogHist::new(HDR_MAX, sigfig),
-            buckets: Counts::new(buckets_us as usize, BUCKET_CHUNK_SHIFT),
-            overflows: 0,
-            overflow_cycles: Vec::new(),
+            fixed: (buckets_us > 0).then(|| {
+                Box::new(Fixed {
+                    buckets: Counts::new(buckets_us as usize, BUCKET_CHUNK_SHIFT),
+                    overflows: 0,
+                    overflow_cycles: Vec::new(),
+                })
+            }),
             count: 0,
             sum_ns: 0,
             sum_sq_ns: 0,
@@ -62,28 +76,34 @@ impl LatHist {
     /// Bytes on the heap now (the HDR counts allocated so far, the fixed buckets', the
     /// overflow list).
     pub fn heap_bytes(&self) -> u64 {
-        (self.hdr.heap_bytes() + self.buckets.heap_bytes() + self.overflow_cycles.capacity() * 8)
-            as u64
+        let fixed = self.fixed.as_ref().map_or(0, |f| {
+            size_of::<Fixed>() + f.buckets.heap_bytes() + f.overflow_cycles.capacity() * 8
+        });
+        (self.hdr.heap_bytes() + fixed) as u64
     }
 
     /// Bytes on the heap with every range of the HDR counts and every fixed bucket allocated:
     /// the most a histogram holds, whatever it records (the overflow list aside).
     pub fn full_bytes(&self) -> u64 {
-        (self.hdr.full_bytes() + self.buckets.full_bytes()) as u64
+        let fixed = self
+            .fixed
+            .as_ref()
+            .map_or(0, |f| size_of::<Fixed>() + f.buckets.full_bytes());
+        (self.hdr.full_bytes() + fixed) as u64
     }
 
     #[inline]
     pub fn record(&mut self, v: Nanos) {
         self.hdr.record(v);
         let us = v / 1000;
-        if !self.buckets.is_empty() {
-            if us >= self.buckets.len() as u64 {
-                self.overflows += 1;
-                if self.overflow_cycles.len() < 1000 {
-                    self.overflow_cycles.push(self.count);
+        if let Some(f) = &mut self.fixed {
+            if us >= f.buckets.len() as u64 {
+                f.overflows += 1;
+                if f.overflow_cycles.len() < 1000 {
+                    f.overflow_cycles.push(self.count);
                 }
             } else {
-                self.buckets.incr(us as usize);
+                f.buckets.incr(us as usize);
             }
         }
         self.count += 1;
@@ -123,9 +143,11 @@ impl LatHist {
 
     pub fn reset(&mut self) {
         self.hdr.reset();
-        self.buckets.reset();
-        self.overflows = 0;
-        self.overflow_cycles.clear();
+        if let Some(f) = &mut self.fixed {
+            f.buckets.reset();
+            f.overflows = 0;
+            f.overflow_cycles.clear();
+        }
         self.count = 0;
         self.sum_ns = 0;
         self.sum_sq_ns = 0;
@@ -159,9 +181,15 @@ impl LatHist {
                 self.sum_us_trunc as f64 / self.count as f64
             },
             max_us: self.max / 1000,
-            buckets_us: self.buckets.to_vec(),
-            overflows: self.overflows,
-            overflow_cycles: self.overflow_cycles.clone(),
+            buckets_us: self
+                .fixed
+                .as_ref()
+                .map_or(Vec::new(), |f| f.buckets.to_vec()),
+            overflows: self.fixed.as_ref().map_or(0, |f| f.overflows),
+            overflow_cycles: self
+                .fixed
+                .as_ref()
+                .map_or(Vec::new(), |f| f.overflow_cycles.clone()),
         }
     }
 }

@@ -4,7 +4,7 @@
 //! after Gil Tene's HdrHistogram: lowest discernible value 1, a highest trackable value, `sigfig`
 //! significant decimal digits; power-of-two buckets of `2^m` sub-buckets of which the upper half
 //! is used past the first), and reports the same percentiles, but stores its counts in
-//! [`Counts`]: one small table of chunk slots, and the counts of only the chunks that have been
+//! [`Counts`]: one small table of chunk slots (a byte each), and the counts of only the chunks that have been
 //! recorded into. A per-entity wait histogram (2 digits over 1 ns .. 1 h) is 4,608 counts, 36 KB
 //! as hdrhistogram allocates it; here it is a 144-entry slot table plus 128 bytes for each
 //! quarter of a power-of-two range that holds a sample.
@@ -21,18 +21,21 @@
 pub struct Counts {
     len: usize,
     shift: u8,
-    /// Per chunk: 0 while not allocated, else 1 + its position in `cells` (in chunks).
-    slots: Box<[u16]>,
+    /// Per chunk: 0 while not allocated, else 1 + its position in `cells` (in chunks). A byte
+    /// each: the tables are per entity, and every default layout has at most 255 chunks (a
+    /// wait histogram 144, a cyclictest one 132, 5,000 1-µs buckets 79).
+    slots: Box<[u8]>,
     cells: Vec<u32>,
     /// `(index, high)`: multiples of 2^32 a cell has wrapped past, sorted by index.
     carries: Vec<(usize, u64)>,
 }
 
 impl Counts {
-    /// `len` counters in chunks of `2^shift` (the shift is raised so that the slots fit `u16`).
+    /// `len` counters in chunks of `2^shift` (the shift is raised so that the slots fit `u8`:
+    /// at most 255 chunks).
     pub fn new(len: usize, shift: u8) -> Counts {
         let mut shift = shift;
-        while len.div_ceil(1 << shift) > usize::from(u16::MAX) {
+        while len.div_ceil(1 << shift) > usize::from(u8::MAX) {
             shift += 1;
         }
         Counts {
@@ -76,7 +79,7 @@ impl Counts {
         let base = self.cells.len();
         self.cells.reserve_exact(n);
         self.cells.resize(base + n, 0);
-        self.slots[c] = u16::try_from((base >> self.shift) + 1).expect("chunks fit u16");
+        self.slots[c] = u8::try_from((base >> self.shift) + 1).expect("chunks fit u8");
         base
     }
 
@@ -147,12 +150,12 @@ impl Counts {
 
     /// Bytes on the heap.
     pub fn heap_bytes(&self) -> usize {
-        self.slots.len() * 2 + self.cells.capacity() * 4 + self.carries.capacity() * 16
+        self.slots.len() + self.cells.capacity() * 4 + self.carries.capacity() * 16
     }
 
     /// Bytes on the heap once every chunk is allocated.
     pub fn full_bytes(&self) -> usize {
-        self.slots.len() * 2 + (self.slots.len() << self.shift) * 4
+        self.slots.len() + (self.slots.len() << self.shift) * 4
     }
 
     #[cfg(test)]
@@ -378,8 +381,8 @@ mod tests {
     fn memory_grows_with_the_ranges_recorded_into() {
         let mut h = LogHist::new(HIGH, 2);
         let table = h.heap_bytes();
-        assert_eq!(table, 144 * 2);
-        assert_eq!(h.full_bytes(), 144 * 2 + 36 * 128 * 4);
+        assert_eq!(table, 144);
+        assert_eq!(h.full_bytes(), 144 + 36 * 128 * 4);
         h.record(5_000);
         h.record(5_001);
         assert_eq!(h.heap_bytes(), table + 32 * 4);
@@ -425,11 +428,22 @@ mod tests {
     }
 
     #[test]
-    fn chunks_stay_within_u16_slots() {
+    fn chunks_stay_within_u8_slots() {
         let mut c = Counts::new(10_000_000, 6);
         c.incr(9_999_999);
+        c.incr(0);
         assert_eq!(c.get(9_999_999), 1);
-        assert!(c.slots.len() <= usize::from(u16::MAX));
+        assert!(c.slots.len() <= usize::from(u8::MAX));
+        assert_eq!(c.to_vec().iter().sum::<u64>(), 2);
+        // Every chunk opened: the last slot holds the largest position.
+        let mut d = Counts::new(255 * 4, 2);
+        for i in (0..255 * 4).rev() {
+            d.incr(i);
+        }
+        assert_eq!(d.slots.len(), 255);
+        assert!((0..255 * 4).all(|i| d.get(i) == 1));
+        let mut c = Counts::new(10_000_000, 6);
+        c.incr(9_999_999);
         assert_eq!(c.to_vec().iter().sum::<u64>(), 1);
     }
 

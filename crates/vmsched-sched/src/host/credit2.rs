@@ -250,6 +250,8 @@ pub struct Credit2 {
     rqs: Vec<Runqueue>,
     units: Vec<Unit>,
     doms: Vec<Domain>,
+    /// Masks `runq_tickle` refills in place (no state between calls).
+    scratch: [CpuSet; 2],
 }
 
 impl Credit2 {
@@ -292,6 +294,7 @@ impl Credit2 {
             rqs: Vec::new(),
             units: Vec::new(),
             doms: vec![Domain::default(); nr_domains as usize],
+            scratch: [CpuSet::empty(); 2],
         };
         let max_per_rq = {
             let min_rqs = (n - 1) / s.params.max_cpus_runqueue as usize + 1;
@@ -521,33 +524,42 @@ impl Credit2 {
         if u.pinned && rq.idle.contains(cpu) && !rq.tickled.contains(cpu) {
             return tickle(self, ctx, cpu);
         }
+        // The masks are built in `self.scratch`, refilled word by word: a fresh set would zero
+        // its whole 512-byte array first (a `memset` per mask, every wake-up).
+        let [balance, m] = &mut self.scratch;
         for soft_step in [true, false] {
             if soft_step && !u.has_soft {
                 continue;
             }
-            let balance = if soft_step { &u.soft_and_hard } else { &u.hard }.and(&self.online);
-            let fully_idle = if self.params.smt_power_savings {
-                rq.idle.minus(&rq.smt_idle).and(&balance)
+            balance.assign_and(
+                if soft_step { &u.soft_and_hard } else { &u.hard },
+                &self.online,
+            );
+            // The fully idle CPUs.
+            if self.params.smt_power_savings {
+                m.assign_minus(&rq.idle, &rq.smt_idle);
+                m.and_with(balance);
             } else {
-                rq.smt_idle.and(&balance)
-            };
-            if let Some(i) = self.test_or_cycle(cpu, &fully_idle) {
+                m.assign_and(&rq.smt_idle, balance);
+            }
+            if let Some(i) = m.test_or_cycle(cpu) {
                 return tickle(self, ctx, i);
             }
-            let mut idlers = rq.idle.and(&balance);
-            idlers.minus_with(&rq.tickled);
-            if let Some(i) = self.test_or_cycle(cpu, &idlers) {
+            // The idlers.
+            m.assign_and(&rq.idle, balance);
+            m.minus_with(&rq.tickled);
+            if let Some(i) = m.test_or_cycle(cpu) {
                 return tickle(self, ctx, i);
             }
         }
-        // In place: each set-valued operation writes a whole 512-byte set.
-        let mut busy = rq.active.minus(&rq.idle);
+        // The busy CPUs, visited in place (`tickle_score` does not touch the masks).
+        let busy = &mut self.scratch[1];
+        busy.assign_minus(&rq.active, &rq.idle);
         busy.minus_with(&rq.tickled);
         busy.and_with(&u.hard);
         busy.and_with(&self.online);
         let (mut max, mut ipid) = (0i64, None);
         if busy.contains(cpu) {
-            busy.remove(cpu);
             let score = self.tickle_score(ctx, now, new, cpu);
             if score > max {
                 max = score;
@@ -557,13 +569,16 @@ impl Credit2 {
                 }
             }
         }
-        while let Some(i) = busy.first() {
-            busy.remove(i);
-            let score = self.tickle_score(ctx, now, new, i);
-            if score > max {
-                max = score;
-                ipid = Some(i);
+        let mut next = self.scratch[1].first();
+        while let Some(i) = next {
+            if i != cpu {
+                let score = self.tickle_score(ctx, now, new, i);
+                if score > max {
+                    max = score;
+                    ipid = Some(i);
+                }
             }
+            next = self.scratch[1].next_after(i);
         }
         if let Some(i) = ipid {
             tickle(self, ctx, i);
@@ -890,8 +905,7 @@ impl XenOps for Credit2 {
         let tickled = self.rqs[r].tickled.contains(cpu);
         if tickled {
             self.rqs[r].tickled.remove(cpu);
-            let idlers = self.rqs[r].idle.minus(&self.rqs[r].tickled);
-            self.smt_idle_mask_set(r, cpu, &idlers);
+            self.smt_idle_mask_set(r, cpu);
         }
         ctx.trace(|| SchedEvent::RunqSchedule {
             cpu,
@@ -923,8 +937,7 @@ impl XenOps for Credit2 {
         let Some(n) = snext else {
             if !self.rqs[r].idle.contains(cpu) {
                 self.rqs[r].idle.insert(cpu);
-                let idlers = self.rqs[r].idle.minus(&self.rqs[r].tickled);
-                self.smt_idle_mask_set(r, cpu, &idlers);
+                self.smt_idle_mask_set(r, cpu);
             }
             self.update_load(ctx, r, None, 0, now);
             // 4.2.1 gives the idle vCPU a 2 ms timer; 4.20 none.

@@ -146,20 +146,12 @@ impl Credit2 {
         m.cycle(n)
     }
 
-    /// Xen `cpumask_test_or_cycle`.
-    #[inline]
-    pub(super) fn test_or_cycle(&self, n: CpuId, m: &CpuSet) -> Option<CpuId> {
-        if m.contains(n) {
-            Some(n)
-        } else {
-            self.cycle(n, m)
-        }
-    }
-
-    /// Xen: smt_idle_mask_set
-    pub(super) fn smt_idle_mask_set(&mut self, r: usize, cpu: CpuId, idlers: &CpuSet) {
+    /// Xen: smt_idle_mask_set, with the idlers upstream's callers pass (the runqueue's idle
+    /// CPUs not tickled), tested without building that set.
+    pub(super) fn smt_idle_mask_set(&mut self, r: usize, cpu: CpuId) {
         let sibs = &self.sibling_mask[cpu.idx()];
-        if sibs.is_subset(idlers) {
+        let rq = &self.rqs[r];
+        if sibs.is_subset_of_minus(&rq.idle, &rq.tickled) {
             self.rqs[r].smt_idle.or_with(sibs);
         }
     }
