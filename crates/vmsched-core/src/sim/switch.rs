@@ -144,6 +144,9 @@ impl Simulation {
         }
         let (l, lc) = (self.cpus[vc.idx()].level, self.cpus[vc.idx()].local);
         self.cpus[vc.idx()].executing = true;
+        // Guest entry (KVM/ARM 3.x kvm_timer_flush_hwstate): the soft timer is disarmed; the
+        // next exit arms a new one.
+        self.cpus[vc.idx()].backup_timer_fired = false;
         self.levels[l.idx()].cpu_info[lc.idx()].executing = true;
         if self.coord.is_some() {
             self.coord_executing(vc);
