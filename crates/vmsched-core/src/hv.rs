@@ -222,6 +222,44 @@ pub struct KvmVcpu {
     pub halt_poll_ns: Nanos,
     pub ple_window: u64,
     pub halt_start: Option<Nanos>,
+    /// Its directed-yield eligibility (`vcpu->spin_loop`).
+    pub spin_loop: SpinLoop,
+}
+
+/// KVM's `vcpu->spin_loop` (`virt/kvm/kvm_main.c`, the same in 5.10, 6.6, 6.12 and 6.18):
+/// `in_spin_loop` while the vCPU is inside `kvm_vcpu_on_spin` (including while it is switched
+/// out by the directed yield it made there), `dy_eligible` toggled each time another spinning
+/// vCPU considers it, so a candidate that is itself spinning is eligible only every other time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SpinLoop {
+    pub in_spin_loop: bool,
+    pub dy_eligible: bool,
+}
+
+impl SpinLoop {
+    /// Entering `kvm_vcpu_on_spin` (`kvm_vcpu_set_in_spin_loop(me, true)`).
+    pub fn enter(&mut self) {
+        self.in_spin_loop = true;
+    }
+
+    /// Leaving `kvm_vcpu_on_spin`: out of the spin loop and, until it is next considered while
+    /// spinning, not eligible (`kvm_vcpu_set_in_spin_loop(me, false)`,
+    /// `kvm_vcpu_set_dy_eligible(me, false)`).
+    pub fn leave(&mut self) {
+        self.in_spin_loop = false;
+        self.dy_eligible = false;
+    }
+
+    /// A spinning vCPU considers this one as its directed yield's target: eligible if it is not
+    /// in a spin loop itself, or if it is and was passed over last time; a spinning candidate's
+    /// `dy_eligible` flips at each look. Linux: kvm_vcpu_eligible_for_directed_yield
+    pub fn eligible_for_directed_yield(&mut self) -> bool {
+        let eligible = !self.in_spin_loop || self.dy_eligible;
+        if self.in_spin_loop {
+            self.dy_eligible = !self.dy_eligible;
+        }
+        eligible
+    }
 }
 
 impl KvmVcpu {
@@ -231,6 +269,7 @@ impl KvmVcpu {
             halt_poll_ns: 0,
             ple_window: exit.ple.map_or(0, |p| p.base),
             halt_start: None,
+            spin_loop: SpinLoop::default(),
         }
     }
 }
@@ -518,6 +557,28 @@ impl PendingIrqs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// kvm_vcpu_eligible_for_directed_yield: a vCPU not in a spin loop is always eligible and
+    /// its flag does not move; one in a spin loop is eligible every other look, starting with
+    /// a refusal (it enters with `dy_eligible` false, as every call leaves it).
+    #[test]
+    fn a_spinning_candidate_is_eligible_every_other_time() {
+        let mut idle = SpinLoop::default();
+        for _ in 0..3 {
+            assert!(idle.eligible_for_directed_yield());
+        }
+        assert!(!idle.dy_eligible);
+        let mut v = SpinLoop::default();
+        v.enter();
+        let looks: Vec<bool> = (0..5).map(|_| v.eligible_for_directed_yield()).collect();
+        assert_eq!(looks, [false, true, false, true, false]);
+        // Leaving the spin loop clears both: eligible again, and refused first next time.
+        v.leave();
+        assert!(!v.in_spin_loop && !v.dy_eligible);
+        assert!(v.eligible_for_directed_yield());
+        v.enter();
+        assert!(!v.eligible_for_directed_yield());
+    }
 
     #[test]
     fn a_tick_alone_does_not_end_a_halt() {

@@ -143,6 +143,10 @@ struct CpuState {
     /// The delayed wake of a halted vCPU ([`ExitModel::kick_ns`] > 0), and the cause it carries.
     kick_slot: SlotId,
     kick_cause: WakeCause,
+    /// With the KVM/ARM 3.x timer kworker (ERRATA L9): the soft timer KVM armed for this guest
+    /// CPU's timer when its vCPU last left guest mode has fired (one per exit: it is armed for
+    /// the guest's one compare value and not re-armed until the vCPU has entered again).
+    backup_timer_fired: bool,
     /// The vCPU was preempted while in its halt window: the window is over, it blocks as soon as
     /// it runs idle again (KVM stops polling when another task wants the pCPU).
     halt_due: bool,
@@ -754,6 +758,13 @@ impl Simulation {
             return;
         };
         if !self.levels[self.cpus[c.idx()].level.idx()].alive {
+            return;
+        }
+        // KVM/ARM 3.x: kvm_timer_sync_hwstate arms one soft timer at the exit, for the guest's
+        // compare value (its earliest timer); kvm_timer_expire queues the work once and does
+        // not restart. Later guest timers of the same absence stay pending until the guest
+        // runs and programs its timer again: they queue no further work.
+        if std::mem::replace(&mut self.cpus[c.idx()].backup_timer_fired, true) {
             return;
         }
         if !w.queue.contains(&c) {

@@ -372,10 +372,13 @@ fn the_growing_ple_window_tames_the_eevdf_host() {
             (LOCK, "qspinlock"),
         ]);
         let grown = shipped(&host);
+        // 6.12's starvation is partial since the in-spin-loop toggle (a vCPU switched out by
+        // its own directed yield is a candidate only every other time): 0.25 at seed 1.
         assert!(
-            loops(&fixed) < 0.05,
-            "{k} fixed window: loops {:.2}",
-            loops(&fixed)
+            loops(&fixed) < 0.3 && loops(&fixed) < loops(&grown) / 2.0,
+            "{k} fixed window: loops {:.2} (growing: {:.2})",
+            loops(&fixed),
+            loops(&grown)
         );
         assert!(
             loops(&grown) > 0.5,

@@ -221,6 +221,7 @@ impl SimBuilder {
             halt_slot,
             kick_slot,
             kick_cause: WakeCause::Ipi,
+            backup_timer_fired: false,
             halt_due: false,
             pending: PendingIrqs::with_capacity(8),
             need_resched: false,

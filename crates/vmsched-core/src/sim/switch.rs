@@ -149,6 +149,13 @@ impl Simulation {
         }
         let (l, lc) = (self.cpus[vc.idx()].level, self.cpus[vc.idx()].local);
         self.cpus[vc.idx()].executing = true;
+        // Guest entry (KVM/ARM 3.x kvm_timer_flush_hwstate): the soft timer is disarmed; the
+        // next exit arms a new one.
+        self.cpus[vc.idx()].backup_timer_fired = false;
+        // Back from the directed yield it made in `kvm_vcpu_on_spin`: that call ends.
+        if self.cpus[vc.idx()].kvm.spin_loop.in_spin_loop {
+            self.cpus[vc.idx()].kvm.spin_loop.leave();
+        }
         self.levels[l.idx()].cpu_info[lc.idx()].executing = true;
         if self.coord.is_some() {
             self.coord_executing(vc);

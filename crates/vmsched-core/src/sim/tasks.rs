@@ -139,7 +139,14 @@ impl Simulation {
             );
             match directed.then(|| self.vcpu_on_spin(c, b)).flatten() {
                 Some(false) => {}
-                Some(true) => self.do_schedule(pc),
+                Some(true) => {
+                    self.do_schedule(pc);
+                    // Not switched out after all: `kvm_vcpu_on_spin` ends now (else when the
+                    // vCPU executes again, `start_executing`).
+                    if self.cpus[c.idx()].executing {
+                        self.cpus[c.idx()].kvm.spin_loop.leave();
+                    }
+                }
                 None => {
                     self.with_sched(l, |s, ctx| s.yield_(ctx, e));
                     self.do_schedule(pc);
@@ -179,8 +186,10 @@ impl Simulation {
     /// (runnable and not running: KVM's `vcpu->ready`; a halted vCPU is not runnable). Each gets
     /// the host's `yield_to(candidate, preempt = true)` until one succeeds (recorded as the new
     /// `last_boosted_vcpu`) or three have failed. Returns None if the host has no directed yield,
-    /// else whether `me` yielded. Not modelled: the "in spin loop" eligibility toggle and the
-    /// yield-to-kernel-mode rule (docs/kvm.md).
+    /// else whether `me` yielded. A candidate that is itself in `kvm_vcpu_on_spin` (switched out
+    /// by its own directed yield) is eligible only every other time it is considered
+    /// ([`SpinLoop`](crate::hv::SpinLoop)); `me` is in its spin loop from here until it executes
+    /// again. Not modelled: the yield-to-kernel-mode rule (docs/kvm.md).
     #[cold]
     fn vcpu_on_spin(&mut self, c: GCpu, me: GEnt) -> Option<bool> {
         let gl = self.cpus[c.idx()].level;
@@ -189,6 +198,24 @@ impl Simulation {
         let (hl, he) = (self.ents[me.idx()].level, self.ents[me.idx()].local);
         // Does the host have a directed yield at all? (A running target is always refused.)
         self.with_sched(hl, |s, ctx| s.yield_to(ctx, he, he))?;
+        self.cpus[c.idx()].kvm.spin_loop.enter();
+        let yielded = self.vcpu_on_spin_candidates(gl, n, start, me, hl, he);
+        if !yielded {
+            self.cpus[c.idx()].kvm.spin_loop.leave();
+        }
+        Some(yielded)
+    }
+
+    /// `kvm_vcpu_on_spin`'s walk over the candidates: whether `me` yielded to one.
+    fn vcpu_on_spin_candidates(
+        &mut self,
+        gl: crate::ids::LevelId,
+        n: u32,
+        start: u32,
+        me: GEnt,
+        hl: crate::ids::LevelId,
+        he: EntityId,
+    ) -> bool {
         let mut tries = 3;
         for k in 1..=n {
             let i = (start + k) % n;
@@ -199,18 +226,27 @@ impl Simulation {
             if b == me || self.ents[b.idx()].state != RunState::Runnable {
                 continue;
             }
+            if !self.cpus[gc.idx()]
+                .kvm
+                .spin_loop
+                .eligible_for_directed_yield()
+            {
+                continue;
+            }
             let target = self.ents[b.idx()].local;
-            let r = self.with_sched(hl, |s, ctx| s.yield_to(ctx, he, target))?;
+            let r = self
+                .with_sched(hl, |s, ctx| s.yield_to(ctx, he, target))
+                .unwrap_or(false);
             if r {
                 self.levels[gl.idx()].last_boosted = i;
-                return Some(true);
+                return true;
             }
             tries -= 1;
             if tries == 0 {
                 break;
             }
         }
-        Some(false)
+        false
     }
 
     pub(super) fn draw(&mut self, t: usize, d: Dist) -> Nanos {

@@ -430,5 +430,52 @@ fn timer_kworker_puts_the_host_scheduler_on_the_guest_timer_path() {
     assert_eq!(e.field, "host.timer_kworker_ns", "{e}");
 }
 
+/// ERRATA L9, one soft timer per exit: KVM/ARM 3.x arms one host hrtimer when the vCPU leaves
+/// guest mode, for the guest's compare value (its earliest timer); it queues the kworker's work
+/// once and is not re-armed until the vCPU has entered again. A vCPU thread that never halts (a
+/// guest loop) and is preempted by a host loop exits only by those preemptions, so the kworker
+/// runs at most once per preemption, however many guest timers (cyclictest's 1 ms period, its
+/// main thread, the guest's tick) fall in each 10 ms wait.
+#[test]
+fn timer_kworker_runs_once_per_exit() {
+    let src = format!(
+        "name = \"t\"\n[run]\nduration_ms = 2000\nwarmup_ms = 100\nseed = 1\nvary = false\n\
+         [machine]\npcpus = 1\nhypervisor = \"kvm\"\narch = \"arm64\"\nhalt_poll_ns = 0\n\
+         [host]\nscheduler = \"linux\"\nsteal_time = false\ntimer_kworker = true\n\
+         [host.sched]\nscheduler = \"cfs\"\nkernel = \"3.17\"\nhz = 200\n\
+         [[host.process]]\nkind = \"cpu_loop\"\nname = \"hostloop\"\n\
+         {}[domain.kernel]\ntick = \"periodic\"\n\
+         [[domain.workload]]\nkind = \"cyclictest\"\nname = \"ct\"\ninterval_us = 1000\n",
+        looping_guest("g", "").replace(
+            "scheduler = \"cfs\"\n",
+            "scheduler = \"cfs\"\nkernel = \"3.17\"\nhz = 200\n"
+        )
+    );
+    let r = run(&src, &[]);
+    let v = ent(&r, "host", "g.v0");
+    let kw = ent(&r, "host", "kworker/kvm-arch-timer");
+    assert!(
+        v.preemptions > 50,
+        "the vCPU thread was preempted {} times",
+        v.preemptions
+    );
+    assert_eq!(
+        v.blocked_ns, 0,
+        "a guest loop keeps the vCPU thread runnable"
+    );
+    assert!(
+        kw.runs <= v.preemptions + 1,
+        "the kworker ran {} times for {} exits",
+        kw.runs,
+        v.preemptions
+    );
+    assert!(
+        kw.runs * 10 >= v.preemptions * 9,
+        "each wait has a guest timer in it: the kworker ran {} times for {} exits",
+        kw.runs,
+        v.preemptions
+    );
+}
+
 mod coord;
 mod runtime;
