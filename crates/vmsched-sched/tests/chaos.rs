@@ -321,3 +321,55 @@ fn the_chaos_table_is_written_only_with_chaos() {
     assert!(plain.tables().iter().all(|t| t.name != "chaos"));
     assert!(!json(&plain).contains("chaos"));
 }
+
+/// `vcpu_is_preempted` observed directly (what a guest scheduler reads in `CpuInfo`), stepping
+/// the run 37 µs at a time: a busy vCPU alone on its pCPU reads preempted exactly while a
+/// stall is in progress; a halted one is stalled without being preempted (a halted vCPU is not
+/// preempted), and is preempted only inside a stall.
+#[test]
+fn vcpu_is_preempted_is_true_exactly_during_a_stall_of_a_vcpu_that_wants_to_run() {
+    // From 20 ms on: the loops have started (the seeded start offsets are below 11 ms:
+    // docs/design.md, Variation).
+    let step = |src: &str, check: &mut dyn FnMut(&[vmsched_core::sim::ChaosView])| {
+        let s = run::load("chaos.toml", src, &[]).unwrap_or_else(|e| panic!("{e}"));
+        let mut sim = vmsched_sched::build(&s);
+        sim.set_debug_checks(true);
+        sim.run_until(20_000_000);
+        while sim.now() < 300_000_000 {
+            sim.run_until(sim.now() + 37_000);
+            check(&sim.chaos_view());
+        }
+    };
+    let mut stalled = 0;
+    step(&busy(XEN, &chaos(0.2, "fixed")), &mut |v| {
+        for c in v {
+            assert!(!c.halted, "a busy vCPU never halts: {c:?}");
+            assert_eq!(c.preempted, c.stalled, "{c:?}");
+            stalled += u32::from(c.stalled);
+        }
+    });
+    // A fifth of 2 × 7,570 looks fall in a stall.
+    assert!((2_500..4_000).contains(&stalled), "{stalled} looks stalled");
+    // One vCPU running cyclictest (1 ms period): mostly halted.
+    let idle = "[run]\nduration_ms = 400\nwarmup_ms = 0\nseed = 3\n[machine]\npcpus = 1\n\
+                [host]\nscheduler = \"pinned\"\n[[domain]]\nname = \"g\"\nvcpus = 1\n\
+                [domain.sched]\nscheduler = \"eevdf\"\nkernel = \"6.12\"\n\
+                [[domain.workload]]\nkind = \"cyclictest\"\nname = \"ct\"\nthreads = 1\n\
+                interval_us = 1000\npriority = 90\n";
+    let (mut halted_in_stall, mut preempted) = (0, 0);
+    step(&format!("{idle}{}", chaos(0.2, "fixed")), &mut |v| {
+        let c = v[0];
+        assert!(
+            !c.preempted || c.stalled,
+            "preempted outside a stall: {c:?}"
+        );
+        assert!(!(c.preempted && c.halted), "halted and preempted: {c:?}");
+        halted_in_stall += u32::from(c.stalled && c.halted);
+        preempted += u32::from(c.preempted);
+    });
+    assert!(halted_in_stall > 100, "{halted_in_stall}");
+    assert!(
+        preempted > 0,
+        "a wake-up fell into a stall and read preempted"
+    );
+}

@@ -56,6 +56,19 @@ pub struct ChaosResult {
     pub mean_us: f64,
 }
 
+/// One stalled vCPU as its guest sees it at this instant ([`Simulation::chaos_view`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChaosView {
+    /// The vCPU's index in its guest.
+    pub cpu: u32,
+    /// A stall is in progress.
+    pub stalled: bool,
+    /// `vcpu_is_preempted` as the guest's scheduler reads it now (`CpuInfo`).
+    pub preempted: bool,
+    /// The vCPU is halted (its entity at the host is blocked).
+    pub halted: bool,
+}
+
 /// What was injected into one guest CPU.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ChaosCount {
@@ -179,6 +192,27 @@ impl Simulation {
             } else {
                 0
             }
+    }
+
+    /// Every stalled vCPU as its guest sees it now: whether a stall is in progress, and what
+    /// `vcpu_is_preempted` tells the guest (to check from outside, between `run_until` calls,
+    /// that the flag follows the stalls).
+    pub fn chaos_view(&self) -> Vec<ChaosView> {
+        self.chaos
+            .iter()
+            .map(|c| {
+                let cpu = &self.cpus[c.vc.idx()];
+                let info = &self.levels[cpu.level.idx()].cpu_info[cpu.local.idx()];
+                ChaosView {
+                    cpu: cpu.local.0,
+                    stalled: cpu.stalled,
+                    preempted: info.vcpu_is_preempted(),
+                    halted: cpu
+                        .backing
+                        .is_some_and(|b| self.ents[b.idx()].state == RunState::Blocked),
+                }
+            })
+            .collect()
     }
 
     /// The warm-up ends: the results count stalls from here.
