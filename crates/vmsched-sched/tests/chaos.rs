@@ -373,3 +373,39 @@ fn vcpu_is_preempted_is_true_exactly_during_a_stall_of_a_vcpu_that_wants_to_run(
         "a wake-up fell into a stall and read preempted"
     );
 }
+
+/// `correlated = true` stalls the whole domain at once: every vCPU draws the same stalls from
+/// one stream, so at every look all are stalled or none is; off (the default), they differ.
+#[test]
+fn correlated_stalls_take_every_vcpu_at_once() {
+    let src = busy(
+        XEN,
+        &format!("{}correlated = true\n", chaos(0.2, "exponential")),
+    );
+    let s = run::load("chaos.toml", &src, &[]).unwrap_or_else(|e| panic!("{e}"));
+    let mut sim = vmsched_sched::build(&s);
+    sim.set_debug_checks(true);
+    let mut together = 0;
+    while sim.now() < 300_000_000 {
+        sim.run_until(sim.now() + 37_000);
+        let v = sim.chaos_view();
+        assert_eq!(v[0].stalled, v[1].stalled, "at {}", sim.now());
+        together += u32::from(v[0].stalled);
+    }
+    assert!(together > 1000, "{together} looks with both stalled");
+    let (r, inj) = go(&src);
+    assert_eq!(inj[0], inj[1]);
+    assert_eq!(r.chaos[0].stalls, r.chaos[1].stalls);
+    // Each vCPU still loses `rate` of its time.
+    let share = r.chaos[0].stalled_ns as f64 / r.measured_ns as f64;
+    assert!((share - 0.2).abs() < TOL, "{share}");
+    let (_, apart) = go(&busy(XEN, &chaos(0.2, "exponential")));
+    assert_ne!(apart[0], apart[1]);
+    // Off by default, and `false` is the table without the key, byte for byte.
+    let (a, _) = go(&busy(XEN, &chaos(0.2, "exponential")));
+    let (b, _) = go(&busy(
+        XEN,
+        &format!("{}correlated = false\n", chaos(0.2, "exponential")),
+    ));
+    assert_eq!(json(&a), json(&b));
+}

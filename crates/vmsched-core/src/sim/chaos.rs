@@ -10,7 +10,9 @@
 //! Each vCPU alternates gaps (exponential, so stalls arrive as a Poisson process) and stalls
 //! (drawn from the configured distribution) on its own stream `<stream>/<k>`; the mean gap is
 //! set so that stalls take `rate` of the wall time ([`ChaosSpec::mean_gap_ns`]). A stall that
-//! finds its vCPU halted still runs out: a wake-up meanwhile waits for its end.
+//! finds its vCPU halted still runs out: a wake-up meanwhile waits for its end. With
+//! `correlated` every vCPU of the domain draws from one stream `<stream>`, hence the same
+//! gaps and stalls: the whole domain stalls at once.
 
 use serde::Serialize;
 
@@ -105,7 +107,13 @@ impl SimBuilder {
             let mut c = ChaosCpu {
                 vc,
                 slot,
-                rng: Stream::new(self.seed, &format!("{}/{k}", spec.stream)),
+                // Correlated: one stream for all, so every vCPU draws the same gaps and
+                // stalls (they depend on nothing else) and stalls at the same instants.
+                rng: if spec.correlated {
+                    Stream::new(self.seed, &spec.stream)
+                } else {
+                    Stream::new(self.seed, &format!("{}/{k}", spec.stream))
+                },
                 dist: spec.dist,
                 mean_ns: spec.mean_ns,
                 gap_ns: spec.mean_gap_ns(),
