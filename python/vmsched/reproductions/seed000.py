@@ -338,9 +338,10 @@ def _score_panels(df: pl.DataFrame, cases: list[str], path: Path, ylabel: str,
                         marker="o", capsize=3, label=f"Credit2 {v}")
         ax.set_xscale("log")
         ax.set_xticks(RATELIMITS_MS, [str(r) for r in RATELIMITS_MS])
-        head = f"{case}, {what}" if what else case
+        head = f"{case}\n{what}, " if what else f"{case} ("
+        tail = ")" if not what else ""
         finish(ax, "Credit2 ratelimit (ms, log scale)", ylabel,
-               title=f"{head} (mean of {n} seeds, bars 95 % CI)", legend=True)
+               title=f"{head}mean of {n} seeds, bars 95 % CI{tail}", legend=True)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
