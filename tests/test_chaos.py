@@ -53,6 +53,37 @@ def test_sweep_reads_back_the_injected_steal_and_latency_grows(scenario):
     assert wild["p99_us"] >= calm["p99_us"]
 
 
+def test_the_results_and_the_sweep_count_the_stalls(scenario, tmp_path):
+    import polars as pl
+
+    import vmsched
+
+    r = vmsched.run(scenario, set={"domain.0.chaos.rate": 0.2, "domain.0.chaos.mean_us": 500,
+                                   "domain.0.chaos.duration": "fixed"})
+    c = r.chaos
+    assert c.columns == ["domain", "vcpu", "name", "stalls", "stalled_ns", "rate", "mean_us"]
+    row = c.row(0, named=True)
+    assert (row["domain"], row["vcpu"], row["name"]) == ("g", 0, "g.v0")
+    # Fixed 500 µs stalls: the stalled time is whole stalls, but for the ones cut by the
+    # window's edges (at most two).
+    assert abs(row["stalled_ns"] - row["stalls"] * 500_000) <= 2 * 500_000
+    # count × mean ≈ rate × time: 380 ms at a 2.5 ms mean cycle is ~150 stalls; the count's
+    # standard deviation is about 7 % of it (exponential gaps); 25 % is over three of them.
+    want = 0.2 * r.measured_ns
+    assert abs(row["stalls"] * 500_000 / want - 1) < 0.25
+    # The run's written tables carry it; without chaos mode there is none.
+    r.write(tmp_path / "out")
+    assert pl.read_parquet(tmp_path / "out" / "chaos.parquet").equals(c)
+    assert vmsched.run(scenario).chaos.is_empty()
+    # The sweep keeps it beside the steal it caused (an idle guest: less than the stalls).
+    df = chaos.sweep(scenario, [0, 0.2], duration="fixed", mean_us=500)
+    calm, wild = df.row(0, named=True), df.row(1, named=True)
+    assert (calm["stalls"], calm["stalled"]) == (0, 0.0)
+    assert wild["stalls"] == row["stalls"]
+    assert wild["stalled"] == row["stalled_ns"] / r.measured_ns
+    assert wild["steal"] < wild["stalled"]
+
+
 def test_the_same_seed_gives_the_same_table(scenario):
     a = chaos.sweep(scenario, [0.1], mean_us=300)
     b = chaos.sweep(scenario, [0.1], mean_us=300)

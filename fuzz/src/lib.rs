@@ -9,7 +9,7 @@ use vmsched_core::scenario::{ScenarioError, SetValue};
 /// The scenarios shipped in python/vmsched/scenarios, as (file name, text), in the order they
 /// were added (so the `overrides` target's older inputs keep selecting theirs); a test checks
 /// that every shipped scenario is here.
-pub const SHIPPED: [(&str, &str); 28] = [
+pub const SHIPPED: [(&str, &str); 29] = [
     (
         "seed000_context1_ratelimit.toml",
         include_str!("../../python/vmsched/scenarios/seed000_context1_ratelimit.toml"),
@@ -121,6 +121,10 @@ pub const SHIPPED: [(&str, &str); 28] = [
     (
         "seed000_pair_spinner.toml",
         include_str!("../../python/vmsched/scenarios/seed000_pair_spinner.toml"),
+    ),
+    (
+        "seed000_unixbench_ncopy.toml",
+        include_str!("../../python/vmsched/scenarios/seed000_unixbench_ncopy.toml"),
     ),
 ];
 

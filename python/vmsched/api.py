@@ -262,6 +262,13 @@ class Result:
         return self.tables.get("ports", pl.DataFrame())
 
     @property
+    def chaos(self) -> pl.DataFrame:
+        """Chaos mode's stalls (docs/chaos.md): one row per stalled vCPU (domain, vcpu, name of
+        its host entity, stalls, stalled_ns over the measured window, the configured rate and
+        mean_us); empty without `[domain.chaos]`."""
+        return self.tables.get("chaos", pl.DataFrame())
+
+    @property
     def coord(self) -> pl.DataFrame:
         """Coordinated scheduling with a KVM host (docs/kvm.md): one row per coordinated
         domain (domain, boost_hypercalls, unboost_hypercalls, bound_expiries); empty without."""

@@ -8,8 +8,9 @@ histogram with its p99 and max; `plot` draws p99 and max against the rate by the
 `vmsched.plot` (axes with units, y from 0 unless the values span decades, then a log axis of
 points, when no value is below 1 µs; the 95 % confidence interval over the seeds when there
 are several). The steal each
-run really injected is read back from the guest's vCPUs (their time runnable or offline at the
-host) and kept in the table beside the rate asked for.
+run really caused is read back from the guest's vCPUs (their time runnable or offline at the
+host) and kept in the table beside the rate asked for, with the stalls injected and their
+stalled share (`Result.chaos`).
 """
 
 from __future__ import annotations
@@ -35,7 +36,9 @@ def sweep(scenario, rates, domain: int = 0, duration: str = "exponential",
     them, from the scenario's `run.seed` up), with stalls of `duration` ("exponential",
     "uniform" or "fixed") of mean `mean_us` injected into domain number `domain`; `set`: other
     overrides. Returns rate, seed, steal (the share of the guest vCPUs' measured time they were
-    runnable or offline at the host), level, workload, histogram, p99_us, max_us."""
+    runnable or offline at the host), stalls (the stalls injected into the guest's vCPUs over
+    the measured window) and stalled (their stalled share of it, per vCPU: the rate drawn),
+    level, workload, histogram, p99_us, max_us."""
     if duration not in DISTS:
         raise ValueError(f"duration must be one of {', '.join(DISTS)}, got {duration!r}")
     if seeds < 1:
@@ -67,11 +70,17 @@ def sweep(scenario, rates, domain: int = 0, duration: str = "exponential",
             v = host.filter(pl.col("name").str.starts_with(f"{guest}.v"))
             steal = (float((v["runnable_ns"] + v["offline_ns"]).sum())
                      / max(1, r.measured_ns * max(1, v.height)))
+            # What was injected (the results' chaos table; none at rate 0).
+            c = r.chaos
+            stalls = int(c["stalls"].sum()) if c.height else 0
+            stalled = (float(c["stalled_ns"].sum()) / max(1, r.measured_ns * c.height)
+                       if c.height else 0.0)
             h = r.histograms
             if h.height == 0:
                 raise ValueError(f"{scenario}: no workload with a latency histogram to plot")
             for row in h.iter_rows(named=True):
                 rows.append({"rate": rate, "seed": first + k, "steal": steal,
+                             "stalls": stalls, "stalled": stalled,
                              "level": row["level"], "workload": row["workload"],
                              "histogram": row["histogram"],
                              "p99_us": row["p99_ns"] / 1e3, "max_us": row["max_ns"] / 1e3})

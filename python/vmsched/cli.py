@@ -518,9 +518,11 @@ def cmd_chaos(a) -> int:
     except ValueError as e:
         _error(str(e))
         return 2
-    t = Table("rate", "seed", "steal", "workload", "histogram", "p99 (µs)", "max (µs)")
+    t = Table("rate", "seed", "stalls", "stalled", "steal", "workload", "histogram",
+              "p99 (µs)", "max (µs)")
     for r in df.iter_rows(named=True):
-        t.add_row(f"{r['rate']:g}", str(r["seed"]), f"{r['steal']:.3f}",
+        t.add_row(f"{r['rate']:g}", str(r["seed"]), f"{r['stalls']:,}", f"{r['stalled']:.3f}",
+                  f"{r['steal']:.3f}",
                   f"{r['level']}/{r['workload']}", r["histogram"], f"{r['p99_us']:.1f}",
                   f"{r['max_us']:.1f}")
     console.print(t)

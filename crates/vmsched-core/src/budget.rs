@@ -258,13 +258,14 @@ fn shape(w: &WorkloadConfig, vcpus: u32) -> Shape {
             .into_iter()
             .max_by_key(|(_, v)| *v)
             .map_or("c_user_ns", |(f, _)| f);
-            // The "unixbench" driver: a driver and a pair per pass, one program of sections
-            // (about 24 steps a pass), three channels a pass; one pair runs at a time.
+            // The "unixbench" driver: a driver and a pair per pass and copy, one program of
+            // sections (about 28 steps a pair), three channels a pair; one pass runs at a time.
             let (tasks, steps, channels, gap_pairs, tasks_field) = match c.driver {
                 crate::workload::context1::Driver::Window => (2, 12, 2, 1, ""),
                 crate::workload::context1::Driver::Unixbench => {
-                    let n = u64::from(c.passes);
-                    (1 + 2 * n, 1 + 24 * n, 1 + 3 * n, 0, "passes")
+                    let n = u64::from(c.passes) * u64::from(c.copies);
+                    let field = if c.copies > 1 { "copies" } else { "passes" };
+                    (1 + 2 * n, 1 + 28 * n, 1 + 3 * n, 0, field)
                 }
             };
             Shape {

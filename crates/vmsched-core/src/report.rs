@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::metrics::HistSummary;
 use crate::sched::RunState;
-use crate::sim::{Series, Simulation, XenmonWindowRow};
+use crate::sim::{ChaosResult, Series, Simulation, XenmonWindowRow};
 use crate::time::Nanos;
 use crate::workload::{Figure, WorkloadKind};
 
@@ -90,6 +90,9 @@ pub struct Results {
     /// measured window.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub coord: Vec<CoordResult>,
+    /// Chaos mode's stalls per stalled vCPU (docs/chaos.md), over the measured window.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub chaos: Vec<ChaosResult>,
 }
 
 /// One coordinated domain's hypercalls (sim/coord.rs): boosts asked, unboosts told, and boosts
@@ -362,6 +365,7 @@ pub(crate) fn collect(sim: &Simulation) -> Results {
                 bound_expiries: c.expired,
             })
             .collect(),
+        chaos: sim.chaos_rows(),
         xenmon: xenmon_rows(sim, measured),
     }
 }
@@ -445,8 +449,9 @@ impl Results {
     /// where a workload has no such counter or histogram), `counters` (long: one row per
     /// workload and counter, in the workload's order), `histograms` (one row per histogram, with
     /// its buckets as a list) and `series` (long: name, t_ns, value).
-    /// With I/O, a sixth table `ports` (one row per event-channel port); with coordinated
-    /// scheduling, a table `coord` (one row per coordinated domain: its hypercalls).
+    /// With I/O, a sixth table `ports` (one row per event-channel port); with chaos mode, a
+    /// table `chaos` (one row per stalled vCPU: its stalls); with coordinated scheduling, a
+    /// table `coord` (one row per coordinated domain: its hypercalls).
     pub fn tables(&self) -> Vec<Table> {
         let mut v = vec![
             self.entity_table(),
@@ -457,6 +462,9 @@ impl Results {
         ];
         if !self.ports.is_empty() {
             v.push(self.port_table());
+        }
+        if !self.chaos.is_empty() {
+            v.push(self.chaos_table());
         }
         if !self.coord.is_empty() {
             v.push(self.coord_table());
@@ -520,6 +528,24 @@ impl Results {
         t.col("boost_hypercalls", u(|r| r.boost_hypercalls));
         t.col("unboost_hypercalls", u(|r| r.unboost_hypercalls));
         t.col("bound_expiries", u(|r| r.bound_expiries));
+        t
+    }
+
+    fn chaos_table(&self) -> Table {
+        let c = &self.chaos;
+        let s = |f: fn(&ChaosResult) -> String| Column::Str(c.iter().map(f).collect());
+        let f = |f: fn(&ChaosResult) -> f64| Column::F64(c.iter().map(f).collect());
+        let mut t = Table::new("chaos");
+        t.col("domain", s(|r| r.domain.clone()));
+        t.col("vcpu", Column::U32(c.iter().map(|r| r.vcpu).collect()));
+        t.col("name", s(|r| r.name.clone()));
+        t.col("stalls", Column::U64(c.iter().map(|r| r.stalls).collect()));
+        t.col(
+            "stalled_ns",
+            Column::U64(c.iter().map(|r| r.stalled_ns).collect()),
+        );
+        t.col("rate", f(|r| r.rate));
+        t.col("mean_us", f(|r| r.mean_us));
         t
     }
 
@@ -772,6 +798,7 @@ mod tests {
             ],
             ports: vec![],
             coord: vec![],
+            chaos: vec![],
             xenmon: vec![],
         }
     }

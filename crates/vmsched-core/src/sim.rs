@@ -430,7 +430,7 @@ mod trace_io;
 mod xenmon;
 
 pub use builder::SimBuilder;
-pub use chaos::ChaosCount;
+pub use chaos::{ChaosCount, ChaosResult, ChaosView};
 pub use coord::{CoordCounts, CoordSpec};
 pub use cpupool::PoolAction;
 pub use evtchn::ScanOrder;

@@ -107,8 +107,11 @@ def holds(cs: list) -> str:
     return "holds" if all(c.sign == ">" for c in cs) else "not shown"
 
 
-#: The cases the UnixBench driver runs (the ones with one pair).
-UB_CASES = {k: v for k, v in CASES.items() if k != "N-copy (4 pairs)"}
+#: The cases the UnixBench driver runs: the one-pair cases, and the N-copy form as `Run` runs
+#: it (`./Run -c 4`: 4 copies started together every pass; the shipped
+#: seed000_unixbench_ncopy.toml).
+UB_CASES = {**{k: v for k, v in CASES.items() if k != "N-copy (4 pairs)"},
+            "N-copy (Run -c 4)": "seed000_unixbench_ncopy"}
 #: The driver's passes, pass length (s) and idle gap (ms): `Run`'s own, and the short form's.
 UB_RUN, UB_QUICK = (10, 10, 3000), (3, 1, 300)
 #: Seeds per point with the driver (each run is already `passes` passes).
@@ -139,7 +142,8 @@ def main_unixbench(quick: bool, jobs: int | None, outdir: Path, console: Console
     """Seed 000 with UnixBench's `Run` driver (workload/context1.rs, docs/seed000.md "As
     UnixBench runs it"): the one-pair cases, both versions, the four ratelimits, a few seeds;
     prints `Run`'s score (mean ± 95 % CI over the seeds), the passes' spread, and the same
-    comparisons as the main table; writes seed000_unixbench.csv."""
+    comparisons as the main table; writes seed000_unixbench.csv and seed000_unixbench.png (Run's
+    score against the ratelimit per case and version, mean and 95 % interval over the seeds)."""
     from vmsched.stats import aggregate, compare_all, family_note
 
     passes, pass_s, gap_ms = UB_QUICK if quick else UB_RUN
@@ -190,6 +194,8 @@ def main_unixbench(quick: bool, jobs: int | None, outdir: Path, console: Console
                 console.print(f"  {c.verdict()}", highlight=False)
     console.print(family_note([c for _, c in cmp]) + f" n = {n_seeds} seeds per point. "
                   "Index = score / 4000 × 10 (UnixBench pgms/index.base).", highlight=False)
+    _score_panels(df, list(UB_CASES), outdir / "seed000_unixbench.png",
+                  "Run's Context1 score (lps)", f"as UnixBench runs it, {passes} × {pass_s} s")
     return 0
 
 
@@ -287,25 +293,9 @@ def _plots(df: pl.DataFrame, series: dict, outdir: Path) -> None:
     mean over the seeds with its 95 % confidence interval, y from 0; seed000_gap.png: the
     pinned pair's vruntime gap over time, seed 1 (vmsched.plot's rules)."""
     from vmsched.plot import finish, pyplot
-    from vmsched.stats import aggregate
 
     plt = pyplot()
-    n = df["seed"].n_unique()
-    fig, axes = plt.subplots(1, len(CASES), figsize=(5 * len(CASES), 3.8), squeeze=False)
-    for ax, case in zip(axes[0], CASES):
-        for v in VERSIONS:
-            sub = df.filter((pl.col("case") == case) & (pl.col("version") == v))
-            agg = aggregate(sub, ["ratelimit_ms"], "score_lps").sort("ratelimit_ms")
-            err = [0.0 if c != c else c for c in agg["ci95"].to_list()]
-            ax.errorbar(agg["ratelimit_ms"].to_list(), agg["mean"].to_list(), yerr=err,
-                        marker="o", capsize=3, label=f"Credit2 {v}")
-        ax.set_xscale("log")
-        ax.set_xticks(RATELIMITS_MS, [str(r) for r in RATELIMITS_MS])
-        finish(ax, "Credit2 ratelimit (ms, log scale)", "Context1 score (lps)",
-               title=f"{case} (mean of {n} seeds, bars 95 % CI)", legend=True)
-    fig.tight_layout()
-    fig.savefig(outdir / "seed000_score.png", dpi=110)
-    plt.close(fig)
+    _score_panels(df, list(CASES), outdir / "seed000_score.png", "Context1 score (lps)")
 
     keys = [k for k, s in series.items() if s and k[0] == "pinned pair"]
     if keys:
@@ -327,6 +317,34 @@ def _plots(df: pl.DataFrame, series: dict, outdir: Path) -> None:
         fig.tight_layout()
         fig.savefig(outdir / "seed000_gap.png", dpi=110)
         plt.close(fig)
+
+
+def _score_panels(df: pl.DataFrame, cases: list[str], path: Path, ylabel: str,
+                  what: str = "") -> None:
+    """One panel per case: `score_lps` against the ratelimit per Credit2 version, the mean over
+    the seeds with its 95 % confidence interval, y from 0 (vmsched.plot's rules)."""
+    from vmsched.plot import finish, pyplot
+    from vmsched.stats import aggregate
+
+    plt = pyplot()
+    n = df["seed"].n_unique()
+    fig, axes = plt.subplots(1, len(cases), figsize=(5 * len(cases), 3.8), squeeze=False)
+    for ax, case in zip(axes[0], cases):
+        for v in VERSIONS:
+            sub = df.filter((pl.col("case") == case) & (pl.col("version") == v))
+            agg = aggregate(sub, ["ratelimit_ms"], "score_lps").sort("ratelimit_ms")
+            err = [0.0 if c != c else c for c in agg["ci95"].to_list()]
+            ax.errorbar(agg["ratelimit_ms"].to_list(), agg["mean"].to_list(), yerr=err,
+                        marker="o", capsize=3, label=f"Credit2 {v}")
+        ax.set_xscale("log")
+        ax.set_xticks(RATELIMITS_MS, [str(r) for r in RATELIMITS_MS])
+        head = f"{case}\n{what}, " if what else f"{case} ("
+        tail = ")" if not what else ""
+        finish(ax, "Credit2 ratelimit (ms, log scale)", ylabel,
+               title=f"{head}mean of {n} seeds, bars 95 % CI{tail}", legend=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 REPRODUCTION = register(

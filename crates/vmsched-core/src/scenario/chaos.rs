@@ -38,6 +38,10 @@ pub struct ChaosConfig {
     /// vCPU `k` draws from `<stream>/<k>`. Two domains naming one stream draw the same stalls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream: Option<String>,
+    /// Stall every vCPU of the domain at once (a whole-domain stall: the host's own work or
+    /// an SMI on a machine the domain fills). Off by default: each vCPU on its own stream.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub correlated: bool,
 }
 
 fn d_mean() -> f64 {
@@ -51,6 +55,7 @@ impl Default for ChaosConfig {
             duration: ChaosDist::default(),
             mean_us: d_mean(),
             stream: None,
+            correlated: false,
         }
     }
 }
@@ -86,6 +91,7 @@ impl ChaosConfig {
                 .stream
                 .clone()
                 .unwrap_or_else(|| format!("chaos/{domain}")),
+            correlated: self.correlated,
         })
     }
 }
@@ -98,8 +104,11 @@ pub struct ChaosSpec {
     pub dist: ChaosDist,
     /// Mean stall, ns.
     pub mean_ns: f64,
-    /// Stream name; vCPU `k` draws from `<stream>/<k>`.
+    /// Stream name; vCPU `k` draws from `<stream>/<k>`, or every vCPU from `<stream>` when
+    /// `correlated`.
     pub stream: String,
+    /// Every vCPU draws the same stalls (one stream), so they stall together.
+    pub correlated: bool,
 }
 
 impl ChaosSpec {

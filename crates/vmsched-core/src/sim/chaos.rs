@@ -10,7 +10,11 @@
 //! Each vCPU alternates gaps (exponential, so stalls arrive as a Poisson process) and stalls
 //! (drawn from the configured distribution) on its own stream `<stream>/<k>`; the mean gap is
 //! set so that stalls take `rate` of the wall time ([`ChaosSpec::mean_gap_ns`]). A stall that
-//! finds its vCPU halted still runs out: a wake-up meanwhile waits for its end.
+//! finds its vCPU halted still runs out: a wake-up meanwhile waits for its end. With
+//! `correlated` every vCPU of the domain draws from one stream `<stream>`, hence the same
+//! gaps and stalls: the whole domain stalls at once.
+
+use serde::Serialize;
 
 use super::*;
 use crate::scenario::chaos::{ChaosDist, ChaosSpec};
@@ -29,6 +33,42 @@ pub(super) struct ChaosCpu {
     /// [`Simulation::chaos_injected`]).
     stalls: u64,
     stolen: Nanos,
+    /// The configured rate, and the counts when the warm-up ended (the results' window).
+    rate: f64,
+    base_stalls: u64,
+    base_stolen: Nanos,
+}
+
+/// What chaos mode injected into one vCPU over the measured window: one row of the results'
+/// `chaos` table (docs/chaos.md, "In the results").
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ChaosResult {
+    /// The guest (the domain's level) and the vCPU: its index in the guest and its entity's
+    /// name at the host level (the `entities` row with its steal as `runnable_ns`).
+    pub domain: String,
+    pub vcpu: u32,
+    pub name: String,
+    /// Stalls begun in the window.
+    pub stalls: u64,
+    /// Stalled time inside the window, ns (a stall open at either edge counts its part inside).
+    pub stalled_ns: Nanos,
+    /// The configured `rate` and `mean_us` (what `stalled_ns` and `stalls` should approach:
+    /// `rate × measured_ns` and `rate × measured_ns / mean`).
+    pub rate: f64,
+    pub mean_us: f64,
+}
+
+/// One stalled vCPU as its guest sees it at this instant ([`Simulation::chaos_view`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChaosView {
+    /// The vCPU's index in its guest.
+    pub cpu: u32,
+    /// A stall is in progress.
+    pub stalled: bool,
+    /// `vcpu_is_preempted` as the guest's scheduler reads it now (`CpuInfo`).
+    pub preempted: bool,
+    /// The vCPU is halted (its entity at the host is blocked).
+    pub halted: bool,
 }
 
 /// What was injected into one guest CPU.
@@ -67,13 +107,22 @@ impl SimBuilder {
             let mut c = ChaosCpu {
                 vc,
                 slot,
-                rng: Stream::new(self.seed, &format!("{}/{k}", spec.stream)),
+                // Correlated: one stream for all, so every vCPU draws the same gaps and
+                // stalls (they depend on nothing else) and stalls at the same instants.
+                rng: if spec.correlated {
+                    Stream::new(self.seed, &spec.stream)
+                } else {
+                    Stream::new(self.seed, &format!("{}/{k}", spec.stream))
+                },
                 dist: spec.dist,
                 mean_ns: spec.mean_ns,
                 gap_ns: spec.mean_gap_ns(),
                 since: 0,
                 stalls: 0,
                 stolen: 0,
+                rate: spec.rate,
+                base_stalls: 0,
+                base_stolen: 0,
             };
             let first = c.draw_gap();
             self.sim.q.arm(slot, first);
@@ -138,12 +187,74 @@ impl Simulation {
             .map(|c| ChaosCount {
                 cpu: c.vc.0,
                 stalls: c.stalls,
-                stolen_ns: c.stolen
-                    + if self.cpus[c.vc.idx()].stalled {
-                        self.now - c.since
-                    } else {
-                        0
-                    },
+                stolen_ns: self.chaos_stolen(c),
+            })
+            .collect()
+    }
+
+    /// Stalled time of `c` since the start, a stall in progress up to now.
+    fn chaos_stolen(&self, c: &ChaosCpu) -> Nanos {
+        c.stolen
+            + if self.cpus[c.vc.idx()].stalled {
+                self.now - c.since
+            } else {
+                0
+            }
+    }
+
+    /// Every stalled vCPU as its guest sees it now: whether a stall is in progress, and what
+    /// `vcpu_is_preempted` tells the guest (to check from outside, between `run_until` calls,
+    /// that the flag follows the stalls).
+    pub fn chaos_view(&self) -> Vec<ChaosView> {
+        self.chaos
+            .iter()
+            .map(|c| {
+                let cpu = &self.cpus[c.vc.idx()];
+                let info = &self.levels[cpu.level.idx()].cpu_info[cpu.local.idx()];
+                ChaosView {
+                    cpu: cpu.local.0,
+                    stalled: cpu.stalled,
+                    preempted: info.vcpu_is_preempted(),
+                    halted: cpu
+                        .backing
+                        .is_some_and(|b| self.ents[b.idx()].state == RunState::Blocked),
+                }
+            })
+            .collect()
+    }
+
+    /// The warm-up ends: the results count stalls from here.
+    pub(super) fn chaos_reset_metrics(&mut self) {
+        for i in 0..self.chaos.len() {
+            let stolen = self.chaos_stolen(&self.chaos[i]);
+            let c = &mut self.chaos[i];
+            c.base_stalls = c.stalls;
+            c.base_stolen = stolen;
+        }
+    }
+
+    /// The results' `chaos` rows: per stalled vCPU, what was injected over the measured window.
+    pub(crate) fn chaos_rows(&self) -> Vec<ChaosResult> {
+        self.chaos
+            .iter()
+            .map(|c| {
+                let cpu = &self.cpus[c.vc.idx()];
+                let name = cpu.backing.map_or_else(String::new, |b| {
+                    let e = &self.ents[b.idx()];
+                    self.levels[e.level.idx()].ent_info[e.local.idx()]
+                        .params
+                        .name
+                        .clone()
+                });
+                ChaosResult {
+                    domain: self.levels[cpu.level.idx()].name.clone(),
+                    vcpu: cpu.local.0,
+                    name,
+                    stalls: c.stalls - c.base_stalls,
+                    stalled_ns: self.chaos_stolen(c) - c.base_stolen,
+                    rate: c.rate,
+                    mean_us: c.mean_ns / 1e3,
+                }
             })
             .collect()
     }

@@ -25,6 +25,7 @@ impl Simulation {
     pub(super) fn reset_metrics(&mut self) {
         self.close_intervals();
         self.coord_reset_metrics();
+        self.chaos_reset_metrics();
         for st in &mut self.ent_stats {
             st.time = [0; 4];
             st.runs = 0;

@@ -23,6 +23,9 @@
 //! pipe; the child reads end-of-file and exits; the driver waits for both. The score is `Run`'s:
 //! the passes sorted by count, the lowest `passes / 3` dropped, the geometric mean of the others'
 //! count / elapsed ([`run_score`]); UnixBench's index is that score / 4000 × 10 (`pgms/index.base`).
+//! With `copies = N` (`./Run -c N`; `Run` without `-c` runs 1 copy and then one per CPU) each
+//! pass starts N parents at once (`executeBenchmark`), each forking its own child on its own
+//! pipes; the pass's count is the sum of the copies' (`runOnePass`), its elapsed time their mean.
 //!
 //! Simplifications of the driver: the perl and shell processes between `Run` and context1
 //! (`commandBuffered`, `sh -c`), `sync`, `exec` and exit costs are not modelled; each pass's
@@ -79,6 +82,11 @@ pub struct Context1Config {
     /// Idle time before each pass (`sync; sleep 1; sync; sleep 2`: 3 s).
     #[serde(default = "d_gap_ms")]
     pub gap_ms: u64,
+    /// Parallel copies of the "unixbench" driver (`./Run -c N`; `Run` runs 1 and then as many
+    /// as the machine has CPUs): each pass starts this many parents at once, each with its own
+    /// child and pipes, and counts the sum of their round trips.
+    #[serde(default = "super::one")]
+    pub copies: u32,
 }
 
 /// How a Context1 pair is run (module doc).
@@ -127,6 +135,10 @@ pub const CHILD_SLEEPS: u16 = 2;
 pub const PASSES: u16 = 3;
 /// The most passes the "unixbench" driver runs.
 pub const MAX_PASSES: u32 = 100;
+/// The most parallel copies of the "unixbench" driver, and of passes × copies (every copy of
+/// every pass is a section of one program that each of its tasks holds).
+pub const MAX_COPIES: u32 = 64;
+pub const MAX_PASS_COPIES: u32 = 256;
 /// Linux's default timer slack of a SCHED_OTHER task (the driver's `sleep`).
 const TIMER_SLACK_NS: Nanos = 50_000;
 
@@ -152,6 +164,7 @@ impl Context1Config {
                 ("passes", self.passes != d_passes()),
                 ("pass_s", self.pass_s != d_pass_s()),
                 ("gap_ms", self.gap_ms != d_gap_ms()),
+                ("copies", self.copies != 1),
             ] {
                 if set {
                     return Err((field.into(), "only with driver = \"unixbench\"".into()));
@@ -160,6 +173,18 @@ impl Context1Config {
         }
         if !(1..=MAX_PASSES).contains(&self.passes) {
             return Err(("passes".into(), format!("must be 1..={MAX_PASSES}")));
+        }
+        if !(1..=MAX_COPIES).contains(&self.copies) {
+            return Err(("copies".into(), format!("must be 1..={MAX_COPIES}")));
+        }
+        if self.passes * self.copies > MAX_PASS_COPIES {
+            return Err((
+                "copies".into(),
+                format!(
+                    "passes × copies must be at most {MAX_PASS_COPIES}, got {} × {}",
+                    self.passes, self.copies
+                ),
+            ));
         }
         if self.pass_s == 0 {
             return Err(("pass_s".into(), "must be at least 1".into()));
@@ -295,112 +320,121 @@ impl Context1Config {
     }
 
     /// UnixBench's `Run` driver (module doc). One program for every task, in sections: the
-    /// driver's at step 0, then per pass the parent's and the child's, on the pass's own
-    /// channels (its two pipes and the end-of-file flag of the first). Task 0 is the driver;
-    /// pass k's parent and child are the fork slots 2k+1 and 2k+2 (taken in fork order).
-    /// Counter 3 + k counts pass k's round trips; histogram 0 holds each pass's elapsed time.
+    /// driver's at step 0, then per pass and copy the parent's and the child's, on the copy's
+    /// own channels (its two pipes and the end-of-file flag of the first). Task 0 is the
+    /// driver; the fork slots are taken in fork order: per pass first the `copies` parents
+    /// (the driver forks them one after the other, as `executeBenchmark` does), then their
+    /// children. Counter 3 + k sums pass k's round trips over its copies (`runOnePass`);
+    /// histogram 0 holds each parent's elapsed time.
     fn build_unixbench(&self) -> WorkloadSpec {
-        let n = self.passes as u16;
-        let done = 3 * n;
+        let (n, copies) = (self.passes as u16, self.copies as u16);
+        let sections = n * copies;
+        let done = 3 * sections;
         let pass_ns = u64::from(self.pass_s) * NS_PER_S;
-        let to = |i: usize| u16::try_from(i).expect("passes <= MAX_PASSES keeps steps in u16");
-        // The driver: per pass, idle, fork the parent, wait for parent and child to exit.
-        let driver_len = 4 * self.passes as usize + 1;
+        let to = |i: usize| u16::try_from(i).expect("MAX_PASS_COPIES keeps steps in u16");
+        // The driver: per pass, idle, fork the copies' parents, wait for every parent and child
+        // to exit.
+        let per_pass = 1 + 3 * copies as usize;
+        let driver_len = per_pass * n as usize + 1;
         let mut prog: Vec<Step> = Vec::new();
-        let mut sections = Vec::new();
+        let mut parents = Vec::new();
         for k in 0..n {
-            let (p1, p2, eof) = (3 * k, 3 * k + 1, 3 * k + 2);
-            let parent_at = driver_len + prog.len();
-            let mut body = vec![Step::Fork { child_at: 0 }];
-            let round_at = body.len();
-            body.extend(self.parent_round(p1, p2));
-            body.push(Step::Count {
-                counter: PASSES + k,
-            });
-            body.push(Step::LoopFor {
-                to: to(parent_at + round_at),
-                dur: pass_ns,
-            });
-            body.extend([
-                // alarm → report(): exit, closing the pipes (end-of-file for the child).
-                Step::Ready { hist: 0 },
-                Step::Signal {
-                    chan: eof,
-                    sync: false,
-                    wake_cost: 0,
-                },
-                Step::Signal {
-                    chan: p1,
-                    sync: true,
-                    wake_cost: self.c_wakeup_ns,
-                },
-                Step::Signal {
-                    chan: done,
-                    sync: false,
-                    wake_cost: self.c_wakeup_ns,
-                },
-                Step::Exit,
-            ]);
-            let child_at = parent_at + body.len();
-            body[0] = Step::Fork {
-                child_at: to(child_at),
-            };
-            let round = self.child_round(p1, p2, Some(Step::Branch { chan: eof, to: 0 }));
-            let exit_at = child_at + round.len() + 1;
-            for s in round {
-                body.push(match s {
-                    Step::Branch { chan, .. } => Step::Branch {
-                        chan,
-                        to: to(exit_at),
-                    },
-                    s => s,
+            for c in 0..copies {
+                let i = k * copies + c;
+                let (p1, p2, eof) = (3 * i, 3 * i + 1, 3 * i + 2);
+                let parent_at = driver_len + prog.len();
+                let mut body = vec![Step::Fork { child_at: 0 }];
+                let round_at = body.len();
+                body.extend(self.parent_round(p1, p2));
+                body.push(Step::Count {
+                    counter: PASSES + k,
                 });
+                body.push(Step::LoopFor {
+                    to: to(parent_at + round_at),
+                    dur: pass_ns,
+                });
+                body.extend([
+                    // alarm → report(): exit, closing the pipes (end-of-file for the child).
+                    Step::Ready { hist: 0 },
+                    Step::Signal {
+                        chan: eof,
+                        sync: false,
+                        wake_cost: 0,
+                    },
+                    Step::Signal {
+                        chan: p1,
+                        sync: true,
+                        wake_cost: self.c_wakeup_ns,
+                    },
+                    Step::Signal {
+                        chan: done,
+                        sync: false,
+                        wake_cost: self.c_wakeup_ns,
+                    },
+                    Step::Exit,
+                ]);
+                let child_at = parent_at + body.len();
+                body[0] = Step::Fork {
+                    child_at: to(child_at),
+                };
+                let round = self.child_round(p1, p2, Some(Step::Branch { chan: eof, to: 0 }));
+                let exit_at = child_at + round.len() + 1;
+                for s in round {
+                    body.push(match s {
+                        Step::Branch { chan, .. } => Step::Branch {
+                            chan,
+                            to: to(exit_at),
+                        },
+                        s => s,
+                    });
+                }
+                body.push(Step::Goto {
+                    to: to(child_at),
+                    times: None,
+                });
+                body.extend([
+                    Step::Signal {
+                        chan: done,
+                        sync: false,
+                        wake_cost: self.c_wakeup_ns,
+                    },
+                    Step::Exit,
+                ]);
+                parents.push(parent_at);
+                prog.extend(body);
             }
-            body.push(Step::Goto {
-                to: to(child_at),
-                times: None,
-            });
-            body.extend([
-                Step::Signal {
-                    chan: done,
-                    sync: false,
-                    wake_cost: self.c_wakeup_ns,
-                },
-                Step::Exit,
-            ]);
-            sections.push(parent_at);
-            prog.extend(body);
         }
         let mut driver = Vec::with_capacity(driver_len);
-        for &parent_at in &sections {
-            driver.extend([
-                Step::Sleep {
-                    dur: Dist::Fixed(self.gap_ms * NS_PER_MS),
-                    slack: TIMER_SLACK_NS,
-                },
-                Step::Fork {
-                    child_at: to(parent_at),
-                },
-                Step::Wait {
-                    chan: done,
-                    block_cost: self.c_block_ns,
-                    slept: None,
-                },
-                Step::Wait {
-                    chan: done,
-                    block_cost: self.c_block_ns,
-                    slept: None,
-                },
-            ]);
+        for pass in parents.chunks(copies as usize) {
+            driver.push(Step::Sleep {
+                dur: Dist::Fixed(self.gap_ms * NS_PER_MS),
+                slack: TIMER_SLACK_NS,
+            });
+            driver.extend(pass.iter().map(|&at| Step::Fork { child_at: to(at) }));
+            driver.extend((0..2 * copies).map(|_| Step::Wait {
+                chan: done,
+                block_cost: self.c_block_ns,
+                slept: None,
+            }));
         }
         driver.push(Step::Exit);
         debug_assert_eq!(driver.len(), driver_len);
         driver.extend(prog);
         let prog = driver;
         let mut tasks = vec![self.task("run", prog.clone(), 0)];
+        // Names by fork slot: pass k's parents, then its children (numbered in fork order).
         for k in 1..=self.passes {
-            tasks.push(self.task(&format!("parent{k}"), prog.clone(), NEVER));
-            tasks.push(self.task(&format!("child{k}"), prog.clone(), NEVER));
+            if self.copies == 1 {
+                tasks.push(self.task(&format!("parent{k}"), prog.clone(), NEVER));
+                tasks.push(self.task(&format!("child{k}"), prog.clone(), NEVER));
+                continue;
+            }
+            for c in 1..=self.copies {
+                tasks.push(self.task(&format!("parent{k}.{c}"), prog.clone(), NEVER));
+            }
+            for c in 1..=self.copies {
+                tasks.push(self.task(&format!("child{k}.{c}"), prog.clone(), NEVER));
+            }
         }
         let mut counters = vec![
             "iterations".into(),
@@ -534,6 +568,64 @@ mod tests {
     }
 
     #[test]
+    fn n_copies_start_together_each_on_its_own_pipes() {
+        // `./Run -c 3`, 2 passes: per pass the driver forks 3 parents in a row, then waits for
+        // 6 exits; every copy has its own three channels; a pass's copies count together.
+        let c = cfg("driver = \"unixbench\"\npasses = 2\npass_s = 1\ngap_ms = 100\ncopies = 3");
+        c.validate().unwrap();
+        let w = c.build();
+        assert_eq!(w.tasks.len(), 1 + 2 * 2 * 3);
+        assert_eq!(w.channels, 3 * 6 + 1);
+        let done = 18;
+        let p = &w.tasks[0].program;
+        let per_pass = 1 + 3 * 3;
+        assert_eq!(p[2 * per_pass], Step::Exit);
+        let mut sections = Vec::new();
+        for k in 0..2 {
+            let pass = &p[k * per_pass..(k + 1) * per_pass];
+            assert!(matches!(pass[0], Step::Sleep { .. }));
+            for s in &pass[1..4] {
+                let Step::Fork { child_at } = *s else {
+                    panic!("pass {k}: the copies are forked one after the other: {s:?}");
+                };
+                sections.push((k, child_at as usize));
+            }
+            assert!(pass[4..].iter().all(|s| matches!(
+                s,
+                Step::Wait { chan, .. } if *chan == done
+            )));
+        }
+        let mut pipes = std::collections::BTreeSet::new();
+        for &(k, at) in &sections {
+            let Step::Fork { child_at } = p[at] else {
+                panic!("a parent forks its child first");
+            };
+            let parent = &p[at..child_at as usize];
+            assert!(parent.contains(&Step::Count {
+                counter: PASSES + k as u16
+            }));
+            let Some(Step::Signal { chan, .. }) =
+                parent.iter().find(|s| matches!(s, Step::Signal { .. }))
+            else {
+                panic!("the parent writes its first pipe");
+            };
+            assert!(pipes.insert(*chan), "pipe {chan} shared between copies");
+        }
+        assert_eq!(pipes.len(), 6);
+        // Names by fork slot: a pass's parents, then its children.
+        let names: Vec<&str> = w.tasks.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(
+            names[1..4],
+            ["c1.parent1.1", "c1.parent1.2", "c1.parent1.3"]
+        );
+        assert_eq!(names[4], "c1.child1.1");
+        // One copy keeps the one-copy program and names.
+        let one = cfg("driver = \"unixbench\"\npasses = 2").build();
+        assert_eq!(one.tasks[1].name, "c1.parent1");
+        assert_eq!(one.tasks[2].name, "c1.child1");
+    }
+
+    #[test]
     fn run_score_drops_the_worst_third_and_takes_the_geometric_mean() {
         // 10 passes: the 3 lowest counts go; the other 7 average geometrically.
         let counts = [1, 2, 3, 100, 100, 100, 100, 100, 100, 800];
@@ -559,6 +651,13 @@ mod tests {
         assert_eq!(bad("driver = \"unixbench\"\npasses = 0"), "passes");
         assert_eq!(bad("driver = \"unixbench\"\npasses = 101"), "passes");
         assert_eq!(bad("driver = \"unixbench\"\npass_s = 0"), "pass_s");
+        assert_eq!(bad("copies = 2"), "copies");
+        assert_eq!(bad("driver = \"unixbench\"\ncopies = 0"), "copies");
+        assert_eq!(bad("driver = \"unixbench\"\ncopies = 65"), "copies");
+        assert_eq!(
+            bad("driver = \"unixbench\"\npasses = 30\ncopies = 9"),
+            "copies"
+        );
         assert!(toml::from_str::<Context1Config>("name = \"c\"\ndriver = \"run\"").is_err());
     }
 }
