@@ -181,7 +181,7 @@ struct CpuState {
 }
 
 /// Per-entity accounting (xenmon's figures): the cold half of an entity, written at its switches
-/// and runstate changes and read at the end, kept apart from the per-event [`EntState`]
+/// and runstate changes and read at the end, kept apart from the per-event `EntState`
 /// (`Simulation::ent_stats`, indexed like `ents`).
 pub struct EntStats {
     pub time: [Nanos; 4],
