@@ -246,6 +246,7 @@ pub const KEYS: &[&str] = &[
     "host.process",
     "host.process.0.copies",
     "domain.0.vcpu_nice",
+    "domain.0.halt_poll_ns",
     "domain.0.vcpu_policy",
     "domain.0.vcpu_rt_priority",
 ];

@@ -485,6 +485,11 @@ pub struct DomainConfig<G> {
     /// `sched_priority` (1..=99) of vCPU threads whose `vcpu_policy` is "fifo" or "rr".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vcpu_rt_priority: Option<u32>,
+    /// This VM's halt-polling cap in ns (`KVM_CAP_HALT_POLL`, Linux 5.8 on: it sets the VM's
+    /// `max_halt_poll_ns` in place of the `halt_poll_ns` module parameter, here
+    /// `machine.halt_poll_ns`), for its vCPUs only. KVM only; not under a 3.17 host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub halt_poll_ns: Option<u64>,
     /// Hard affinity of every vCPU (pCPU ids); default all.
     #[serde(default)]
     pub pcpus: Option<Vec<u32>>,

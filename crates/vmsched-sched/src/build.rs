@@ -79,15 +79,17 @@ pub fn load_with(
 
 /// The exit model of a guest of scenario `s` (crate::hv presets; validation has refused the
 /// guest types that do not exist on it). Under the Linux KVM host, KVM's module parameters
-/// (`[host.kvm]`) with the defaults of the host kernel's version; else 6.12's.
-fn exit_model(s: &Scenario, guest_type: Option<GuestType>) -> ExitModel {
+/// (`[host.kvm]`) with the defaults of the host kernel's version; else 6.12's. `halt_poll_ns`:
+/// the domain's `KVM_CAP_HALT_POLL` cap, which replaces the module parameter for its vCPUs.
+fn exit_model(s: &Scenario, guest_type: Option<GuestType>, halt_poll_ns: Option<u64>) -> ExitModel {
     let m = &s.machine;
+    let poll = halt_poll_ns.or(m.halt_poll_ns);
     let guest = m
         .guest_type(guest_type)
         .expect("invariant: guest_type validated");
     let (knobs, trap_ns) = match &s.host {
         HostSchedConfig::Linux(p) => (
-            p.kvm.knobs(m.arch, p.kvm_version(), m.halt_poll_ns),
+            p.kvm.knobs(m.arch, p.kvm_version(), poll),
             if p.kvm.pause_in_guest(m.arch) {
                 0
             } else {
@@ -98,7 +100,7 @@ fn exit_model(s: &Scenario, guest_type: Option<GuestType>) -> ExitModel {
             crate::host::kvm::KvmModuleParams::default().knobs(
                 m.arch,
                 crate::host::kvm::KvmVersion::V6_12,
-                m.halt_poll_ns,
+                poll,
             ),
             m.wfe_trap_ns,
         ),
@@ -182,9 +184,9 @@ pub fn build(s: &Scenario) -> Simulation {
                     // cpuidle-haltpoll turns host polling off (MSR_KVM_POLL_CONTROL).
                     Some(_) => ExitModel {
                         halt: vmsched_core::hv::Halt::Block,
-                        ..exit_model(s, d.guest_type)
+                        ..exit_model(s, d.guest_type, d.halt_poll_ns)
                     },
-                    None => exit_model(s, d.guest_type),
+                    None => exit_model(s, d.guest_type, d.halt_poll_ns),
                 },
                 tick_periodic: d.kernel.tick == TickMode::Periodic,
                 skew_tick: d.kernel.skew_tick,

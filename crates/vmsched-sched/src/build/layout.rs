@@ -130,11 +130,42 @@ fn check_rtds_fields(s: &Scenario) -> Result<(), (String, String)> {
 
 /// A domain's vCPU thread fields (`vcpu_nice`, `vcpu_policy`, `vcpu_rt_priority`): checked
 /// under a Linux (KVM) host, refused under any other.
+/// A domain's `halt_poll_ns` (`KVM_CAP_HALT_POLL`): a time in range, on a KVM machine, and
+/// not under a 3.17 host (the capability came with Linux 5.8: commit acd05785e48c, "kvm: add
+/// capability for halt polling").
+fn check_halt_poll(s: &Scenario, ns: Option<u64>) -> Result<(), String> {
+    let Some(ns) = ns else {
+        return Ok(());
+    };
+    if ns > vmsched_core::time::MAX_TIME_NS {
+        return Err(format!(
+            "must be at most {} ns, got {ns}",
+            vmsched_core::time::MAX_TIME_NS
+        ));
+    }
+    if s.machine.hypervisor != Hypervisor::Kvm {
+        return Err("is KVM's per-VM halt-polling cap (KVM_CAP_HALT_POLL): set \
+                    machine.hypervisor = \"kvm\" or remove it"
+            .into());
+    }
+    if let HostSchedConfig::Linux(p) = &s.host {
+        if p.kvm_version() == crate::host::kvm::KvmVersion::V3_17 {
+            return Err(
+                "KVM_CAP_HALT_POLL came with Linux 5.8; a 3.17 host has only the \
+                        module parameter (machine.halt_poll_ns)"
+                    .into(),
+            );
+        }
+    }
+    Ok(())
+}
+
 fn check_kvm_fields(s: &Scenario) -> Result<(), (String, String)> {
     let linux = matches!(s.host, HostSchedConfig::Linux(_));
     for (i, d) in s.domains.iter().enumerate() {
         crate::host::kvm::check_vcpu_fields(d, linux)
             .map_err(|(f, m)| (format!("domain.{i}.{f}"), m))?;
+        check_halt_poll(s, d.halt_poll_ns).map_err(|m| (format!("domain.{i}.halt_poll_ns"), m))?;
         crate::host::kvm::check_coord(d, linux, &s.events)
             .map_err(|(f, m)| (format!("domain.{i}.{f}"), m))?;
     }
