@@ -11,38 +11,13 @@
 mod run;
 
 use run::{assert_sums, ent, load_err, traced};
-use vmsched_core::trace::{Record, Trace};
+use vmsched_core::trace::Trace;
 use vmsched_core::NS_PER_MS;
 
 /// The host pCPUs that switched in a vCPU whose name starts with one of `prefixes` in
 /// `[from, to)` ms.
 fn cpus_running(tr: &Trace, prefixes: &[&str], from: u64, to: u64) -> Vec<u32> {
-    let ents: Vec<u32> = tr
-        .meta
-        .ents
-        .iter()
-        .enumerate()
-        .filter(|(_, m)| prefixes.iter().any(|p| m.name.starts_with(p)))
-        .map(|(i, _)| i as u32)
-        .collect();
-    let mut cpus: Vec<u32> = tr
-        .records
-        .iter()
-        .filter_map(|r| match r {
-            Record::Switch {
-                t,
-                cpu,
-                next: Some(n),
-                ..
-            } if ents.contains(&n.0) && *t >= from * NS_PER_MS && *t < to * NS_PER_MS => {
-                Some(cpu.0)
-            }
-            _ => None,
-        })
-        .collect();
-    cpus.sort_unstable();
-    cpus.dedup();
-    cpus
+    run::cpus_running(tr, &run::ents_named(tr, prefixes), from, to)
 }
 
 /// Four pCPUs, all in Pool-0 (Credit2) at boot, two domains of two busy vCPUs, and a pool

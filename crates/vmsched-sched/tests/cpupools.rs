@@ -11,43 +11,14 @@
 mod run;
 
 use vmsched_core::report::Results;
-use vmsched_core::trace::{Record, Trace};
+use vmsched_core::trace::Trace;
 use vmsched_core::NS_PER_MS;
 
-use run::{assert_sums, ent, load_err, traced};
+use run::{assert_sums, cpus_running, ent, ents_named, load_err, traced};
 
 /// The host entity ids (global) of the vCPUs whose name starts with `prefix`.
 fn vcpus_of(tr: &Trace, prefix: &str) -> Vec<u32> {
-    tr.meta
-        .ents
-        .iter()
-        .enumerate()
-        .filter(|(_, m)| m.name.starts_with(prefix))
-        .map(|(i, _)| i as u32)
-        .collect()
-}
-
-/// The host pCPUs (global ids = local ids: the host is level 0) that switched in one of
-/// `ents` in `[from, to)` ms.
-fn cpus_running(tr: &Trace, ents: &[u32], from: u64, to: u64) -> Vec<u32> {
-    let mut cpus: Vec<u32> = tr
-        .records
-        .iter()
-        .filter_map(|r| match r {
-            Record::Switch {
-                t,
-                cpu,
-                next: Some(n),
-                ..
-            } if ents.contains(&n.0) && *t >= from * NS_PER_MS && *t < to * NS_PER_MS => {
-                Some(cpu.0)
-            }
-            _ => None,
-        })
-        .collect();
-    cpus.sort_unstable();
-    cpus.dedup();
-    cpus
+    ents_named(tr, &[prefix])
 }
 
 /// Four pCPUs: Pool-0 (Credit2) keeps 0 and 1, pool "rt" (RTDS) has 2 and 3. In Pool-0 a

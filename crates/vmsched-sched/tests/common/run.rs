@@ -81,3 +81,37 @@ pub fn assert_sums(r: &Results) {
         assert_eq!(sum, r.measured_ns, "runstates of {} add up", e.name);
     }
 }
+
+/// The entity ids (global) whose name starts with one of `prefixes`.
+pub fn ents_named(tr: &vmsched_core::trace::Trace, prefixes: &[&str]) -> Vec<u32> {
+    tr.meta
+        .ents
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| prefixes.iter().any(|p| m.name.starts_with(p)))
+        .map(|(i, _)| i as u32)
+        .collect()
+}
+
+/// The host pCPUs (global ids = local ids: the host is level 0) that switched in one of
+/// `ents` in `[from, to)` ms, sorted, each once.
+pub fn cpus_running(tr: &vmsched_core::trace::Trace, ents: &[u32], from: u64, to: u64) -> Vec<u32> {
+    use vmsched_core::trace::Record;
+    let ms = vmsched_core::NS_PER_MS;
+    let mut cpus: Vec<u32> = tr
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Switch {
+                t,
+                cpu,
+                next: Some(n),
+                ..
+            } if ents.contains(&n.0) && *t >= from * ms && *t < to * ms => Some(cpu.0),
+            _ => None,
+        })
+        .collect();
+    cpus.sort_unstable();
+    cpus.dedup();
+    cpus
+}
